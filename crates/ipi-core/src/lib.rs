@@ -1,0 +1,12 @@
+//! ipi-core: what the ipi-net programs share.
+//!
+//! - [`cluster`]: the cluster model read from `install-config.yaml`.
+//! - [`inventory`]: the node inventory (from `kubectl get nodes -o json` or our own format).
+//! - [`vip`]: the installer's VIP rules, and ours on top.
+//! - [`vrid`]: VRRP router ids derived from the cluster name, as OpenShift does.
+//! - [`vrrp`]: the VRRP advertisement codec and timers.
+//! - [`atomic`]: atomic, change-aware file writes.
+//! - [`exit`]: exit statuses.
+
+pub mod exit;
+pub mod vrrp;

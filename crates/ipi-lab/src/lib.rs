@@ -1,0 +1,1 @@
+//! The network-namespace lab: throwaway hosts on a private bridge for network tests.

@@ -1,0 +1,1 @@
+//! Scenarios shared by the cross-program tests and the lab demo.
