@@ -8,5 +8,7 @@
 //! - [`atomic`]: atomic, change-aware file writes.
 //! - [`exit`]: exit statuses.
 
+#![warn(missing_docs)]
+
 pub mod exit;
 pub mod vrrp;
