@@ -7,8 +7,19 @@
 //! - [`vrrp`]: the VRRP advertisement codec and timers.
 //! - [`atomic`]: atomic, change-aware file writes.
 //! - [`exit`]: exit statuses.
+//! - [`field`]: installer-style field errors; [`name`]: DNS name rules.
 
 #![warn(missing_docs)]
 
+pub mod atomic;
+pub mod cluster;
 pub mod exit;
+pub mod field;
+pub mod inventory;
+pub mod name;
+pub mod vip;
+pub mod vrid;
 pub mod vrrp;
+
+pub use cluster::{Cluster, ClusterError, Family, Platform};
+pub use inventory::{Inventory, InventoryError, Node, Role};
