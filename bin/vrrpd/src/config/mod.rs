@@ -1,0 +1,1 @@
+//! keepalived.conf: the configuration vrrpd reads.

@@ -1,0 +1,7 @@
+//! vrrpd: a VRRP router (RFC 3768 v2, RFC 5798 v3) that can stand in for keepalived.
+//!
+//! - [`config`]: keepalived.conf, read with file:line errors.
+//! - [`fsm`]: the protocol as a sans-IO state machine, tested with a virtual clock.
+
+pub mod config;
+pub mod fsm;
