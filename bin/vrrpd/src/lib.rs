@@ -1,7 +1,9 @@
 //! vrrpd: a VRRP router (RFC 3768 v2, RFC 5798 v3) that can stand in for keepalived.
 //!
+//! - [`cli`]: the command line (and so the man page).
 //! - [`config`]: keepalived.conf, read with file:line errors.
 //! - [`fsm`]: the protocol as a sans-IO state machine, tested with a virtual clock.
 
+pub mod cli;
 pub mod config;
 pub mod fsm;

@@ -1,8 +1,24 @@
-//! `vrrpd`: hold virtual IPs with VRRP (stands in for keepalived).
-//!
-//! Not built yet (issue #3): it says so and exits with the usage/configuration
-//! status, so that nothing mistakes it for a working program.
+//! `vrrpd`: command-line wiring only; the logic lives in the library.
 
-fn main() -> std::process::ExitCode {
-    ipi_core::exit::not_implemented("vrrpd", 3)
+use std::process::ExitCode;
+
+use clap::Parser;
+use ipi_core::exit::Status;
+use ipi_core::vrid::Vrids;
+use vrrpd::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Vrid { name } => {
+            let vrids = Vrids::for_cluster(&name);
+            println!("{} {}", vrids.api, vrids.ingress);
+            Status::Success.into()
+        }
+        Command::Run { .. }
+        | Command::Render { .. }
+        | Command::CheckConfig { .. }
+        | Command::Status { .. }
+        | Command::Watch { .. } => ipi_core::exit::not_implemented("vrrpd", 3),
+    }
 }

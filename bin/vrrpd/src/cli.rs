@@ -1,0 +1,206 @@
+//! The command line, defined once: `main` parses it, and the man page vrrpd(1) is generated
+//! from it (see the `man_page` test), so the two cannot drift apart.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Hold virtual IPs with VRRP (RFC 3768 v2, RFC 5798 v3): a stand-in for keepalived.
+#[derive(Debug, Parser)]
+#[command(name = "vrrpd", version, about, long_about = None)]
+pub struct Cli {
+    /// More log output (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Less log output.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the VRRP instances of a keepalived.conf, or those OpenShift runs on a node.
+    Run {
+        /// Where the instances come from.
+        #[command(flatten)]
+        source: Source,
+        /// Where one state file per instance (MASTER, BACKUP or FAULT) is written.
+        #[arg(long, value_name = "DIR", default_value = "/run/vrrpd")]
+        state_dir: PathBuf,
+    },
+    /// Print, as keepalived.conf, the configuration `run` would use.
+    Render {
+        /// Where the instances come from.
+        #[command(flatten)]
+        source: Source,
+    },
+    /// Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise.
+    CheckConfig {
+        /// The file to check (`-` for standard input).
+        #[arg(short = 'f', long = "config", value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Print the API and Ingress VRRP router ids OpenShift derives from a cluster name.
+    Vrid {
+        /// The cluster name (metadata.name of install-config.yaml).
+        name: String,
+    },
+    /// Show every running instance: state, priorities, master, scripts, counters.
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The state directory of the vrrpd to ask.
+        #[arg(long, value_name = "DIR", default_value = "/run/vrrpd")]
+        state_dir: PathBuf,
+    },
+    /// Print every VRRP advertisement seen on an interface or in a capture file.
+    Watch {
+        /// Listen on this interface.
+        #[arg(
+            long,
+            value_name = "IF",
+            conflicts_with = "pcap",
+            required_unless_present = "pcap"
+        )]
+        interface: Option<String>,
+        /// Read this pcap file instead.
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<PathBuf>,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A keepalived.conf, or the cluster description OpenShift would render one from.
+#[derive(Debug, Args)]
+pub struct Source {
+    /// A keepalived.conf (`-` for standard input).
+    #[arg(
+        short = 'f',
+        long = "config",
+        value_name = "FILE",
+        conflicts_with = "cluster",
+        required_unless_present = "cluster"
+    )]
+    pub config: Option<PathBuf>,
+    /// The cluster's install-config.yaml.
+    #[arg(long, value_name = "FILE", requires_all = ["role", "interface"])]
+    pub cluster: Option<PathBuf>,
+    /// This node's role.
+    #[arg(long, value_enum, requires = "cluster")]
+    pub role: Option<NodeRole>,
+    /// The interface that holds the VIPs.
+    #[arg(long, value_name = "IF", requires = "cluster")]
+    pub interface: Option<String>,
+    /// The node inventory (ipi-nodes(5)): unicast peers and VIP checks.
+    #[arg(long, value_name = "FILE", requires = "cluster")]
+    pub nodes: Option<PathBuf>,
+    /// Send adverts to the other nodes (from --nodes) instead of multicast.
+    #[arg(long, requires = "nodes")]
+    pub unicast: bool,
+}
+
+/// A node's role, as OpenShift configures VRRP for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NodeRole {
+    /// Holds the API VIP first, at a higher priority.
+    Bootstrap,
+    /// A control-plane node: API and Ingress.
+    Master,
+    /// A compute node: Ingress.
+    Worker,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_the_documented_commands() {
+        for args in [
+            &["vrrpd", "run", "-f", "/etc/keepalived/keepalived.conf"][..],
+            &[
+                "vrrpd",
+                "run",
+                "--config",
+                "k.conf",
+                "--state-dir",
+                "/tmp/s",
+            ],
+            &[
+                "vrrpd",
+                "run",
+                "--cluster",
+                "ic.yaml",
+                "--role",
+                "bootstrap",
+                "--interface",
+                "eth0",
+            ],
+            &[
+                "vrrpd",
+                "render",
+                "--cluster",
+                "ic.yaml",
+                "--role",
+                "master",
+                "--interface",
+                "eth0",
+                "--nodes",
+                "n",
+                "--unicast",
+            ],
+            &["vrrpd", "check-config", "-f", "k.conf"],
+            &["vrrpd", "vrid", "managed"],
+            &["vrrpd", "status", "--json"],
+            &["vrrpd", "watch", "--pcap", "x.pcap", "--json"],
+            &["vrrpd", "watch", "--interface", "eth0"],
+        ] {
+            Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+        for args in [
+            &["vrrpd", "run"][..],
+            &["vrrpd", "run", "--cluster", "ic.yaml"],
+            &[
+                "vrrpd",
+                "run",
+                "-f",
+                "k",
+                "--cluster",
+                "ic.yaml",
+                "--role",
+                "master",
+                "--interface",
+                "e",
+            ],
+            &["vrrpd", "watch"],
+            &[
+                "vrrpd",
+                "run",
+                "--cluster",
+                "ic.yaml",
+                "--role",
+                "leader",
+                "--interface",
+                "e",
+            ],
+        ] {
+            assert!(
+                Cli::try_parse_from(args).is_err(),
+                "{args:?} should be refused"
+            );
+        }
+    }
+}
