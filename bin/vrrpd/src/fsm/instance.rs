@@ -1,0 +1,804 @@
+//! One VRRP instance: the state machine of RFC 5798 6.4 (and RFC 3768 6.4 for v2), with
+//! keepalived's Fault state, tracking and preempt delay.
+//!
+//! Receive handling is written as the RFC's state table: [`Instance::backup_rx`] is 6.4.2's
+//! "If an ADVERTISEMENT is received" and [`Instance::master_rx`] is 6.4.3's. Adverts arrive
+//! validated (TTL, authentication, checksum, VRID, address list are the IO layer's job).
+
+use std::net::IpAddr;
+
+use super::clock::{master_down_interval, skew_time, Duration, Instant};
+use super::params::{InitialState, InstanceParams, ParamsError, Version};
+use super::track::{ScriptStatus, Tracking};
+
+/// Where an instance stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Not started yet, or waiting for the first result of a weight-0 track script
+    /// (RFC 5798 6.4.1).
+    Initialize,
+    /// Watching the master (RFC 5798 6.4.2).
+    Backup,
+    /// Holding the addresses and advertising (RFC 5798 6.4.3).
+    Master,
+    /// keepalived's FAULT: a weight-0 tracked interface is down or a weight-0 script is failing
+    /// (or, in a sync group, another member's is). Silent; adverts are ignored.
+    Fault,
+    /// Shut down.
+    Stopped,
+}
+
+impl State {
+    /// The name keepalived writes in state files and passes to notify scripts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Initialize => "INIT",
+            State::Backup => "BACKUP",
+            State::Master => "MASTER",
+            State::Fault => "FAULT",
+            State::Stopped => "STOP",
+        }
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happens to an instance. Timers are not events: see [`Instance::handle_timeout`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// RFC 5798 6.4.1's Startup event (also a restart after [`Event::Shutdown`]).
+    Startup,
+    /// RFC 5798's Shutdown event: a master resigns with priority 0.
+    Shutdown,
+    /// A validated advertisement for this VRID from another router.
+    Advert {
+        /// The sender's (primary) address: the IP source.
+        from: IpAddr,
+        /// Its priority; 0 means the master is resigning.
+        priority: u8,
+        /// Its Max Adver Int in centiseconds (a v2 interval converted from seconds).
+        advert_int_cs: u16,
+    },
+    /// A track script finished: `ok` is exit status 0; a timeout or a failure to run is not ok.
+    ScriptResult {
+        /// The script's name.
+        name: String,
+        /// Whether it succeeded.
+        ok: bool,
+    },
+    /// A tracked interface went up or down.
+    InterfaceChanged {
+        /// The interface's name.
+        name: String,
+        /// Whether it is up (and running) now.
+        up: bool,
+    },
+}
+
+/// What the IO shell must do, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Send one advertisement with this priority (0: resigning) and the configured interval.
+    SendAdvert {
+        /// The priority to put in it.
+        priority: u8,
+    },
+    /// Add the virtual addresses to the interface.
+    AddVips,
+    /// Remove the virtual addresses.
+    RemoveVips,
+    /// Send a burst of gratuitous ARPs (IPv4) or unsolicited neighbour advertisements (IPv6):
+    /// `repeat` for each virtual address. The core times the bursts; the shell only sends.
+    SendGarp {
+        /// Messages per address.
+        repeat: u32,
+    },
+    /// The state changed: run notify scripts, write the state file.
+    StateChanged {
+        /// The old state.
+        from: State,
+        /// The new state.
+        to: State,
+        /// The effective priority at the change.
+        priority: u8,
+    },
+    /// The effective priority changed (keepalived's `notify_priority_changes`).
+    PriorityChanged {
+        /// The old priority.
+        from: u8,
+        /// The new priority.
+        to: u8,
+    },
+}
+
+/// Per-instance statistics (the counters of RFC 6527's VRRPv3 MIB that the state machine sees).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    /// Advertisements sent, priority 0 included.
+    pub adverts_sent: u64,
+    /// Advertisements received (validated ones, in any state).
+    pub adverts_received: u64,
+    /// Advertisements sent with priority 0.
+    pub priority_zero_sent: u64,
+    /// Advertisements received with priority 0.
+    pub priority_zero_received: u64,
+    /// State changes.
+    pub transitions: u64,
+    /// Times this instance became master.
+    pub became_master: u64,
+    /// Times it stopped being master.
+    pub released_master: u64,
+    /// v2 adverts dropped because their interval differs from ours (RFC 3768 7.1).
+    pub interval_errors: u64,
+}
+
+/// How a sync group sees a member (see [`super::SyncGroup`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct SyncLink {
+    /// In a sync group: a fired Master_Down_Timer only makes the instance ready.
+    member: bool,
+    /// Another member is in Fault.
+    group_fault: bool,
+    /// The Master_Down_Timer fired (or the owner started) and no advert has held us back since:
+    /// keepalived's `wantstate == MASTER`.
+    ready: bool,
+}
+
+/// The timers, in the order they fire when due at the same instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    MasterDown,
+    Adver,
+    Garp,
+    GarpRefresh,
+}
+
+/// One VRRP instance as a sans-IO state machine.
+///
+/// Feed it [`Event`]s with [`handle`](Self::handle) and call
+/// [`handle_timeout`](Self::handle_timeout) once [`poll_timeout`](Self::poll_timeout) has
+/// passed; both return the [`Action`]s to carry out. Every call first fires the timers that are
+/// due at `now`, so a late call never loses one. A `now` earlier than one already seen is read
+/// as the latest seen.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    params: InstanceParams,
+    tracking: Tracking,
+    state: State,
+    started: bool,
+    priority: u8,
+    master_adver_int_cs: u16,
+    adver_timer: Option<Instant>,
+    master_down_timer: Option<Instant>,
+    garp_timer: Option<Instant>,
+    garp_refresh_timer: Option<Instant>,
+    preempt_until: Option<Instant>,
+    master: Option<(IpAddr, u8)>,
+    now: Instant,
+    sync: SyncLink,
+    counters: Counters,
+}
+
+impl Instance {
+    /// An instance in Initialize; it starts on [`Event::Startup`].
+    pub fn new(params: InstanceParams) -> Result<Self, ParamsError> {
+        params.validate()?;
+        let tracking = Tracking::new(&params);
+        let priority = tracking.effective_priority();
+        let master_adver_int_cs = params.advert_int_cs;
+        Ok(Instance {
+            params,
+            tracking,
+            state: State::Initialize,
+            started: false,
+            priority,
+            master_adver_int_cs,
+            adver_timer: None,
+            master_down_timer: None,
+            garp_timer: None,
+            garp_refresh_timer: None,
+            preempt_until: None,
+            master: None,
+            now: Instant::ZERO,
+            sync: SyncLink::default(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &InstanceParams {
+        &self.params
+    }
+
+    /// The current state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// The effective priority.
+    pub fn priority(&self) -> u8 {
+        self.priority
+    }
+
+    /// The statistics.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The master last heard while Backup: address and priority.
+    pub fn master(&self) -> Option<(IpAddr, u8)> {
+        self.master
+    }
+
+    /// Master_Adver_Interval in centiseconds: our own interval, or (v3, Backup) the master's.
+    pub fn master_adver_int_cs(&self) -> u16 {
+        self.master_adver_int_cs
+    }
+
+    /// The current Skew_Time.
+    pub fn skew_time(&self) -> Duration {
+        skew_time(self.params.version, self.priority, self.master_adver_int_cs)
+    }
+
+    /// The current Master_Down_Interval.
+    pub fn master_down_interval(&self) -> Duration {
+        master_down_interval(self.params.version, self.priority, self.master_adver_int_cs)
+    }
+
+    /// The status of track script `name`, if tracked.
+    pub fn script_status(&self, name: &str) -> Option<ScriptStatus> {
+        self.tracking.script_status(name)
+    }
+
+    /// Whether tracked interface `name` is up, if tracked.
+    pub fn interface_up(&self, name: &str) -> Option<bool> {
+        self.tracking.interface_up(name)
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must be called next, if at all.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_timer().map(|(_, at)| at)
+    }
+
+    /// Fires every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) -> Vec<Action> {
+        let mut out = Vec::new();
+        self.advance(now, &mut out);
+        out
+    }
+
+    /// Handles one event at `now` (after firing the timers due by then).
+    pub fn handle(&mut self, now: Instant, event: Event) -> Vec<Action> {
+        let mut out = Vec::new();
+        self.advance(now, &mut out);
+        let now = self.now;
+        match event {
+            Event::Startup => self.startup(now, &mut out),
+            Event::Shutdown => self.shutdown(&mut out),
+            Event::Advert {
+                from,
+                priority,
+                advert_int_cs,
+            } => self.advert(now, from, priority, advert_int_cs, &mut out),
+            Event::ScriptResult { name, ok } => {
+                if self.tracking.script_result(&name, ok) {
+                    self.tracking_changed(now, &mut out);
+                }
+            }
+            Event::InterfaceChanged { name, up } => {
+                if self.tracking.interface_changed(&name, up) {
+                    self.tracking_changed(now, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    // ---- timers ----------------------------------------------------------------------------
+
+    fn next_timer(&self) -> Option<(Timer, Instant)> {
+        [
+            (Timer::MasterDown, self.master_down_timer),
+            (Timer::Adver, self.adver_timer),
+            (Timer::Garp, self.garp_timer),
+            (Timer::GarpRefresh, self.garp_refresh_timer),
+        ]
+        .into_iter()
+        .filter_map(|(t, at)| at.map(|at| (t, at)))
+        // min_by_key keeps the first of equal keys: the order above breaks ties.
+        .min_by_key(|&(_, at)| at)
+    }
+
+    fn advance(&mut self, now: Instant, out: &mut Vec<Action>) {
+        self.now = self.now.max(now);
+        let now = self.now;
+        // Each firing disarms its timer or re-arms it strictly later (every interval is at
+        // least 1 cs), so this ends.
+        while let Some((timer, at)) = self.next_timer() {
+            if at > now {
+                break;
+            }
+            self.fire(timer, now, out);
+        }
+    }
+
+    fn fire(&mut self, timer: Timer, now: Instant, out: &mut Vec<Action>) {
+        match timer {
+            Timer::MasterDown => {
+                self.master_down_timer = None;
+                if self.state != State::Backup {
+                    return;
+                }
+                if self.sync.member {
+                    // keepalived 2.x vrrp_sync_can_goto_master: a group member only says it is
+                    // ready; the group moves when every member is.
+                    self.sync.ready = true;
+                } else {
+                    // RFC 5798 6.4.2: "If the Master_Down_Timer fires".
+                    self.become_master(now, out);
+                }
+            }
+            Timer::Adver => {
+                // RFC 5798 6.4.3: "If the Adver_Timer fires": send, reset.
+                self.send_advert(self.priority, out);
+                self.adver_timer = Some(now + self.advert_interval());
+            }
+            Timer::Garp => {
+                // keepalived's garp_master_delay: the second burst after becoming master.
+                self.garp_timer = None;
+                out.push(Action::SendGarp {
+                    repeat: self.params.garp.master_repeat,
+                });
+            }
+            Timer::GarpRefresh => {
+                // keepalived's garp_master_refresh.
+                out.push(Action::SendGarp {
+                    repeat: self.params.garp.master_refresh_repeat,
+                });
+                self.garp_refresh_timer = self.garp_refresh_interval().map(|d| now + d);
+            }
+        }
+    }
+
+    fn advert_interval(&self) -> Duration {
+        Duration::from_centis(u64::from(self.params.advert_int_cs))
+    }
+
+    fn garp_refresh_interval(&self) -> Option<Duration> {
+        let cs = self.params.garp.master_refresh_cs;
+        (cs > 0).then(|| Duration::from_centis(u64::from(cs)))
+    }
+
+    fn arm_master_down(&mut self, now: Instant) {
+        self.master_down_timer = Some(now + self.master_down_interval());
+    }
+
+    // ---- transitions -----------------------------------------------------------------------
+
+    fn set_state(&mut self, to: State, out: &mut Vec<Action>) {
+        let from = self.state;
+        if from == to {
+            return;
+        }
+        self.state = to;
+        self.counters.transitions += 1;
+        if to == State::Master {
+            self.counters.became_master += 1;
+        }
+        if from == State::Master {
+            self.counters.released_master += 1;
+        }
+        out.push(Action::StateChanged {
+            from,
+            to,
+            priority: self.priority,
+        });
+    }
+
+    fn send_advert(&mut self, priority: u8, out: &mut Vec<Action>) {
+        self.counters.adverts_sent += 1;
+        if priority == 0 {
+            self.counters.priority_zero_sent += 1;
+        }
+        out.push(Action::SendAdvert { priority });
+    }
+
+    /// RFC 5798 6.4.2 "If the Master_Down_Timer fires" and 6.4.1 for the owner: send an
+    /// advert, announce the addresses, start the Adver_Timer, become Master. The addresses are
+    /// added first so that the gratuitous ARPs announce addresses we answer for.
+    fn become_master(&mut self, now: Instant, out: &mut Vec<Action>) {
+        self.master_down_timer = None;
+        self.preempt_until = None;
+        self.master = None;
+        self.sync.ready = false;
+        self.master_adver_int_cs = self.params.advert_int_cs;
+        out.push(Action::AddVips);
+        self.send_advert(self.priority, out);
+        out.push(Action::SendGarp {
+            repeat: self.params.garp.master_repeat,
+        });
+        let delay = self.params.garp.master_delay_cs;
+        self.garp_timer = (delay > 0).then(|| now + Duration::from_centis(u64::from(delay)));
+        self.garp_refresh_timer = self.garp_refresh_interval().map(|d| now + d);
+        self.adver_timer = Some(now + self.advert_interval());
+        self.set_state(State::Master, out);
+    }
+
+    /// Leaves Master: stop advertising and announcing, give the addresses back.
+    fn release_master(&mut self, out: &mut Vec<Action>) {
+        self.adver_timer = None;
+        self.garp_timer = None;
+        self.garp_refresh_timer = None;
+        out.push(Action::RemoveVips);
+    }
+
+    /// Backup with a fresh Master_Down_Timer on our own interval (RFC 5798 6.4.1 "else"
+    /// branch; keepalived does the same when leaving Fault or being pulled down by a group).
+    fn enter_backup(&mut self, now: Instant, out: &mut Vec<Action>) {
+        self.master_adver_int_cs = self.params.advert_int_cs;
+        self.preempt_until = None;
+        self.sync.ready = false;
+        self.arm_master_down(now);
+        self.set_state(State::Backup, out);
+    }
+
+    /// RFC 5798 6.4.1: the owner becomes Master at once, anyone else Backup. keepalived: only an
+    /// owner whose `state` is MASTER, and inside a sync group only with the group.
+    fn come_up(&mut self, now: Instant, out: &mut Vec<Action>) {
+        let owner_first =
+            self.params.is_owner() && self.params.initial_state == InitialState::Master;
+        if owner_first && !self.sync.member {
+            self.become_master(now, out);
+            return;
+        }
+        self.enter_backup(now, out);
+        if owner_first {
+            self.master_down_timer = None;
+            self.sync.ready = true;
+        }
+    }
+
+    fn startup(&mut self, now: Instant, out: &mut Vec<Action>) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        if self.state == State::Stopped {
+            self.set_state(State::Initialize, out);
+        }
+        self.reconcile(now, out);
+    }
+
+    /// RFC 5798 6.4.2 / 6.4.3 "If a Shutdown event is received": a master cancels the
+    /// Adver_Timer and resigns with priority 0 so that a backup takes over after Skew_Time
+    /// instead of Master_Down_Interval; a backup cancels its timer.
+    fn shutdown(&mut self, out: &mut Vec<Action>) {
+        if !self.started {
+            return;
+        }
+        self.started = false;
+        if self.state == State::Master {
+            self.adver_timer = None;
+            self.send_advert(0, out);
+            self.release_master(out);
+        }
+        self.master_down_timer = None;
+        self.preempt_until = None;
+        self.master = None;
+        self.sync.ready = false;
+        self.set_state(State::Stopped, out);
+    }
+
+    /// Puts the state in line with tracking (and the group's fault): Fault while something
+    /// tracked with weight 0 fails, Initialize while a weight-0 script has not reported.
+    fn reconcile(&mut self, now: Instant, out: &mut Vec<Action>) {
+        if !self.started {
+            return;
+        }
+        let fault = self.tracking.in_fault() || self.sync.group_fault;
+        let pending = self.tracking.init_pending();
+        match self.state {
+            State::Initialize if fault => self.set_state(State::Fault, out),
+            State::Initialize if !pending => self.come_up(now, out),
+            State::Backup | State::Master if fault => self.enter_fault(out),
+            State::Fault if !fault && !pending => {
+                // keepalived vrrp_state_leave_fault: Backup with the full down timer (or the
+                // owner straight to Master).
+                self.come_up(now, out);
+            }
+            _ => {}
+        }
+    }
+
+    /// keepalived's FAULT: a master resigns with priority 0 (so a backup takes over after
+    /// Skew_Time) and gives the addresses back; nothing runs until the fault clears.
+    fn enter_fault(&mut self, out: &mut Vec<Action>) {
+        if self.state == State::Master {
+            self.adver_timer = None;
+            self.send_advert(0, out);
+            self.release_master(out);
+        }
+        self.master_down_timer = None;
+        self.preempt_until = None;
+        self.master = None;
+        self.sync.ready = false;
+        self.set_state(State::Fault, out);
+    }
+
+    fn tracking_changed(&mut self, now: Instant, out: &mut Vec<Action>) {
+        let new = self.tracking.effective_priority();
+        let old = self.priority;
+        if new != old {
+            let old_skew = self.skew_time();
+            self.priority = new;
+            out.push(Action::PriorityChanged { from: old, to: new });
+            match self.state {
+                State::Master => {
+                    // keepalived advertises a priority change at once, so that backups
+                    // compare against the new one now rather than at the next advert.
+                    self.send_advert(new, out);
+                    self.adver_timer = Some(now + self.advert_interval());
+                }
+                State::Backup if new > old => {
+                    // keepalived vrrp_set_effective_priority: a higher priority has a shorter
+                    // skew, and the running Master_Down_Timer shrinks by the difference.
+                    let shorter = old_skew.saturating_sub(self.skew_time());
+                    if let Some(at) = self.master_down_timer {
+                        self.master_down_timer = Some(at.saturating_sub(shorter).max(now));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.reconcile(now, out);
+    }
+
+    // ---- receiving -------------------------------------------------------------------------
+
+    fn advert(
+        &mut self,
+        now: Instant,
+        from: IpAddr,
+        priority: u8,
+        advert_int_cs: u16,
+        out: &mut Vec<Action>,
+    ) {
+        self.counters.adverts_received += 1;
+        if priority == 0 {
+            self.counters.priority_zero_received += 1;
+        }
+        // RFC 3768 7.1: a v2 router MUST discard an advert whose interval differs from its own
+        // (v2 has no Master_Adver_Interval to learn).
+        if self.params.version == Version::V2 && advert_int_cs != self.params.advert_int_cs {
+            self.counters.interval_errors += 1;
+            return;
+        }
+        match self.state {
+            State::Backup => self.backup_rx(now, from, priority, advert_int_cs),
+            State::Master => self.master_rx(now, from, priority, advert_int_cs, out),
+            // Initialize, Fault and Stopped do not take part.
+            State::Initialize | State::Fault | State::Stopped => {}
+        }
+    }
+
+    /// RFC 5798 6.4.2 (RFC 3768 6.4.2): Backup, "If an ADVERTISEMENT is received".
+    fn backup_rx(&mut self, now: Instant, from: IpAddr, priority: u8, advert_int_cs: u16) {
+        if priority == 0 {
+            // The master resigned: take over after Skew_Time, the highest-priority backup
+            // first.
+            self.master_down_timer = Some(now + self.skew_time());
+            return;
+        }
+        // keepalived's preempt_delay: a lower-priority master is still accepted until the
+        // delay, counted from the first lower-priority advert heard in Backup, has passed.
+        let delay = self.params.preempt_delay_cs;
+        let delaying = delay > 0 && self.preempt_until.is_none_or(|until| until > now);
+        if !self.params.preempt || priority >= self.priority || delaying {
+            // RFC 5798: learn Master_Adver_Interval (v3 only; 0 carries no information),
+            // recompute Master_Down_Interval and reset the Master_Down_Timer.
+            if self.params.version == Version::V3 && advert_int_cs != 0 {
+                self.master_adver_int_cs = advert_int_cs;
+            }
+            self.arm_master_down(now);
+            self.master = Some((from, priority));
+            self.sync.ready = false;
+            if delay > 0 {
+                if priority >= self.priority {
+                    self.preempt_until = None;
+                } else if self.preempt_until.is_none() {
+                    self.preempt_until = Some(now + Duration::from_centis(u64::from(delay)));
+                }
+            }
+        } else {
+            // Preempt_Mode and a lower priority: discard. The Master_Down_Timer keeps running
+            // and we take over when it fires.
+            self.master = Some((from, priority));
+        }
+    }
+
+    /// RFC 5798 6.4.3 (RFC 3768 6.4.3): Master, "If an ADVERTISEMENT is received".
+    fn master_rx(
+        &mut self,
+        now: Instant,
+        from: IpAddr,
+        priority: u8,
+        advert_int_cs: u16,
+        out: &mut Vec<Action>,
+    ) {
+        if priority == 0 {
+            // Another router resigned as master: re-assert at once so that no backup takes
+            // over after its Skew_Time.
+            self.send_advert(self.priority, out);
+            self.adver_timer = Some(now + self.advert_interval());
+            return;
+        }
+        let local = self.priority;
+        if priority > local
+            || (priority == local && address_greater(from, self.params.primary_address))
+        {
+            // Higher priority, or equal priority and the greater primary address: step down
+            // and time the new master with its own interval.
+            self.release_master(out);
+            self.master_adver_int_cs = if self.params.version == Version::V3 && advert_int_cs != 0 {
+                advert_int_cs
+            } else {
+                self.params.advert_int_cs
+            };
+            self.arm_master_down(now);
+            self.preempt_until = None;
+            self.master = Some((from, priority));
+            self.sync.ready = false;
+            self.set_state(State::Backup, out);
+            return;
+        }
+        // Otherwise discard. An advert with our own priority and address is our own, looped
+        // back. For a lower one keepalived (unless lower_prio_no_advert) answers at once, so
+        // that a router which took over while it could not hear us steps down now.
+        if from != self.params.primary_address && !self.params.lower_prio_no_advert {
+            self.send_advert(local, out);
+        }
+    }
+
+    // ---- sync groups -----------------------------------------------------------------------
+
+    pub(super) fn set_sync_member(&mut self, member: bool) {
+        self.sync.member = member;
+    }
+
+    /// Backup, and the Master_Down_Timer fired with no advert since.
+    pub(super) fn ready_for_master(&self) -> bool {
+        self.state == State::Backup && self.sync.ready
+    }
+
+    /// Whether this member's own tracking puts it in Fault.
+    pub(super) fn own_fault(&self) -> bool {
+        self.started && self.tracking.in_fault()
+    }
+
+    /// The group moves to Master: a ready member becomes master.
+    pub(super) fn promote(&mut self, now: Instant, out: &mut Vec<Action>) {
+        self.advance(now, out);
+        if self.ready_for_master() {
+            self.become_master(self.now, out);
+        }
+    }
+
+    /// keepalived vrrp_sync_backup: another member left Master, so this one does too, silently
+    /// (no priority 0: the member that left decides what the peers hear).
+    pub(super) fn demote(&mut self, now: Instant, out: &mut Vec<Action>) {
+        self.advance(now, out);
+        if self.state == State::Master {
+            self.release_master(out);
+            self.enter_backup(self.now, out);
+        }
+    }
+
+    /// keepalived vrrp_sync_fault: while any member is in Fault, every member is.
+    pub(super) fn set_group_fault(&mut self, now: Instant, fault: bool, out: &mut Vec<Action>) {
+        self.advance(now, out);
+        if self.sync.group_fault != fault {
+            self.sync.group_fault = fault;
+            self.reconcile(self.now, out);
+        }
+    }
+}
+
+/// RFC 5798 6.4.3: primary addresses compare as unsigned integers in network byte order. Two
+/// families never meet on one instance; if they did, neither would count as greater.
+fn address_greater(a: IpAddr, b: IpAddr) -> bool {
+    match (a, b) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => u32::from(a) > u32::from(b),
+        (IpAddr::V6(a), IpAddr::V6(b)) => u128::from(a) > u128::from(b),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    fn v4(last: u8) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::new(192, 0, 2, last))
+    }
+
+    #[test]
+    fn addresses_compare_as_unsigned_integers() {
+        assert!(address_greater(v4(10), v4(9)));
+        assert!(!address_greater(v4(9), v4(10)));
+        assert!(address_greater(
+            IpAddr::V4(Ipv4Addr::new(203, 0, 113, 1)),
+            IpAddr::V4(Ipv4Addr::new(192, 0, 2, 255))
+        ));
+        let lo: IpAddr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0xffff).into();
+        let hi: IpAddr = Ipv6Addr::new(0x2001, 0xdb8, 0, 1, 0, 0, 0, 0).into();
+        assert!(address_greater(hi, lo));
+        assert!(!address_greater(hi, v4(1)) && !address_greater(v4(1), hi));
+    }
+
+    #[test]
+    fn owner_starts_as_master_and_resigns_with_priority_zero() {
+        let mut i = Instance::new(InstanceParams::new(7, 255, v4(1))).unwrap();
+        let t0 = Instant::from_millis(5);
+        let out = i.handle(t0, Event::Startup);
+        assert_eq!(
+            out,
+            [
+                Action::AddVips,
+                Action::SendAdvert { priority: 255 },
+                Action::SendGarp { repeat: 5 },
+                Action::StateChanged {
+                    from: State::Initialize,
+                    to: State::Master,
+                    priority: 255
+                },
+            ]
+        );
+        assert_eq!(i.poll_timeout(), Some(Instant::from_millis(1005)));
+        let out = i.handle(Instant::from_millis(10), Event::Shutdown);
+        assert_eq!(
+            out,
+            [
+                Action::SendAdvert { priority: 0 },
+                Action::RemoveVips,
+                Action::StateChanged {
+                    from: State::Master,
+                    to: State::Stopped,
+                    priority: 255
+                },
+            ]
+        );
+        assert_eq!(i.poll_timeout(), None);
+        assert_eq!(i.counters().priority_zero_sent, 1);
+    }
+
+    #[test]
+    fn a_late_call_fires_the_overdue_timer_first() {
+        let mut p = InstanceParams::new(7, 100, v4(1));
+        p.version = Version::V3;
+        let mut i = Instance::new(p).unwrap();
+        i.handle(Instant::ZERO, Event::Startup);
+        assert_eq!(i.poll_timeout(), Some(Instant::from_millis(3609)));
+        // An advert arriving after the timer should have fired finds us Master already.
+        let out = i.handle(
+            Instant::from_millis(4000),
+            Event::Advert {
+                from: v4(2),
+                priority: 50,
+                advert_int_cs: 100,
+            },
+        );
+        assert_eq!(i.state(), State::Master);
+        assert!(out.contains(&Action::AddVips));
+        // And answers the lower-priority advert (keepalived).
+        assert_eq!(out.last(), Some(&Action::SendAdvert { priority: 100 }));
+        // Time never runs backwards.
+        i.handle_timeout(Instant::from_millis(1));
+        // The Adver_Timer runs from the call that fired the down timer.
+        assert_eq!(i.poll_timeout(), Some(Instant::from_millis(5000)));
+    }
+}
