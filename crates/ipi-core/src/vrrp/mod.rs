@@ -41,7 +41,7 @@ pub use ip::{parse_datagram, split_datagram, Datagram, RawDatagram};
 pub use packet::{Packet, Repr, HEADER_LEN, V2_AUTH_DATA_LEN};
 
 /// The IP protocol number (IPv4) and next-header value (IPv6) of VRRP (RFC 5798 5.1.1.4,
-/// 5.1.2.3).
+/// 5.1.2.4).
 pub const PROTOCOL: u8 = 112;
 
 /// The only VRRP message type: an advertisement (RFC 3768 5.3.2, RFC 5798 5.2.2).

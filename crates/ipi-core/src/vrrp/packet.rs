@@ -117,13 +117,14 @@ impl<T: AsRef<[u8]>> Packet<T> {
             });
         }
         let addrs = 4 * usize::from(self.addr_count());
-        let (what, needed) = if self.version() == 2 {
-            (
+        let (what, needed) = match self.version() {
+            2 => (
                 "VRRPv2 addresses and authentication data",
                 HEADER_LEN + addrs + V2_AUTH_DATA_LEN,
-            )
-        } else {
-            ("VRRP addresses", HEADER_LEN + addrs)
+            ),
+            3 => ("VRRPv3 addresses", HEADER_LEN + addrs),
+            // The layout of an unknown version is unknown: Repr::parse names the version.
+            _ => return Ok(()),
         };
         if got < needed {
             return Err(Error::Truncated { what, needed, got });
@@ -861,6 +862,10 @@ mod tests {
         let mut bad = good.clone();
         bad[0] = 0x41;
         assert_eq!(parse(&bad), Err(Error::BadVersion(4)));
+        // Even when its count would not fit: an unknown version's layout is unknown.
+        bad[3] = 200;
+        assert_eq!(parse(&bad), Err(Error::BadVersion(4)));
+        bad[3] = good[3];
         bad[0] = 0x32;
         assert_eq!(parse(&bad), Err(Error::BadType(2)));
         let mut long = good.clone();

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Seed fuzz/corpus/vrrp_parse/ from the fixture captures: for every frame, the IP datagram
+# (what parse_datagram takes) and the bare VRRP message (what Packet::new_checked takes).
+# tshark does the dissecting; needs tshark and jq. The corpus is not committed (.gitignore).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+fixtures="$here/../tests/fixtures/vrrp"
+out="$here/corpus/vrrp_parse"
+mkdir -p "$out"
+for pcap in "$fixtures"/*.pcap; do
+    base=$(basename "$pcap" .pcap)
+    # One line per frame: the IPv4 or IPv6 header bytes, a tab, the VRRP bytes (hex).
+    tshark -r "$pcap" -T json -x 2>/dev/null |
+        jq -r '.[]._source.layers | [(.ip_raw // .ipv6_raw // [""])[0], (.vrrp_raw // [""])[0]] | @tsv' |
+        awk -v out="$out" -v base="$base" -F '\t' '
+            {
+                n++
+                if ($1 != "") printf "%s%s", $1, $2 > (out "/" base "-" n "-ip.hex")
+                if ($2 != "") printf "%s", $2 > (out "/" base "-" n "-vrrp.hex")
+            }'
+done
+# Hex to binary, dropping duplicates (many frames are identical).
+for hex in "$out"/*.hex; do
+    [ -e "$hex" ] || continue
+    bin="${hex%.hex}"
+    xxd -r -p "$hex" > "$bin"
+    rm "$hex"
+done
+cd "$out" && for f in *; do
+    sum=$(sha1sum "$f" | cut -c1-40)
+    [ "$f" = "$sum" ] || mv -f "$f" "$sum"
+done
+echo "$(ls "$out" | wc -l) seeds in $out"
