@@ -3,7 +3,9 @@
 //! - [`cli`]: the command line (and so the man page).
 //! - [`config`]: keepalived.conf, read with file:line errors.
 //! - [`fsm`]: the protocol as a sans-IO state machine, tested with a virtual clock.
+//! - [`net`]: the Linux network IO: VRRP sockets, VIPs, gratuitous ARP / NA, link state.
 
 pub mod cli;
 pub mod config;
 pub mod fsm;
+pub mod net;

@@ -1,0 +1,214 @@
+//! An interface's up/down state as a stream of changes, for keepalived's `track_interface`
+//! (and for the Fault state of an instance whose own interface goes down).
+//!
+//! "Up" means what keepalived means: administratively up *and* running (`IFF_UP` and
+//! `IFF_RUNNING`), so `ip link set dev X down`, a lost carrier and a veth whose peer went down
+//! all count as down. The watcher subscribes to rtnetlink's link group (`RTNLGRP_LINK`) first
+//! and only then asks for the current state, so no change can fall between the two.
+//!
+//! The kernel sends a link message for many reasons (statistics, MTU, addresses of the
+//! hardware); only changes of "up" are reported. Deleting the interface reports it down with
+//! [`LinkState::present`] false; an interface created again under the same name is followed
+//! (under its new index).
+
+use futures_util::{Stream, StreamExt, TryStreamExt};
+use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
+use rtnetlink::packet_route::link::{LinkAttribute, LinkFlags, LinkMessage, State};
+use rtnetlink::packet_route::RouteNetlinkMessage;
+use rtnetlink::sys::SocketAddr;
+use rtnetlink::MulticastGroup;
+use tokio::task::JoinHandle;
+
+use super::error::{netlink_errno, Error};
+
+/// The state of a watched interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkState {
+    /// The interface name.
+    pub name: String,
+    /// Its index (0 once deleted).
+    pub index: u32,
+    /// Administratively up and running: what `track_interface` tracks.
+    pub up: bool,
+    /// `IFF_UP`: `ip link set dev X up`.
+    pub admin_up: bool,
+    /// `IFF_LOWER_UP`: carrier.
+    pub lower_up: bool,
+    /// The RFC 2863 operational state, as `ip link` shows it (`UP`, `DOWN`,
+    /// `LOWERLAYERDOWN`, `UNKNOWN`, ...).
+    pub oper_state: String,
+    /// False once the interface has been deleted.
+    pub present: bool,
+}
+
+type Messages =
+    futures_util::stream::BoxStream<'static, (NetlinkMessage<RouteNetlinkMessage>, SocketAddr)>;
+
+/// Watches one interface. Dropping it closes the netlink socket.
+pub struct LinkWatcher {
+    messages: Messages,
+    task: JoinHandle<()>,
+    current: LinkState,
+}
+
+impl std::fmt::Debug for LinkWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkWatcher")
+            .field("current", &self.current)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for LinkWatcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl LinkWatcher {
+    /// Starts watching `interface` in the caller's network namespace; the connection runs on
+    /// the current tokio runtime. Fails if there is no such interface now.
+    pub async fn new(interface: &str) -> Result<Self, Error> {
+        let (connection, handle, messages) =
+            rtnetlink::new_multicast_connection(&[MulticastGroup::Link])
+                .map_err(Error::io(interface, "subscribe to rtnetlink link events"))?;
+        let task = tokio::spawn(connection);
+        // Subscribed first, then asked: a change after the answer is in `messages`.
+        let mut links = handle
+            .link()
+            .get()
+            .match_name(interface.to_owned())
+            .execute();
+        let link = match links.try_next().await {
+            Ok(Some(link)) => link,
+            Ok(None) => {
+                task.abort();
+                return Err(Error::NoSuchInterface {
+                    interface: interface.to_owned(),
+                });
+            }
+            Err(e) => {
+                task.abort();
+                if netlink_errno(&e) == Some(libc::ENODEV) {
+                    return Err(Error::NoSuchInterface {
+                        interface: interface.to_owned(),
+                    });
+                }
+                return Err(Error::netlink(interface, "look up interface")(e));
+            }
+        };
+        Ok(LinkWatcher {
+            messages: messages.boxed(),
+            task,
+            current: state_from(&link, interface),
+        })
+    }
+
+    /// The state now (as of the last message read).
+    pub fn current(&self) -> &LinkState {
+        &self.current
+    }
+
+    /// Waits for the next change of [`LinkState::up`] (or of [`LinkState::present`]) and
+    /// returns the new state.
+    pub async fn changed(&mut self) -> Result<LinkState, Error> {
+        loop {
+            let Some((message, _)) = self.messages.next().await else {
+                return Err(Error::WatchClosed {
+                    interface: self.current.name.clone(),
+                });
+            };
+            let next = match message.payload {
+                NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link))
+                    if self.concerns(&link) =>
+                {
+                    state_from(&link, &self.current.name)
+                }
+                NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelLink(link))
+                    if self.concerns(&link) =>
+                {
+                    LinkState {
+                        index: 0,
+                        up: false,
+                        admin_up: false,
+                        lower_up: false,
+                        oper_state: "NOTPRESENT".to_owned(),
+                        present: false,
+                        name: self.current.name.clone(),
+                    }
+                }
+                _ => continue,
+            };
+            let changed = next.up != self.current.up || next.present != self.current.present;
+            self.current = next;
+            if changed {
+                tracing::debug!(?self.current, "link state changed");
+                return Ok(self.current.clone());
+            }
+        }
+    }
+
+    /// The changes as a stream (see [`LinkWatcher::changed`]); it ends after an error.
+    pub fn into_stream(self) -> impl Stream<Item = Result<LinkState, Error>> {
+        futures_util::stream::unfold(Some(self), |watcher| async move {
+            let mut watcher = watcher?;
+            match watcher.changed().await {
+                Ok(state) => Some((Ok(state), Some(watcher))),
+                Err(e) => Some((Err(e), None)),
+            }
+        })
+    }
+
+    /// Is this message about the watched interface? By index while it exists; by name once it
+    /// was deleted (or renamed away), so that an interface created again is followed.
+    fn concerns(&self, link: &LinkMessage) -> bool {
+        if self.current.present && link.header.index == self.current.index {
+            return true;
+        }
+        link_name(link) == Some(self.current.name.as_str())
+    }
+}
+
+fn link_name(link: &LinkMessage) -> Option<&str> {
+    link.attributes.iter().find_map(|a| match a {
+        LinkAttribute::IfName(name) => Some(name.as_str()),
+        _ => None,
+    })
+}
+
+fn state_from(link: &LinkMessage, name: &str) -> LinkState {
+    let flags = link.header.flags;
+    let oper = link
+        .attributes
+        .iter()
+        .find_map(|a| match a {
+            LinkAttribute::OperState(state) => Some(*state),
+            _ => None,
+        })
+        .unwrap_or(State::Unknown);
+    let admin_up = flags.contains(LinkFlags::Up);
+    LinkState {
+        name: link_name(link).unwrap_or(name).to_owned(),
+        index: link.header.index,
+        up: admin_up && flags.contains(LinkFlags::Running),
+        admin_up,
+        lower_up: flags.contains(LinkFlags::LowerUp),
+        oper_state: oper_state_name(oper),
+        present: true,
+    }
+}
+
+/// The names `ip link` prints (iproute2's `oper_states`).
+fn oper_state_name(state: State) -> String {
+    match state {
+        State::Unknown => "UNKNOWN".to_owned(),
+        State::NotPresent => "NOTPRESENT".to_owned(),
+        State::Down => "DOWN".to_owned(),
+        State::LowerLayerDown => "LOWERLAYERDOWN".to_owned(),
+        State::Testing => "TESTING".to_owned(),
+        State::Dormant => "DORMANT".to_owned(),
+        State::Up => "UP".to_owned(),
+        State::Other(n) => format!("{n}"),
+        other => format!("{other:?}"),
+    }
+}
