@@ -241,10 +241,10 @@ impl Netlink {
     /// Adds `vip` to `interface`. Already there: [`Outcome::Unchanged`], logged at debug.
     /// IPv6 VIPs are added with `IFA_F_NODAD`.
     pub async fn add_address(&self, interface: &Interface, vip: &Vip) -> Result<Outcome, Error> {
-        let mut request =
-            self.handle
-                .address()
-                .add(interface.index, vip.address, vip.prefix_len);
+        let mut request = self
+            .handle
+            .address()
+            .add(interface.index, vip.address, vip.prefix_len);
         let message = request.message_mut();
         if vip.address.is_ipv6() {
             // Usable at once, as keepalived adds them: the VRRP election, not DAD, decides
@@ -268,7 +268,10 @@ impl Netlink {
                 tracing::debug!(interface = %interface.name, %vip, "address already present");
                 Ok(Outcome::Unchanged)
             }
-            Err(e) => Err(Error::netlink(&interface.name, format!("add address {vip}"))(e)),
+            Err(e) => Err(Error::netlink(
+                &interface.name,
+                format!("add address {vip}"),
+            )(e)),
         }
     }
 
@@ -301,7 +304,10 @@ impl Netlink {
                 tracing::debug!(interface = %interface.name, %vip, "address already absent");
                 Ok(Outcome::Unchanged)
             }
-            Err(e) => Err(Error::netlink(&interface.name, format!("remove address {vip}"))(e)),
+            Err(e) => Err(Error::netlink(
+                &interface.name,
+                format!("remove address {vip}"),
+            )(e)),
         }
     }
 }

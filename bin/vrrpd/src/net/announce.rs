@@ -112,7 +112,10 @@ impl Announcer {
             let result = sender
                 .send_to(&frame, None)
                 .unwrap_or_else(|| Err(std::io::Error::other("frame larger than the buffer")));
-            result.map_err(Error::io(&self.interface.name, format!("send {what} for {vip}")))?;
+            result.map_err(Error::io(
+                &self.interface.name,
+                format!("send {what} for {vip}"),
+            ))?;
         }
         tracing::debug!(interface = %self.interface.name, ?vips, "announced");
         Ok(())
@@ -149,7 +152,8 @@ impl Announcer {
 /// /proc/sys in the caller's network namespace: keepalived's rule for the NA Router flag.
 pub fn ipv6_forwarding(interface: &str) -> Result<bool, Error> {
     let path = format!("/proc/sys/net/ipv6/conf/{interface}/forwarding");
-    let text = std::fs::read_to_string(&path).map_err(Error::io(interface, format!("read {path}")))?;
+    let text =
+        std::fs::read_to_string(&path).map_err(Error::io(interface, format!("read {path}")))?;
     Ok(text.trim() != "0")
 }
 
@@ -253,7 +257,10 @@ mod tests {
         let frame = gratuitous_arp_frame(MAC, vip);
         let ethernet = EthernetPacket::new(&frame).unwrap();
         assert_eq!(ethernet.get_destination(), BROADCAST);
-        assert_eq!(ethernet.get_source(), MacAddr::new(2, 0, 0x5e, 0x10, 0x20, 0x30));
+        assert_eq!(
+            ethernet.get_source(),
+            MacAddr::new(2, 0, 0x5e, 0x10, 0x20, 0x30)
+        );
         assert_eq!(ethernet.get_ethertype(), EtherTypes::Arp);
         let arp = ArpPacket::new(ethernet.payload()).unwrap();
         assert_eq!(arp.get_operation(), ArpOperations::Request);
@@ -268,7 +275,10 @@ mod tests {
         let vip: Ipv6Addr = "2001:db8::5".parse().unwrap();
         let frame = unsolicited_na_frame(MAC, vip, false);
         let ethernet = EthernetPacket::new(&frame).unwrap();
-        assert_eq!(ethernet.get_destination(), MacAddr::new(0x33, 0x33, 0, 0, 0, 1));
+        assert_eq!(
+            ethernet.get_destination(),
+            MacAddr::new(0x33, 0x33, 0, 0, 0, 1)
+        );
         let ip = Ipv6Packet::new(ethernet.payload()).unwrap();
         assert_eq!(ip.get_hop_limit(), 255);
         assert_eq!(ip.get_source(), vip);
@@ -284,6 +294,9 @@ mod tests {
             pnet_packet::icmpv6::checksum(&icmp, &vip, &ALL_NODES)
         );
         let routed = unsolicited_na_frame(MAC, vip, true);
-        assert_eq!(routed[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN + 4], 0b1010_0000);
+        assert_eq!(
+            routed[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN + 4],
+            0b1010_0000
+        );
     }
 }

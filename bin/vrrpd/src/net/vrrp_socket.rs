@@ -30,11 +30,11 @@ use std::os::fd::AsRawFd;
 
 use ipi_core::vrrp::{self, ChecksumMode, Datagram, Packet, RawDatagram, Repr};
 use ipi_core::Family;
-use nix::{setsockopt_impl, sockopt_impl};
 use nix::sys::socket::{
     recvmsg, sendmsg, setsockopt, sockopt, ControlMessage, ControlMessageOwned, MsgFlags,
     SockaddrIn, SockaddrIn6,
 };
+use nix::{setsockopt_impl, sockopt_impl};
 use socket2::{Domain, InterfaceIndexOrAddress, Protocol, Socket, Type};
 use tokio::io::unix::AsyncFd;
 
@@ -189,7 +189,9 @@ impl VrrpSocket {
             Type::RAW,
             Some(Protocol::from(i32::from(vrrp::PROTOCOL))),
         )
-        .map_err(io("open raw socket for IP protocol 112 (needs CAP_NET_RAW)"))?;
+        .map_err(io(
+            "open raw socket for IP protocol 112 (needs CAP_NET_RAW)",
+        ))?;
         socket
             .bind_device(Some(name.as_bytes()))
             .map_err(io("bind to device (SO_BINDTODEVICE)"))?;
@@ -244,9 +246,7 @@ impl VrrpSocket {
                 }
             }
         }
-        socket
-            .set_nonblocking(true)
-            .map_err(io("set O_NONBLOCK"))?;
+        socket.set_nonblocking(true).map_err(io("set O_NONBLOCK"))?;
         let fd = register(socket).map_err(io("register with the tokio reactor"))?;
         tracing::debug!(interface = name, %source, multicast, "opened VRRP socket");
         Ok(VrrpSocket {
@@ -380,7 +380,13 @@ impl VrrpSocket {
                 };
                 let address = SockaddrIn::from(SocketAddrV4::new(dst, 0));
                 let cmsgs = [ControlMessage::Ipv4PacketInfo(&info)];
-                Ok(sendmsg(fd, &iov, &cmsgs, MsgFlags::empty(), Some(&address))?)
+                Ok(sendmsg(
+                    fd,
+                    &iov,
+                    &cmsgs,
+                    MsgFlags::empty(),
+                    Some(&address),
+                )?)
             }
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
                 // RFC 3542 6.1: the source address and outgoing interface for this datagram.
@@ -393,7 +399,13 @@ impl VrrpSocket {
                 // The scope id only counts for link-scope destinations (fe80::/10, ff02::/16).
                 let address = SockaddrIn6::from(SocketAddrV6::new(dst, 0, 0, self.index));
                 let cmsgs = [ControlMessage::Ipv6PacketInfo(&info)];
-                Ok(sendmsg(fd, &iov, &cmsgs, MsgFlags::empty(), Some(&address))?)
+                Ok(sendmsg(
+                    fd,
+                    &iov,
+                    &cmsgs,
+                    MsgFlags::empty(),
+                    Some(&address),
+                )?)
             }
             _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
         }
