@@ -1,0 +1,251 @@
+//! The keepalived.conf subset vrrpd runs, as plain data: what the parser produces, what `render`
+//! writes and what the daemon runs. Defaults are keepalived's.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ipi_core::vrrp::{Auth, Version};
+
+use crate::fsm::{GarpParams, InitialState};
+
+/// Where something was written: file and 1-based line, for messages.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Location {
+    /// The file (`-` for standard input).
+    pub file: String,
+    /// The line, from 1.
+    pub line: usize,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A whole configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Config {
+    /// `global_defs`.
+    pub global: GlobalDefs,
+    /// Every `vrrp_script`, in file order.
+    pub scripts: Vec<VrrpScript>,
+    /// Every `vrrp_instance`, in file order.
+    pub instances: Vec<VrrpInstance>,
+    /// Every `vrrp_sync_group`, in file order.
+    pub sync_groups: Vec<SyncGroup>,
+}
+
+impl Config {
+    /// The script called `name`.
+    pub fn script(&self, name: &str) -> Option<&VrrpScript> {
+        self.scripts.iter().find(|s| s.name == name)
+    }
+
+    /// The instance called `name`.
+    pub fn instance(&self, name: &str) -> Option<&VrrpInstance> {
+        self.instances.iter().find(|i| i.name == name)
+    }
+}
+
+/// `global_defs`: only what changes vrrpd's behaviour; the rest is accepted and ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalDefs {
+    /// `router_id`.
+    pub router_id: Option<String>,
+    /// `script_user USER [GROUP]`: who scripts run as when they name no user (keepalived's
+    /// default is `keepalived_script` if it exists, else root).
+    pub script_user: Option<User>,
+    /// `enable_script_security`: refuse scripts that a non-root user could change.
+    pub enable_script_security: bool,
+    /// `vrrp_version`: the default version of IPv4 instances (2 unless set).
+    pub vrrp_version: Version,
+    /// `vrrp_garp_master_delay`, `vrrp_garp_master_repeat`, `vrrp_garp_master_refresh`,
+    /// `vrrp_garp_master_refresh_repeat`: the defaults of every instance.
+    pub garp: GarpParams,
+}
+
+impl Default for GlobalDefs {
+    fn default() -> Self {
+        GlobalDefs {
+            router_id: None,
+            script_user: None,
+            enable_script_security: false,
+            vrrp_version: Version::V2,
+            garp: GarpParams::default(),
+        }
+    }
+}
+
+/// A user (and optional group) a script runs as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// The user name.
+    pub user: String,
+    /// The group name; the user's primary group when absent.
+    pub group: Option<String>,
+}
+
+/// A command line: a program and its arguments, split into words as keepalived does (no shell).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// The program (`words[0]`) and its arguments; never empty.
+    pub words: Vec<String>,
+    /// Where it was written.
+    pub location: Location,
+}
+
+/// `vrrp_script NAME { ... }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VrrpScript {
+    /// Its name.
+    pub name: String,
+    /// `script`.
+    pub command: Command,
+    /// `interval` (default 1 s).
+    pub interval: Duration,
+    /// `timeout`: a run that lasts longer is killed and counts as a failure (default: the
+    /// interval).
+    pub timeout: Duration,
+    /// `weight` (default 0), -253..=253. An instance's `track_script` may override it.
+    pub weight: i32,
+    /// `rise` (default 1).
+    pub rise: u32,
+    /// `fall` (default 1).
+    pub fall: u32,
+    /// `user USER [GROUP]`; the global `script_user` when absent.
+    pub user: Option<User>,
+    /// `init_fail`: start failing rather than waiting for a first result.
+    pub init_fail: bool,
+    /// Where the block starts.
+    pub location: Location,
+}
+
+/// One address of `virtual_ipaddress`: `ADDR[/LEN] [dev IF] [label LABEL]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VirtualAddress {
+    /// The address.
+    pub address: IpAddr,
+    /// Its prefix length (default /32 or /128).
+    pub prefix_len: u8,
+    /// `dev`: the interface it goes on (default: the instance's).
+    pub dev: Option<String>,
+    /// `label`: the IPv4 address label.
+    pub label: Option<String>,
+}
+
+/// An instance's `track_script` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackedScript {
+    /// The `vrrp_script` it names.
+    pub name: String,
+    /// `weight N` given here, overriding the script's.
+    pub weight: Option<i32>,
+}
+
+/// An instance's `track_interface` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackedInterface {
+    /// The interface.
+    pub name: String,
+    /// `weight N` (default 0: FAULT while down).
+    pub weight: i32,
+}
+
+/// The notify scripts of an instance or a sync group.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Notify {
+    /// `notify_master`.
+    pub master: Option<Command>,
+    /// `notify_backup`.
+    pub backup: Option<Command>,
+    /// `notify_fault`.
+    pub fault: Option<Command>,
+    /// `notify_stop`.
+    pub stop: Option<Command>,
+    /// `notify`: run on every change with `INSTANCE|GROUP NAME STATE PRIORITY` appended.
+    pub any: Option<Command>,
+}
+
+/// `vrrp_instance NAME { ... }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VrrpInstance {
+    /// Its name.
+    pub name: String,
+    /// `interface` (required).
+    pub interface: String,
+    /// `state MASTER|BACKUP`; absent: derived from the priority.
+    pub state: Option<InitialState>,
+    /// `virtual_router_id` (required), 1..=255.
+    pub vrid: u8,
+    /// `priority` (default 100), 1..=255.
+    pub priority: u8,
+    /// `advert_int` in centiseconds (default 100).
+    pub advert_int_cs: u16,
+    /// `version`: absent means the global `vrrp_version` for IPv4 and 3 for IPv6.
+    pub version: Option<Version>,
+    /// `native_ipv6`: an IPv6 instance even before its addresses say so.
+    pub native_ipv6: bool,
+    /// `nopreempt` clears it.
+    pub preempt: bool,
+    /// `preempt_delay` in centiseconds.
+    pub preempt_delay_cs: u32,
+    /// `authentication { auth_type PASS; auth_pass X }` (v2 only).
+    pub auth: Auth,
+    /// `virtual_ipaddress`.
+    pub vips: Vec<VirtualAddress>,
+    /// `mcast_src_ip`: the source address of multicast adverts.
+    pub mcast_src_ip: Option<IpAddr>,
+    /// `unicast_src_ip`.
+    pub unicast_src_ip: Option<IpAddr>,
+    /// `unicast_peer { ... }`: non-empty means unicast mode.
+    pub unicast_peers: Vec<IpAddr>,
+    /// `track_script`.
+    pub track_scripts: Vec<TrackedScript>,
+    /// `track_interface`.
+    pub track_interfaces: Vec<TrackedInterface>,
+    /// `dont_track_primary`: the instance's own interface going down is ignored.
+    pub dont_track_primary: bool,
+    /// The notify scripts.
+    pub notify: Notify,
+    /// GARP schedule (the global defaults unless the instance sets its own).
+    pub garp: GarpParams,
+    /// `lower_prio_no_advert`.
+    pub lower_prio_no_advert: bool,
+    /// Where the block starts.
+    pub location: Location,
+}
+
+impl VrrpInstance {
+    /// Whether the instance is IPv6: `native_ipv6`, or its first VIP is IPv6.
+    pub fn is_ipv6(&self) -> bool {
+        self.native_ipv6 || self.vips.first().is_some_and(|v| v.address.is_ipv6())
+    }
+
+    /// The protocol version it runs: IPv6 is always 3.
+    pub fn effective_version(&self, global: &GlobalDefs) -> Version {
+        if self.is_ipv6() {
+            Version::V3
+        } else {
+            self.version.unwrap_or(global.vrrp_version)
+        }
+    }
+
+    /// Whether adverts go to the unicast peers rather than the multicast group.
+    pub fn is_unicast(&self) -> bool {
+        !self.unicast_peers.is_empty()
+    }
+}
+
+/// `vrrp_sync_group NAME { group { ... } }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncGroup {
+    /// Its name.
+    pub name: String,
+    /// The instances it names (each exists; each in one group only).
+    pub members: Vec<String>,
+    /// Its notify scripts (`notify` gets `GROUP NAME STATE 0`).
+    pub notify: Notify,
+    /// Where the block starts.
+    pub location: Location,
+}
