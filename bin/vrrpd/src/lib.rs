@@ -1,11 +1,12 @@
 //! vrrpd: a VRRP router (RFC 3768 v2, RFC 5798 v3) that can stand in for keepalived.
 //!
-//! - [`cli`]: the command line (and so the man page).
+//! - [`cli`]: the command line (and so the man page); [`commands`]: one function per subcommand.
 //! - [`config`]: keepalived.conf, read with file:line errors.
 //! - [`fsm`]: the protocol as a sans-IO state machine, tested with a virtual clock.
 //! - [`net`]: the Linux network IO: VRRP sockets, VIPs, gratuitous ARP / NA, link state.
 
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod fsm;
 pub mod net;

@@ -15,10 +15,16 @@ fn main() -> ExitCode {
             println!("{} {}", vrids.api, vrids.ingress);
             Status::Success.into()
         }
-        Command::Run { .. }
-        | Command::Render { .. }
-        | Command::CheckConfig { .. }
-        | Command::Status { .. }
-        | Command::Watch { .. } => ipi_core::exit::not_implemented("vrrpd", 3),
+        Command::CheckConfig { config } => vrrpd::commands::check_config(&config),
+        Command::Render { source } => vrrpd::commands::render(&source),
+        Command::Run { source, state_dir } => {
+            vrrpd::commands::run(&source, &state_dir, cli.verbose, cli.quiet)
+        }
+        Command::Status { json, state_dir } => vrrpd::commands::status(json, &state_dir),
+        Command::Watch {
+            interface,
+            pcap,
+            json,
+        } => vrrpd::commands::watch(interface.as_deref(), pcap.as_deref(), json),
     }
 }
