@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod capture;
 pub mod cluster;
 pub mod exit;
 pub mod field;

@@ -9,18 +9,15 @@
 // Helpers outside #[test] functions too: in a test, a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use ipi_core::capture;
 use ipi_core::vrrp::{
     parse_datagram, split_datagram, Auth, ChecksumMode, Datagram, Error, Packet, Repr, Version,
 };
-use pcap_file::pcap::PcapReader;
-use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::DataLink;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/vrrp");
@@ -33,93 +30,12 @@ fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
-/// The link type and every frame of a capture, as captured: classic pcap or pcapng (the
-/// keepalived captures are pcapng, although the README calls every fixture classic pcap).
-///
-/// Classic pcap is read as raw packets, not with `next_packet`: `tcpdump-vrrp-truncated-2.pcap`
-/// declares a snap length of 41 bytes yet holds 54-byte frames with an original length of
-/// 262144, which pcap-file's validating reader refuses. The frames are what we want to feed the
-/// parser.
-fn frames(name: &str) -> (DataLink, Vec<Vec<u8>>) {
-    if let Ok(mut reader) = PcapReader::new(File::open(fixture(name)).unwrap()) {
-        let link = reader.header().datalink;
-        let mut out = Vec::new();
-        while let Some(packet) = reader.next_raw_packet() {
-            out.push(Cow::into_owned(packet.unwrap().data));
-        }
-        return (link, out);
-    }
-    let mut reader = PcapNgReader::new(File::open(fixture(name)).unwrap())
-        .unwrap_or_else(|e| panic!("{name} is neither pcap nor pcapng: {e}"));
-    let mut out = Vec::new();
-    let mut links = Vec::new();
-    while let Some(block) = reader.next_block() {
-        match block.unwrap() {
-            Block::InterfaceDescription(idb) => links.push(idb.linktype),
-            Block::EnhancedPacket(epb) => out.push(Cow::into_owned(epb.data)),
-            Block::SimplePacket(spb) => out.push(Cow::into_owned(spb.data)),
-            Block::Packet(pb) => out.push(Cow::into_owned(pb.data)),
-            _ => {}
-        }
-    }
-    links.dedup();
-    assert_eq!(
-        links.len(),
-        1,
-        "{name}: one link type expected, got {links:?}"
-    );
-    (links[0], out)
-}
-
-/// The IP datagram inside one link-layer frame.
-fn strip_link(link: DataLink, frame: &[u8]) -> Result<&[u8], String> {
-    match link {
-        // Destination, source, then an EtherType; 802.1Q (0x8100) and 802.1ad (0x88A8) tags
-        // put 4 bytes (TPID, TCI) before the real EtherType.
-        DataLink::ETHERNET => {
-            let mut at = 12;
-            loop {
-                let ethertype = frame
-                    .get(at..at + 2)
-                    .ok_or_else(|| format!("frame of {} bytes has no EtherType", frame.len()))?;
-                match u16::from_be_bytes([ethertype[0], ethertype[1]]) {
-                    0x8100 | 0x88A8 => at += 4,
-                    0x0800 | 0x86DD => return Ok(&frame[at + 2..]),
-                    other => return Err(format!("EtherType {other:#06x} is not IP")),
-                }
-            }
-        }
-        // Q.922 address octets up to the one with the EA bit set, then either Q.933 UI (0x03)
-        // and an NLPID (0xCC IPv4, 0x8E IPv6), or, as in tcpdump's capture, a Cisco-style
-        // EtherType.
-        DataLink::FRELAY => {
-            let address_len = frame
-                .iter()
-                .position(|b| b & 1 == 1)
-                .ok_or("Frame Relay address never ends")?
-                + 1;
-            let rest = &frame[address_len..];
-            match rest {
-                [0x03, 0xCC | 0x8E, ip @ ..] => Ok(ip),
-                [0x08, 0x00, ip @ ..] | [0x86, 0xDD, ip @ ..] => Ok(ip),
-                _ => Err("Frame Relay payload is not IP".to_string()),
-            }
-        }
-        other => Err(format!("link type {other:?} not handled")),
-    }
-}
-
 /// The datagrams of a capture, one per frame, in order.
 fn datagrams(name: &str) -> Vec<Vec<u8>> {
-    let (link, frames) = frames(name);
-    frames
+    capture::read(&fixture(name))
+        .unwrap()
         .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            strip_link(link, f)
-                .unwrap_or_else(|e| panic!("{name} frame {}: {e}", i + 1))
-                .to_vec()
-        })
+        .map(|f| f.ip().unwrap_or_else(|e| panic!("{name}: {e}")).to_vec())
         .collect()
 }
 
@@ -428,13 +344,13 @@ fn vrrp_layer_rejects(payload: &[u8], src: IpAddr, dst: IpAddr) -> Vec<Error> {
 #[test]
 fn tcpdump_truncated_1_every_frame_is_rejected() {
     let name = "tcpdump-vrrp-truncated-1.pcap";
-    let (link, frames) = frames(name);
+    let frames = capture::read(&fixture(name)).unwrap();
     // The README calls every fixture Ethernet; this one is Frame Relay (LINKTYPE_FRELAY, 107).
-    assert_eq!(link, DataLink::FRELAY);
+    assert!(frames.iter().all(|f| f.link == DataLink::FRELAY));
     assert_eq!(frames.len(), 3);
-    for (i, frame) in frames.iter().enumerate() {
-        let number = i + 1;
-        let datagram = strip_link(link, frame).unwrap();
+    for frame in &frames {
+        let number = frame.number;
+        let datagram = frame.ip().unwrap();
         // tshark: "Header checksum ... [Header checksum status: Bad]" on all three.
         for mode in [ChecksumMode::PseudoHeader, ChecksumMode::NoPseudoHeader] {
             let e = parse_datagram(datagram, mode).unwrap_err();
@@ -468,12 +384,12 @@ fn tcpdump_truncated_1_every_frame_is_rejected() {
 #[test]
 fn tcpdump_truncated_2_every_frame_is_rejected() {
     let name = "tcpdump-vrrp-truncated-2.pcap";
-    let (link, frames) = frames(name);
-    assert_eq!(link, DataLink::ETHERNET);
+    let frames = capture::read(&fixture(name)).unwrap();
+    assert!(frames.iter().all(|f| f.link == DataLink::ETHERNET));
     assert_eq!(frames.len(), 10);
-    for (i, frame) in frames.iter().enumerate() {
-        let number = i + 1;
-        let datagram = strip_link(link, frame).unwrap();
+    for frame in &frames {
+        let number = frame.number;
+        let datagram = frame.ip().unwrap();
         // tshark: "Fragmented IP protocol (proto=VRRP 112, off=0)", More Fragments set on all
         // ten, and a bad header checksum: a fragment is refused whatever its checksum says.
         let mut repaired = datagram.to_vec();
@@ -520,13 +436,19 @@ fn tcpdump_truncated_2_every_frame_is_rejected() {
 
 #[test]
 fn an_802_1q_tag_is_stripped() {
-    let (link, frames) = frames("keepalived-2.2.7-v2-pass.pcap");
-    let untagged = &frames[0];
+    let frames = capture::read(&fixture("keepalived-2.2.7-v2-pass.pcap")).unwrap();
+    let (link, untagged) = (frames[0].link, &frames[0].data);
     let mut tagged = untagged[..12].to_vec();
     tagged.extend_from_slice(&[0x81, 0x00, 0x00, 0x2A]); // VLAN 42
     tagged.extend_from_slice(&untagged[12..]);
-    let a = parse_datagram(strip_link(link, untagged).unwrap(), ChecksumMode::default());
-    let b = parse_datagram(strip_link(link, &tagged).unwrap(), ChecksumMode::default());
+    let a = parse_datagram(
+        capture::ip_payload(link, untagged).unwrap(),
+        ChecksumMode::default(),
+    );
+    let b = parse_datagram(
+        capture::ip_payload(link, &tagged).unwrap(),
+        ChecksumMode::default(),
+    );
     assert!(a.is_ok());
     assert_eq!(a, b);
 }
