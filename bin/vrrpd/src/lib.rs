@@ -4,9 +4,11 @@
 //! - [`config`]: keepalived.conf, read with file:line errors.
 //! - [`fsm`]: the protocol as a sans-IO state machine, tested with a virtual clock.
 //! - [`net`]: the Linux network IO: VRRP sockets, VIPs, gratuitous ARP / NA, link state.
+//! - [`watch`]: adverts on the wire or in a capture, decoded for people and scripts.
 
 pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod fsm;
 pub mod net;
+pub mod watch;

@@ -8,6 +8,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use ipi_core::exit::Status;
+
 use crate::cli::Source;
 
 /// `vrrpd check-config -f FILE`.
@@ -31,6 +33,46 @@ pub fn status(_json: bool, _state_dir: &Path) -> ExitCode {
 }
 
 /// `vrrpd watch (--interface IF | --pcap FILE) [--json]`.
-pub fn watch(_interface: Option<&str>, _pcap: Option<&Path>, _json: bool) -> ExitCode {
-    ipi_core::exit::not_implemented("vrrpd watch", 3)
+///
+/// Exit 0 when the capture was read (or the reader of stdout went away), 1 when the interface
+/// cannot be watched or the capture cannot be read.
+pub fn watch(interface: Option<&str>, pcap: Option<&Path>, json: bool) -> ExitCode {
+    use crate::watch;
+    if let Some(path) = pcap {
+        let seen = match watch::read_capture(path) {
+            Ok(seen) => seen,
+            Err(e) => {
+                eprintln!("vrrpd watch: {e}");
+                return Status::Failed.into();
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        for s in &seen {
+            if watch::print(&mut out, s, json).is_err() {
+                break;
+            }
+        }
+        return Status::Success.into();
+    }
+    let Some(interface) = interface else {
+        eprintln!("vrrpd watch: give --interface IF or --pcap FILE");
+        return Status::Usage.into();
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("vrrpd watch: cannot start the event loop: {e}");
+            return Status::Failed.into();
+        }
+    };
+    match runtime.block_on(watch::listen(interface, json)) {
+        Ok(()) => Status::Success.into(),
+        Err(e) => {
+            eprintln!("vrrpd watch: {e}");
+            Status::Failed.into()
+        }
+    }
 }

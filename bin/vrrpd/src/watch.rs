@@ -1,0 +1,312 @@
+//! `vrrpd watch`: every VRRP advertisement on an interface or in a capture, decoded, one line
+//! each (text or JSON). Rejected datagrams are printed with the reason instead of being hidden:
+//! this is the tool for finding out why two routers disagree.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ipi_core::capture;
+use ipi_core::vrrp::{self, Auth, ChecksumMode, Datagram, Version};
+use ipi_core::Family;
+use serde_json::json;
+
+use crate::net::{Netlink, SocketConfig, VrrpSocket};
+
+/// What one line reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    /// When it was captured or received, since the Unix epoch.
+    pub at: Duration,
+    /// The advert, or why the datagram was rejected (with its source when known).
+    pub outcome: Result<Advert, Rejected>,
+}
+
+/// A decoded advertisement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Advert {
+    /// The datagram.
+    pub datagram: Datagram,
+    /// Whether the checksum only verified without the IPv4 pseudo-header (VRRPv3 over IPv4 as
+    /// some implementations compute it; keepalived's `vrrp_checksum_compatibility`).
+    pub checksum_without_pseudo_header: bool,
+}
+
+/// A datagram that did not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    /// Its source, when the IP header could be read.
+    pub src: Option<IpAddr>,
+    /// Why.
+    pub reason: String,
+}
+
+/// Decodes one VRRP datagram as received (IP facts and payload).
+fn decode(raw: vrrp::RawDatagram<'_>) -> Result<Advert, Rejected> {
+    let parse = |mode| {
+        let packet = vrrp::Packet::new_checked(raw.payload)?;
+        vrrp::Repr::parse(&packet, raw.src, raw.dst, mode)
+    };
+    let (repr, compat) = match parse(ChecksumMode::PseudoHeader) {
+        Ok(repr) => (repr, false),
+        Err(first) => match parse(ChecksumMode::NoPseudoHeader) {
+            Ok(repr) if repr.version == Version::V3 && raw.src.is_ipv4() => (repr, true),
+            _ => {
+                return Err(Rejected {
+                    src: Some(raw.src),
+                    reason: first.to_string(),
+                })
+            }
+        },
+    };
+    Ok(Advert {
+        datagram: Datagram {
+            src: raw.src,
+            dst: raw.dst,
+            hop_limit: raw.hop_limit,
+            repr,
+        },
+        checksum_without_pseudo_header: compat,
+    })
+}
+
+/// Decodes one whole IP datagram (as in a capture).
+pub fn decode_ip(ip: &[u8]) -> Result<Advert, Rejected> {
+    match vrrp::split_datagram(ip) {
+        Ok(raw) => decode(raw),
+        Err(e) => Err(Rejected {
+            src: None,
+            reason: e.to_string(),
+        }),
+    }
+}
+
+/// Every frame of a capture that carries VRRP (or claims to), decoded. Frames of other
+/// protocols are skipped; frames whose link layer cannot be read are reported.
+pub fn read_capture(path: &Path) -> Result<Vec<Seen>, capture::CaptureError> {
+    let frames = capture::read(path)?;
+    let mut seen = Vec::new();
+    for frame in &frames {
+        let outcome = match frame.ip() {
+            Ok(ip) if !carries_vrrp(ip) => continue,
+            Ok(ip) => decode_ip(ip),
+            Err(e) => Err(Rejected {
+                src: None,
+                reason: e.to_string(),
+            }),
+        };
+        seen.push(Seen {
+            at: frame.timestamp,
+            outcome,
+        });
+    }
+    Ok(seen)
+}
+
+/// Whether an IP datagram's protocol (IPv4) or next header (IPv6) is VRRP's 112.
+fn carries_vrrp(ip: &[u8]) -> bool {
+    match ip.first().map(|b| b >> 4) {
+        Some(4) => ip.get(9) == Some(&vrrp::PROTOCOL),
+        Some(6) => ip.get(6) == Some(&vrrp::PROTOCOL),
+        _ => true,
+    }
+}
+
+/// One line of text.
+pub fn to_text(seen: &Seen) -> String {
+    let mut line = utc(seen.at);
+    match &seen.outcome {
+        Ok(advert) => {
+            let d = &advert.datagram;
+            let r = &d.repr;
+            let _ = write!(
+                line,
+                " {} > {} VRRPv{} vrid {} prio {} int {} hop {}",
+                d.src,
+                d.dst,
+                r.version.number(),
+                r.vrid,
+                r.priority,
+                interval(r.advert_int),
+                d.hop_limit
+            );
+            if let Auth::Pass(_) = r.auth {
+                let _ = write!(line, " auth PASS {:?}", password(&r.auth));
+            }
+            let addresses: Vec<String> = r.addresses.iter().map(IpAddr::to_string).collect();
+            let _ = write!(line, " addrs {}", addresses.join(","));
+            if advert.checksum_without_pseudo_header {
+                line.push_str(" (checksum without pseudo-header)");
+            }
+        }
+        Err(rejected) => {
+            if let Some(src) = rejected.src {
+                let _ = write!(line, " {src}");
+            }
+            let _ = write!(line, " rejected: {}", rejected.reason);
+        }
+    }
+    line
+}
+
+/// One line of JSON.
+pub fn to_json(seen: &Seen) -> String {
+    let at = seen.at.as_secs_f64();
+    let value = match &seen.outcome {
+        Ok(advert) => {
+            let d = &advert.datagram;
+            let r = &d.repr;
+            json!({
+                "time": at,
+                "src": d.src,
+                "dst": d.dst,
+                "hop_limit": d.hop_limit,
+                "version": r.version.number(),
+                "vrid": r.vrid,
+                "priority": r.priority,
+                "advert_int_cs": r.advert_int,
+                "auth": match r.auth { Auth::None => None, Auth::Pass(_) => Some(password(&r.auth)) },
+                "addresses": r.addresses,
+                "checksum_without_pseudo_header": advert.checksum_without_pseudo_header,
+            })
+        }
+        Err(rejected) => json!({ "time": at, "src": rejected.src, "error": rejected.reason }),
+    };
+    value.to_string()
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.uuuuuuZ` (civil-from-days, proleptic Gregorian calendar).
+fn utc(at: Duration) -> String {
+    let secs = at.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        at.subsec_micros()
+    )
+}
+
+fn interval(cs: u16) -> String {
+    if cs % 100 == 0 {
+        format!("{}s", cs / 100)
+    } else {
+        format!("{}.{:02}s", cs / 100, cs % 100)
+    }
+}
+
+/// The PASS password as keepalived would have been configured with it (up to the first NUL).
+fn password(auth: &Auth) -> String {
+    match auth {
+        Auth::None => String::new(),
+        Auth::Pass(data) => {
+            let end = data.iter().position(|&b| b == 0).unwrap_or(data.len());
+            String::from_utf8_lossy(&data[..end]).into_owned()
+        }
+    }
+}
+
+/// Prints `seen` to `out` in the chosen format.
+pub fn print(out: &mut impl Write, seen: &Seen, json: bool) -> io::Result<()> {
+    let line = if json { to_json(seen) } else { to_text(seen) };
+    writeln!(out, "{line}")
+}
+
+/// Listens on `interface` for both families until an error; prints every datagram.
+pub async fn listen(interface: &str, json: bool) -> Result<(), crate::net::Error> {
+    let netlink = Netlink::connect()?;
+    let mut sockets = Vec::new();
+    for family in [Family::V4, Family::V6] {
+        match VrrpSocket::open(&netlink, &SocketConfig::multicast(interface, family)).await {
+            Ok(socket) => sockets.push(socket),
+            // An interface without IPv4 (or without a link-local IPv6) address is watched on the
+            // other family only.
+            Err(e) if !sockets.is_empty() || family == Family::V4 => {
+                tracing::warn!("{interface}: not watching {family:?}: {e}")
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let mut stdout = io::stdout().lock();
+    loop {
+        let received = match sockets.as_slice() {
+            [one] => one.recv().await,
+            [a, b] => tokio::select! { r = a.recv() => r, r = b.recv() => r },
+            _ => return Ok(()),
+        };
+        let at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let outcome = match received {
+            Ok(received) => decode(received.raw()),
+            Err(e) if e.is_per_datagram() => Err(Rejected {
+                src: None,
+                reason: e.to_string(),
+            }),
+            Err(e) => return Err(e),
+        };
+        let seen = Seen { at, outcome };
+        if print(&mut stdout, &seen, json).is_err() {
+            // The reader went away (`vrrpd watch | head`): done.
+            return Ok(());
+        }
+        let _ = stdout.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(Duration::ZERO), "1970-01-01T00:00:00.000000Z");
+        // 2000-02-29 (a leap day in a year divisible by 400), 12:34:56.789 UTC.
+        assert_eq!(
+            utc(Duration::from_millis(951_827_696_789)),
+            "2000-02-29T12:34:56.789000Z"
+        );
+        assert_eq!(
+            utc(Duration::from_secs(1_795_345_535)),
+            "2026-11-22T11:05:35.000000Z"
+        );
+    }
+
+    #[test]
+    fn intervals_in_seconds() {
+        assert_eq!(interval(100), "1s");
+        assert_eq!(interval(10), "0.10s");
+        assert_eq!(interval(4095), "40.95s");
+    }
+
+    #[test]
+    fn passwords_stop_at_the_first_nul() {
+        assert_eq!(password(&Auth::pass("secret")), "secret");
+        assert_eq!(password(&Auth::pass("12345678")), "12345678");
+        assert_eq!(password(&Auth::None), "");
+    }
+
+    #[test]
+    fn only_vrrp_is_decoded() {
+        let mut ip = vec![0x45u8; 20];
+        ip[9] = 6; // TCP
+        assert!(!carries_vrrp(&ip));
+        ip[9] = 112;
+        assert!(carries_vrrp(&ip));
+        let mut ip6 = vec![0x60u8; 40];
+        ip6[6] = 112;
+        assert!(carries_vrrp(&ip6));
+    }
+}
