@@ -1,1 +1,111 @@
-//! The network-namespace lab: throwaway hosts on a private bridge for network tests.
+//! The network-namespace lab: throwaway hosts on a private bridge, for every network test of
+//! ipi-net and for the demos.
+//!
+//! A [`Lab`] owns one Linux bridge living in a network namespace of its own, and [`Host`]s:
+//! network namespaces whose `eth0` is one end of a veth pair plugged into that bridge. Nothing
+//! touches the namespace the tests run in. Hosts get documentation addresses (192.0.2.0/24 and
+//! 2001:db8::/64 unless told otherwise), a multicast route, and IPv6 without duplicate address
+//! detection, so that they are usable at once.
+//!
+//! - [`Lab::host`] adds a host; [`Host::run`] runs a command in it, [`Host::spawn`] starts a
+//!   [`Daemon`] whose output goes to files; [`Lab::partition`] / [`Lab::heal`] take a host off
+//!   the bridge with its carrier up (a split brain), [`Lab::link_down`] / [`Lab::link_up`] drop
+//!   its carrier.
+//! - [`Host::capture`] / [`Lab::capture`] record packets with tcpdump into a pcap file.
+//! - [`wait_for`] polls a condition against a deadline.
+//!
+//! Everything is torn down when the lab is dropped, also when a test panics; namespaces left by
+//! a process that died (kill -9) are swept by the next [`Lab::new`]. Names carry the process id
+//! and a counter, so labs in parallel tests never collide.
+//!
+//! Tests call [`available`] first: without CAP_NET_ADMIN they are skipped with a message, except
+//! under `CI=true`, where a lab that cannot be built is a failure.
+
+mod cmd;
+mod daemon;
+mod lab;
+
+pub use cmd::{LabError, Output};
+pub use daemon::{Capture, Daemon, Usage};
+pub use lab::{Host, Lab};
+
+use std::time::{Duration, Instant};
+
+/// CAP_NET_ADMIN's bit in the capability sets (linux/capability.h).
+const CAP_NET_ADMIN: u32 = 12;
+
+/// Whether this process can build labs. Without CAP_NET_ADMIN it prints why the caller is
+/// skipped and returns false; under `CI=true` it panics instead, so CI never passes by skipping.
+pub fn available() -> bool {
+    if has_net_admin() {
+        return true;
+    }
+    let message = "needs CAP_NET_ADMIN to build network namespaces (run as root)";
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true and the lab cannot run: it {message}");
+    }
+    eprintln!("skipped: the lab {message}");
+    false
+}
+
+/// Whether the effective capability set holds CAP_NET_ADMIN.
+pub fn has_net_admin() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| effective_caps(&status))
+        .is_some_and(|caps| caps & (1 << CAP_NET_ADMIN) != 0)
+}
+
+fn effective_caps(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
+    u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
+}
+
+/// Polls `condition` every `every` until it holds or `timeout` has passed; returns how long it
+/// took, or `None` on timeout.
+pub fn wait_for(
+    timeout: Duration,
+    every: Duration,
+    mut condition: impl FnMut() -> bool,
+) -> Option<Duration> {
+    let start = Instant::now();
+    loop {
+        if condition() {
+            return Some(start.elapsed());
+        }
+        if start.elapsed() >= timeout {
+            return None;
+        }
+        std::thread::sleep(every);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_from_proc_status() {
+        let root = "Name:\tx\nCapInh:\t0000000000000000\nCapEff:\t000001ffffffffff\n";
+        assert_eq!(effective_caps(root), Some(0x1ff_ffff_ffff));
+        assert_eq!(effective_caps("Name:\tx\n"), None);
+        let user = "CapEff:\t0000000000000000\n";
+        assert_eq!(effective_caps(user).map(|c| c & (1 << 12)), Some(0));
+    }
+
+    #[test]
+    fn wait_for_reports_elapsed_or_timeout() {
+        assert!(wait_for(Duration::ZERO, Duration::ZERO, || true).is_some());
+        let mut n = 0;
+        let took = wait_for(Duration::from_secs(5), Duration::from_millis(1), || {
+            n += 1;
+            n == 3
+        });
+        assert!(took.is_some());
+        assert_eq!(n, 3);
+        assert_eq!(
+            wait_for(Duration::from_millis(5), Duration::from_millis(1), || false),
+            None
+        );
+    }
+}

@@ -1,0 +1,287 @@
+//! Long-running processes in a host: daemons under test, and packet captures.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::cmd::{describe, LabError};
+use crate::wait_for;
+
+/// How long a daemon gets between SIGTERM and SIGKILL when it is stopped.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// A process running in a host. Dropping it stops it (SIGTERM, then SIGKILL).
+#[derive(Debug)]
+pub struct Daemon {
+    name: String,
+    command: String,
+    child: Child,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+/// CPU time and memory of a process and its descendants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// User plus system CPU time.
+    pub cpu: Duration,
+    /// Resident set size, summed over the processes.
+    pub rss_kib: u64,
+    /// How many processes.
+    pub processes: usize,
+}
+
+impl Daemon {
+    pub(crate) fn start(name: &str, mut command: Command, dir: &Path) -> Result<Daemon, LabError> {
+        let stdout = dir.join(format!("{name}.out"));
+        let stderr = dir.join(format!("{name}.err"));
+        let create =
+            |p: &Path| File::create(p).map_err(LabError::io(format!("create {}", p.display())));
+        command
+            .stdin(Stdio::null())
+            .stdout(create(&stdout)?)
+            .stderr(create(&stderr)?);
+        let line = describe(&command);
+        let child = command
+            .spawn()
+            .map_err(LabError::io(format!("start `{line}`")))?;
+        Ok(Daemon {
+            name: name.to_string(),
+            command: line,
+            child,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// Its name in the lab.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its process id (`ip netns exec` execs the program, so this is the program's).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What it printed on stdout so far.
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
+    /// What it printed on stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Both outputs, labelled, for a failing test's message.
+    pub fn log(&self) -> String {
+        format!(
+            "--- {} ({}) stdout:\n{}--- stderr:\n{}",
+            self.name,
+            self.command,
+            self.stdout(),
+            self.stderr()
+        )
+    }
+
+    /// Whether it is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends a signal (SIGKILL for a crash, SIGHUP for a reload...).
+    pub fn signal(&self, signal: Signal) -> Result<(), LabError> {
+        kill(pid(self.child.id()), signal).map_err(|e| LabError::Io {
+            what: format!("send {signal} to {} ({})", self.name, self.command),
+            source: e.into(),
+        })
+    }
+
+    /// Waits up to `timeout` for it to exit; its exit code, or `None` if killed by a signal.
+    pub fn wait(&mut self, timeout: Duration) -> Result<Option<i32>, LabError> {
+        let mut status = None;
+        wait_for(timeout, Duration::from_millis(10), || {
+            status = self.child.try_wait().ok().flatten();
+            status.is_some()
+        });
+        match status {
+            Some(s) => Ok(s.code()),
+            None => Err(LabError::Timeout {
+                what: format!("{} ({}) to exit", self.name, self.command),
+                seconds: timeout.as_secs_f64(),
+            }),
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after a grace period; returns the exit code when it exited by
+    /// itself.
+    pub fn stop(&mut self) -> Option<i32> {
+        if !self.running() {
+            return self.child.try_wait().ok().flatten().and_then(|s| s.code());
+        }
+        let _ = self.signal(Signal::SIGTERM);
+        match self.wait(GRACE) {
+            Ok(code) => code,
+            Err(_) => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                None
+            }
+        }
+    }
+
+    /// CPU time and RSS of the process and everything it forked.
+    pub fn usage(&self) -> Usage {
+        process_tree_usage(self.child.id())
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn pid(id: u32) -> Pid {
+    Pid::from_raw(i32::try_from(id).unwrap_or(i32::MAX))
+}
+
+/// One process's parent, CPU ticks and RSS pages, from /proc/PID/stat.
+fn stat(text: &str) -> Option<(u32, u64, u64)> {
+    // The command name is in parentheses and may hold spaces: fields count from after it.
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(0) ppid(1) ... utime(11) stime(12) ... rss(21).
+    let ppid = fields.get(1)?.parse().ok()?;
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    let rss = fields.get(21)?.parse().ok()?;
+    Some((ppid, utime + stime, rss))
+}
+
+fn process_tree_usage(root: u32) -> Usage {
+    let mut procs: HashMap<u32, (u32, u64, u64)> = HashMap::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(id) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some(s) = std::fs::read_to_string(entry.path().join("stat"))
+                .ok()
+                .and_then(|t| stat(&t))
+            {
+                procs.insert(id, s);
+            }
+        }
+    }
+    let ticks = u64::try_from(
+        nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .unwrap_or(100),
+    )
+    .unwrap_or(100);
+    let page_kib = u64::try_from(
+        nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .unwrap_or(4096),
+    )
+    .unwrap_or(4096)
+        / 1024;
+    let mut usage = Usage::default();
+    let mut todo = vec![root];
+    while let Some(id) = todo.pop() {
+        let Some(&(_, cpu, rss)) = procs.get(&id) else {
+            continue;
+        };
+        usage.processes += 1;
+        usage.cpu += Duration::from_millis(cpu * 1000 / ticks);
+        usage.rss_kib += rss * page_kib;
+        todo.extend(
+            procs
+                .iter()
+                .filter(|(_, s)| s.0 == id)
+                .map(|(&child, _)| child),
+        );
+    }
+    usage
+}
+
+/// A running packet capture (tcpdump writing classic pcap).
+#[derive(Debug)]
+pub struct Capture {
+    daemon: Daemon,
+    file: PathBuf,
+}
+
+impl Capture {
+    pub(crate) fn start(
+        netns: &str,
+        interface: &str,
+        filter: &str,
+        file: PathBuf,
+    ) -> Result<Capture, LabError> {
+        let dir = file.parent().unwrap_or(Path::new("/tmp")).to_path_buf();
+        let name = file.file_stem().map_or_else(
+            || "capture".to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
+        // tcpdump rather than tshark: with --immediate-mode and -U every packet is in the file
+        // as soon as it is seen, so stopping right after the last packet loses nothing
+        // (tshark's dumpcap buffers, and drops what it holds when interrupted). -Z root: the
+        // lab directory is root's alone.
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", netns, "tcpdump", "-i", interface, "-U"]);
+        command.args(["--immediate-mode", "-Z", "root", "-w"]);
+        command.arg(&file).arg(filter);
+        let daemon = Daemon::start(&format!("{name}.tcpdump"), command, &dir)?;
+        let started = wait_for(Duration::from_secs(15), Duration::from_millis(20), || {
+            daemon.stderr().contains("listening on")
+        });
+        if started.is_none() {
+            return Err(LabError::Timeout {
+                what: format!("tcpdump to start capturing: {}", daemon.log()),
+                seconds: 15.0,
+            });
+        }
+        Ok(Capture { daemon, file })
+    }
+
+    /// Stops capturing and returns the file.
+    pub fn stop(mut self) -> Result<PathBuf, LabError> {
+        self.daemon.signal(Signal::SIGINT)?;
+        self.daemon.wait(Duration::from_secs(10))?;
+        Ok(self.file.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_after_a_name_with_spaces() {
+        let line = "42 (my (odd) prog) S 7 42 42 0 -1 4194560 100 0 0 0 30 12 0 0 20 0 1 0 \
+                    500 1000000 250 18446744073709551615";
+        assert_eq!(stat(line), Some((7, 42, 250)));
+        assert_eq!(stat("garbage"), None);
+    }
+
+    #[test]
+    fn the_usage_of_this_process_is_counted() {
+        let usage = process_tree_usage(std::process::id());
+        assert!(usage.processes >= 1);
+        assert!(usage.rss_kib > 0);
+    }
+}
