@@ -1,0 +1,217 @@
+//! The failover scenario: two VRRP routers on a lab bridge, the master is cut off, the backup
+//! takes the VIPs; the link comes back and one master remains. The demo prints it, the tests
+//! assert it.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use ipi_core::vrrp::{parse_datagram, ChecksumMode, Datagram};
+use ipi_lab::{wait_for, Lab, LabError};
+
+use crate::vrrp::{Group, Router, Speaker};
+
+/// How often VIP ownership is polled while timing a move.
+const POLL: Duration = Duration::from_millis(5);
+
+/// What a run saw.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Each router's host name, program and priority, higher priority first.
+    pub routers: Vec<(String, Speaker, u8)>,
+    /// The host that held the VIPs first.
+    pub first_master: String,
+    /// How long after the cut the other router held every VIP.
+    pub failover: Duration,
+    /// The Master_Down_Interval of the router that took over.
+    pub master_down_interval: Duration,
+    /// After the link came back: how long until exactly one router held the VIPs.
+    pub converged: Duration,
+    /// Who holds them at the end.
+    pub final_master: String,
+    /// On the wire: from the old master's last advert to the new master's first one. That is
+    /// the backup's Master_Down_Interval as it really ran (the cut itself falls anywhere in an
+    /// advert interval, so [`Outcome::failover`] is up to one interval shorter).
+    pub silence: Option<Duration>,
+    /// The adverts captured on the bridge with their capture time, decoded, or why one did
+    /// not decode.
+    pub adverts: Vec<(Duration, Result<Datagram, String>)>,
+    /// The capture file (gone with the lab; copy it to keep it).
+    pub capture: PathBuf,
+}
+
+/// Runs the scenario: `speakers[0]` at priority 150 and `speakers[1]` at 100, in `group`.
+/// `log` receives the timeline as it happens. `vrrpd` is the path of our binary when one of
+/// the speakers is [`Speaker::Vrrpd`].
+pub fn run(
+    group: &Group,
+    speakers: [Speaker; 2],
+    vrrpd: Option<&PathBuf>,
+    log: &mut dyn FnMut(Duration, &str),
+) -> Result<Outcome, ScenarioError> {
+    let start = Instant::now();
+    let mut say = |text: &str| log(start.elapsed(), text);
+    let mut lab = Lab::new()?;
+    let hosts = [lab.host("a")?, lab.host("b")?];
+    for h in &hosts {
+        say(&format!(
+            "host {}: {} {} {}",
+            h.name(),
+            h.ipv4(),
+            h.ipv6(),
+            h.link_local()
+        ));
+    }
+    let capture = lab.capture("vrrp", "ip proto 112 or ip6 proto 112")?;
+    let priorities = [150u8, 100];
+    let mut routers = Vec::new();
+    for ((host, speaker), priority) in hosts.iter().zip(speakers).zip(priorities) {
+        routers.push(Router::start(host, speaker, group, priority, vrrpd)?);
+        say(&format!(
+            "{}: {} started, priority {priority}, VIPs {}",
+            host.name(),
+            speaker.name(),
+            list(&group.vips())
+        ));
+    }
+    let (a, b) = (&routers[0], &routers[1]);
+    // Both start as Backup: the first master appears after a Master_Down_Interval.
+    let master = wait_for(Duration::from_secs(20), POLL, || {
+        a.holds(group) != b.holds_any(group)
+    })
+    .map(|_| if a.holds(group) { 0 } else { 1 })
+    .ok_or_else(|| ScenarioError::no_master("at start", &routers))?;
+    let (m, other) = (&routers[master], &routers[1 - master]);
+    say(&format!("{} holds the VIPs: it is master", m.host.name()));
+    // Let a few adverts cross before the cut.
+    std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 25));
+
+    lab.partition(&m.host)?;
+    say(&format!(
+        "{}: link cut (carrier up, off the bridge)",
+        m.host.name()
+    ));
+    let mdi = group.master_down_interval(other.priority);
+    let failover = wait_for(mdi * 3 + Duration::from_secs(5), POLL, || {
+        other.holds(group)
+    })
+    .ok_or_else(|| ScenarioError::no_master("after the cut", &routers))?;
+    say(&format!(
+        "{} holds the VIPs after {:.3} s (Master_Down_Interval {:.3} s)",
+        other.host.name(),
+        failover.as_secs_f64(),
+        mdi.as_secs_f64()
+    ));
+
+    lab.heal(&m.host)?;
+    say(&format!("{}: link restored", m.host.name()));
+    let converged = wait_for(Duration::from_secs(10), POLL, || {
+        a.holds_any(group) != b.holds_any(group)
+    })
+    .ok_or_else(|| ScenarioError::no_master("after the link came back", &routers))?;
+    let final_master = if a.holds(group) { a } else { b };
+    say(&format!(
+        "one master again after {:.3} s: {}",
+        converged.as_secs_f64(),
+        final_master.host.name()
+    ));
+    std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 20));
+    let file = capture.stop()?;
+    let adverts = decode(&file)?;
+    say(&format!("{} adverts captured", adverts.len()));
+    let source = |r: &Router| match group.vips().first() {
+        Some(IpAddr::V6(_)) => IpAddr::V6(r.host.link_local()),
+        _ => IpAddr::V4(r.host.ipv4()),
+    };
+    let silence = silence(&adverts, source(m), source(other));
+    if let Some(gap) = silence {
+        say(&format!(
+            "on the wire: {:.3} s from {}'s last advert to {}'s first",
+            gap.as_secs_f64(),
+            m.host.name(),
+            other.host.name()
+        ));
+    }
+    Ok(Outcome {
+        routers: routers
+            .iter()
+            .map(|r| (r.host.name().to_string(), r.speaker, r.priority))
+            .collect(),
+        first_master: m.host.name().to_string(),
+        failover,
+        master_down_interval: mdi,
+        converged,
+        silence,
+        final_master: final_master.host.name().to_string(),
+        adverts,
+        capture: file,
+    })
+}
+
+fn list(vips: &[IpAddr]) -> String {
+    vips.iter()
+        .map(IpAddr::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+type Adverts = Vec<(Duration, Result<Datagram, String>)>;
+
+/// Every frame of the capture decoded with ipi-core's codec.
+fn decode(file: &std::path::Path) -> Result<Adverts, ScenarioError> {
+    let frames =
+        ipi_core::capture::read(file).map_err(|e| ScenarioError::Capture(e.to_string()))?;
+    Ok(frames
+        .iter()
+        .map(|f| {
+            let decoded = f.ip().map_err(|e| e.to_string()).and_then(|ip| {
+                parse_datagram(ip, ChecksumMode::PseudoHeader).map_err(|e| e.to_string())
+            });
+            (f.timestamp, decoded)
+        })
+        .collect())
+}
+
+/// From `old`'s last advert to `new`'s first advert after it.
+fn silence(adverts: &Adverts, old: IpAddr, new: IpAddr) -> Option<Duration> {
+    let from = |src: IpAddr| {
+        adverts
+            .iter()
+            .filter_map(move |(at, d)| d.as_ref().ok().filter(|d| d.src == src).map(|_| *at))
+    };
+    let first_new = from(new).next()?;
+    let last_old = from(old).filter(|&at| at < first_new).next_back()?;
+    Some(first_new - last_old)
+}
+
+/// Why the scenario could not run to the end.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The lab failed.
+    #[error(transparent)]
+    Lab(#[from] LabError),
+    /// No single master when one was due.
+    #[error("no single master {when}\n{logs}")]
+    NoMaster {
+        /// At which step.
+        when: String,
+        /// The routers' output.
+        logs: String,
+    },
+    /// The capture could not be read.
+    #[error("capture: {0}")]
+    Capture(String),
+}
+
+impl ScenarioError {
+    fn no_master(when: &str, routers: &[Router]) -> ScenarioError {
+        ScenarioError::NoMaster {
+            when: when.to_string(),
+            logs: routers
+                .iter()
+                .map(|r| r.daemon.log())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! VRRP routers in the lab: one keepalived.conf for a group, started under the real keepalived
+//! or under our vrrpd (both read the same file).
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ipi_core::vrrp::timers;
+use ipi_core::vrrp::Version;
+use ipi_lab::{Daemon, Host, LabError};
+
+/// Which program speaks VRRP on a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speaker {
+    /// The Debian package's keepalived.
+    Keepalived,
+    /// Our vrrpd, from this build (the path comes from the caller).
+    Vrrpd,
+}
+
+impl Speaker {
+    /// Its name, for timelines.
+    pub fn name(self) -> &'static str {
+        match self {
+            Speaker::Keepalived => "keepalived",
+            Speaker::Vrrpd => "vrrpd",
+        }
+    }
+}
+
+/// One VRRP group: the instances every router of the lab runs (an IPv4 one, an IPv6 one, or
+/// both), with their shared settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// The protocol version of the IPv4 instance (IPv6 is always v3).
+    pub version: Version,
+    /// The virtual router id of both instances.
+    pub vrid: u8,
+    /// The advertisement interval in centiseconds (whole seconds for v2).
+    pub advert_int_cs: u16,
+    /// PASS authentication for v2.
+    pub auth_pass: Option<String>,
+    /// The IPv4 VIP, if the group has an IPv4 instance.
+    pub vip4: Option<Ipv4Addr>,
+    /// The IPv6 VIP, if the group has an IPv6 instance.
+    pub vip6: Option<Ipv6Addr>,
+}
+
+impl Group {
+    /// VRRPv2 over IPv4 with PASS authentication, 1 s adverts: what OpenShift runs.
+    pub fn v2_pass() -> Group {
+        Group {
+            version: Version::V2,
+            vrid: 51,
+            advert_int_cs: 100,
+            auth_pass: Some("ipi_vip".to_string()),
+            vip4: Some(Ipv4Addr::new(192, 0, 2, 100)),
+            vip6: None,
+        }
+    }
+
+    /// VRRPv3 with an IPv4 and an IPv6 instance.
+    pub fn v3_dual(advert_int_cs: u16) -> Group {
+        Group {
+            version: Version::V3,
+            vrid: 52,
+            advert_int_cs,
+            auth_pass: None,
+            vip4: Some(Ipv4Addr::new(192, 0, 2, 101)),
+            vip6: Some(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x101)),
+        }
+    }
+
+    /// The VIPs, IPv4 first.
+    pub fn vips(&self) -> Vec<IpAddr> {
+        let v4 = self.vip4.map(IpAddr::V4);
+        let v6 = self.vip6.map(IpAddr::V6);
+        v4.into_iter().chain(v6).collect()
+    }
+
+    /// RFC 5798 6.1 / RFC 3768 6.1: how long a backup of `priority` waits without adverts
+    /// before it takes over.
+    pub fn master_down_interval(&self, priority: u8) -> Duration {
+        Duration::from_millis(
+            u64::from(timers::master_down_interval(
+                self.version,
+                priority,
+                self.advert_int_cs,
+            )) * 10,
+        )
+    }
+
+    /// keepalived.conf for a router called `name` at `priority`.
+    pub fn config(&self, name: &str, priority: u8) -> String {
+        let mut c = String::new();
+        let _ = writeln!(c, "global_defs {{\n    router_id {name}");
+        if self.version == Version::V3 {
+            let _ = writeln!(c, "    vrrp_version 3");
+        }
+        c.push_str("}\n");
+        let int = if self.advert_int_cs % 100 == 0 {
+            (self.advert_int_cs / 100).to_string()
+        } else {
+            format!(
+                "{}.{:02}",
+                self.advert_int_cs / 100,
+                self.advert_int_cs % 100
+            )
+        };
+        for (suffix, vip, len) in [
+            ("4", self.vip4.map(IpAddr::V4), 32),
+            ("6", self.vip6.map(IpAddr::V6), 128),
+        ] {
+            let Some(vip) = vip else { continue };
+            let _ = writeln!(c, "\nvrrp_instance VI_{suffix} {{");
+            let _ = writeln!(c, "    state BACKUP\n    interface eth0");
+            let _ = writeln!(c, "    virtual_router_id {}", self.vrid);
+            let _ = writeln!(c, "    priority {priority}\n    advert_int {int}");
+            if let (Some(pass), true) = (&self.auth_pass, vip.is_ipv4()) {
+                let _ = writeln!(
+                    c,
+                    "    authentication {{\n        auth_type PASS\n        auth_pass {pass}\n    }}"
+                );
+            }
+            let _ = writeln!(
+                c,
+                "    virtual_ipaddress {{\n        {vip}/{len}\n    }}\n}}"
+            );
+        }
+        c
+    }
+}
+
+/// A VRRP router running on a lab host.
+#[derive(Debug)]
+pub struct Router {
+    /// The host it runs on.
+    pub host: Host,
+    /// What runs there.
+    pub speaker: Speaker,
+    /// Its priority.
+    pub priority: u8,
+    /// The process.
+    pub daemon: Daemon,
+}
+
+impl Router {
+    /// Writes the group's config for this host and starts `speaker` on it. `vrrpd` is the path
+    /// of our binary (needed for [`Speaker::Vrrpd`]).
+    pub fn start(
+        host: &Host,
+        speaker: Speaker,
+        group: &Group,
+        priority: u8,
+        vrrpd: Option<&PathBuf>,
+    ) -> Result<Router, LabError> {
+        let dir = host.dir();
+        let conf = dir.join("keepalived.conf");
+        std::fs::write(&conf, group.config(host.name(), priority)).map_err(|e| LabError::Io {
+            what: format!("write {}", conf.display()),
+            source: e,
+        })?;
+        let conf = conf.display().to_string();
+        let daemon = match speaker {
+            Speaker::Keepalived => {
+                let pid = |n: &str| dir.join(n).display().to_string();
+                let (p, r, c) = (pid("keepalived.pid"), pid("vrrp.pid"), pid("checkers.pid"));
+                host.spawn(
+                    "keepalived",
+                    "keepalived",
+                    [
+                        "--dont-fork",
+                        "--log-console",
+                        "--log-detail",
+                        "--vrrp",
+                        "-f",
+                        &conf,
+                        "-p",
+                        &p,
+                        "-r",
+                        &r,
+                        "-c",
+                        &c,
+                    ],
+                )?
+            }
+            Speaker::Vrrpd => {
+                let program =
+                    vrrpd
+                        .map(|p| p.display().to_string())
+                        .ok_or_else(|| LabError::Io {
+                            what: "start vrrpd".to_string(),
+                            source: std::io::Error::new(
+                                std::io::ErrorKind::NotFound,
+                                "the path of the vrrpd binary was not given",
+                            ),
+                        })?;
+                let state = dir.join("state").display().to_string();
+                host.spawn(
+                    "vrrpd",
+                    &program,
+                    ["run", "-f", &conf, "--state-dir", &state],
+                )?
+            }
+        };
+        Ok(Router {
+            host: host.clone(),
+            speaker,
+            priority,
+            daemon,
+        })
+    }
+
+    /// Whether the host holds every VIP of the group now.
+    pub fn holds(&self, group: &Group) -> bool {
+        match self.host.addresses() {
+            Ok(addresses) => group.vips().iter().all(|v| addresses.contains(v)),
+            Err(_) => false,
+        }
+    }
+
+    /// Whether the host holds any VIP of the group now.
+    pub fn holds_any(&self, group: &Group) -> bool {
+        match self.host.addresses() {
+            Ok(addresses) => group.vips().iter().any(|v| addresses.contains(v)),
+            Err(_) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_v2_config_carries_the_password_and_whole_seconds() {
+        let c = Group::v2_pass().config("a", 150);
+        assert!(c.contains("router_id a"));
+        assert!(!c.contains("vrrp_version"));
+        assert!(c.contains("priority 150\n    advert_int 1\n"));
+        assert!(c.contains("auth_type PASS\n        auth_pass ipi_vip"));
+        assert!(c.contains("192.0.2.100/32"));
+        assert!(!c.contains("VI_6"));
+    }
+
+    #[test]
+    fn a_v3_config_has_both_families_and_centiseconds() {
+        let c = Group::v3_dual(10).config("b", 100);
+        assert!(c.contains("vrrp_version 3"));
+        assert!(c.contains("advert_int 0.10"));
+        assert!(c.contains("VI_4") && c.contains("VI_6"));
+        assert!(c.contains("2001:db8::101/128"));
+        assert!(!c.contains("auth_type"));
+    }
+
+    #[test]
+    fn master_down_interval_follows_the_rfc() {
+        // 3 * 1 s + (256 - 100) / 256 s = 3.609 s (truncated to centiseconds: 3.60 s).
+        let mdi = Group::v2_pass().master_down_interval(100);
+        assert!(mdi >= Duration::from_millis(3600) && mdi <= Duration::from_millis(3610));
+    }
+}
