@@ -180,7 +180,7 @@ fn silence(adverts: &Adverts, old: IpAddr, new: IpAddr) -> Option<Duration> {
             .filter_map(move |(at, d)| d.as_ref().ok().filter(|d| d.src == src).map(|_| *at))
     };
     let first_new = from(new).next()?;
-    let last_old = from(old).filter(|&at| at < first_new).next_back()?;
+    let last_old = from(old).rfind(|&at| at < first_new)?;
     Some(first_new - last_old)
 }
 
