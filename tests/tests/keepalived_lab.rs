@@ -40,7 +40,17 @@ fn check_timeline(o: &Outcome) {
     );
     // On the wire the backup stayed silent for its Master_Down_Interval after the master's last
     // advert: never less (keepalived counts microseconds, ipi-core centiseconds: 10 ms).
-    let silence = o.silence.expect("the takeover is in the capture");
+    let Some(silence) = o.silence else {
+        let seen: Vec<String> = o
+            .adverts
+            .iter()
+            .map(|(at, d)| match d {
+                Ok(d) => format!("{:.3} {} prio {}", at.as_secs_f64(), d.src, d.repr.priority),
+                Err(e) => format!("{:.3} {e}", at.as_secs_f64()),
+            })
+            .collect();
+        panic!("the takeover is not in the capture:\n{}", seen.join("\n"));
+    };
     assert!(
         silence + Duration::from_millis(10) >= o.master_down_interval,
         "silence {silence:?}, Master_Down_Interval {:?}",
