@@ -36,8 +36,8 @@ pub struct Outcome {
     /// The adverts captured on the bridge with their capture time, decoded, or why one did
     /// not decode.
     pub adverts: Vec<(Duration, Result<Datagram, String>)>,
-    /// The capture file (gone with the lab; copy it to keep it).
-    pub capture: PathBuf,
+    /// The capture of every advert, as a pcap file's bytes (the file goes with the lab).
+    pub pcap: Vec<u8>,
 }
 
 /// Runs the scenario: `speakers[0]` at priority 150 and `speakers[1]` at 100, in `group`.
@@ -144,7 +144,7 @@ pub fn run(
         silence,
         final_master: final_master.host.name().to_string(),
         adverts,
-        capture: file,
+        pcap: std::fs::read(&file).map_err(|e| ScenarioError::Capture(e.to_string()))?,
     })
 }
 

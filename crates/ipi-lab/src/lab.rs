@@ -369,6 +369,17 @@ fn delete_netns(netns: &str) {
 
 /// Deletes the namespaces of labs whose process is gone (a test killed with SIGKILL).
 fn sweep_stale() {
+    sweep(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+}
+
+/// Tears down every lab of this process, killing what runs in them: for a signal handler
+/// (Ctrl-C in a demo), where the labs' destructors will not run.
+pub fn teardown_all() {
+    let me = std::process::id();
+    sweep(|pid| pid == me);
+}
+
+fn sweep(doomed: impl Fn(u32) -> bool) {
     let Ok(out) = ip(["netns", "list"]) else {
         return;
     };
@@ -377,10 +388,7 @@ fn sweep_stale() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
     {
-        let Some(pid) = stale_owner(name) else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+        if stale_owner(name).is_some_and(&doomed) {
             delete_netns(name);
         }
     }

@@ -27,7 +27,7 @@ mod lab;
 
 pub use cmd::{LabError, Output};
 pub use daemon::{Capture, Daemon, Usage};
-pub use lab::{Host, Lab};
+pub use lab::{teardown_all, Host, Lab};
 
 use std::time::{Duration, Instant};
 
