@@ -12,9 +12,24 @@ use ipi_core::exit::Status;
 
 use crate::cli::Source;
 
-/// `vrrpd check-config -f FILE`.
-pub fn check_config(_config: &Path) -> ExitCode {
-    ipi_core::exit::not_implemented("vrrpd check-config", 3)
+/// `vrrpd check-config -f FILE`: 0 when valid, 2 with every error on stderr.
+pub fn check_config(config: &Path) -> ExitCode {
+    match crate::config::load(config) {
+        Ok(c) => {
+            eprintln!(
+                "{}: valid: {} instance(s), {} script(s), {} sync group(s)",
+                config.display(),
+                c.instances.len(),
+                c.scripts.len(),
+                c.sync_groups.len()
+            );
+            Status::Success.into()
+        }
+        Err(errors) => {
+            eprintln!("{errors}");
+            Status::Usage.into()
+        }
+    }
 }
 
 /// `vrrpd render (-f FILE | --cluster ...)`.

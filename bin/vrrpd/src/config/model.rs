@@ -13,13 +13,17 @@ use crate::fsm::{GarpParams, InitialState};
 pub struct Location {
     /// The file (`-` for standard input).
     pub file: String,
-    /// The line, from 1.
+    /// The line, from 1; 0 for the file as a whole.
     pub line: usize,
 }
 
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
+        if self.line == 0 {
+            write!(f, "{}", self.file)
+        } else {
+            write!(f, "{}:{}", self.file, self.line)
+        }
     }
 }
 

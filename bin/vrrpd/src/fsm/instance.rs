@@ -295,6 +295,9 @@ impl Instance {
                 }
             }
         }
+        // The event may have moved a timer to now or before (a backup whose priority rose
+        // shortens its Master_Down_Timer): fire it now rather than at the next call.
+        self.advance(now, &mut out);
         out
     }
 

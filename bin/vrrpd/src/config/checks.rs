@@ -1,0 +1,129 @@
+//! Checks across blocks: what every block can be alone but not together.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ipi_core::vrrp::Version;
+
+use super::error::ConfigErrors;
+use super::model::Config;
+
+/// Records every cross-block problem of `c`.
+pub fn check(c: &Config, errors: &mut ConfigErrors) {
+    unique(
+        c.scripts.iter().map(|s| (&s.name, &s.location)),
+        "vrrp_script",
+        errors,
+    );
+    unique(
+        c.instances.iter().map(|i| (&i.name, &i.location)),
+        "vrrp_instance",
+        errors,
+    );
+    unique(
+        c.sync_groups.iter().map(|g| (&g.name, &g.location)),
+        "vrrp_sync_group",
+        errors,
+    );
+
+    let mut vrids = BTreeMap::new();
+    for i in &c.instances {
+        let family = if i.is_ipv6() { "IPv6" } else { "IPv4" };
+        let at = &i.location;
+        if let Some(first) = vrids.insert((&i.interface, family, i.vrid), &i.name) {
+            errors.push(
+                at,
+                format!(
+                    "vrrp_instance {}: virtual_router_id {} on {} ({family}) is already used by \
+                     vrrp_instance {first}",
+                    i.name, i.vrid, i.interface
+                ),
+            );
+        }
+        if i.is_ipv6() && i.version == Some(Version::V2) {
+            errors.push(
+                at,
+                format!(
+                    "vrrp_instance {}: VRRPv2 carries IPv4 only: use version 3 for IPv6",
+                    i.name
+                ),
+            );
+        }
+        let mixed = i.vips.iter().any(|v| v.address.is_ipv6() != i.is_ipv6());
+        if mixed {
+            errors.push(
+                at,
+                format!(
+                    "vrrp_instance {}: virtual_ipaddress mixes IPv4 and IPv6: one instance per family",
+                    i.name
+                ),
+            );
+        }
+        for (what, address) in i
+            .unicast_peers
+            .iter()
+            .map(|p| ("unicast_peer", p))
+            .chain(i.unicast_src_ip.iter().map(|a| ("unicast_src_ip", a)))
+            .chain(i.mcast_src_ip.iter().map(|a| ("mcast_src_ip", a)))
+        {
+            if address.is_ipv6() != i.is_ipv6() {
+                errors.push(at, format!("vrrp_instance {}: {what} {address} is not of the instance's family ({family})", i.name));
+            }
+        }
+        for t in &i.track_scripts {
+            if c.script(&t.name).is_none() {
+                errors.push(
+                    at,
+                    format!(
+                        "vrrp_instance {}: track_script `{}` names no vrrp_script",
+                        i.name, t.name
+                    ),
+                );
+            }
+        }
+        if i.priority == 255 && !i.preempt {
+            errors.push(at, format!("vrrp_instance {}: the address owner (priority 255) always preempts: drop `nopreempt`", i.name));
+        }
+    }
+
+    let mut grouped = BTreeSet::new();
+    for g in &c.sync_groups {
+        if g.members.is_empty() {
+            errors.push(
+                &g.location,
+                format!("vrrp_sync_group {}: `group` lists no instance", g.name),
+            );
+        }
+        for m in &g.members {
+            if c.instance(m).is_none() {
+                errors.push(
+                    &g.location,
+                    format!("vrrp_sync_group {}: `{m}` names no vrrp_instance", g.name),
+                );
+            } else if !grouped.insert(m) {
+                errors.push(
+                    &g.location,
+                    format!(
+                        "vrrp_sync_group {}: vrrp_instance {m} is already in another sync group",
+                        g.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn unique<'a>(
+    items: impl Iterator<Item = (&'a String, &'a super::model::Location)>,
+    what: &str,
+    errors: &mut ConfigErrors,
+) {
+    let mut seen = BTreeMap::new();
+    for (name, location) in items {
+        if let Some(first) = seen.insert(name, location) {
+            errors.push(
+                location,
+                format!("{what} {name} is defined twice (first at {first})"),
+            );
+        }
+    }
+}

@@ -1,0 +1,710 @@
+//! keepalived.conf's meaning: statements ([`super::tree`]) to the [`Config`] model, every
+//! problem collected with its file and line.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ipi_core::vrrp::{Auth, Version};
+
+use super::error::ConfigErrors;
+use super::model::{
+    Command, Config, GlobalDefs, Location, Notify, SyncGroup, TrackedInterface, TrackedScript,
+    User, VirtualAddress, VrrpInstance, VrrpScript,
+};
+use super::tree::Node;
+use crate::fsm::{GarpParams, InitialState};
+
+/// Keywords accepted and deliberately without effect in vrrpd (mail alerts, keepalived's own
+/// process tuning). Anything else unknown is an error.
+const IGNORED_GLOBALS: &[&str] = &[
+    "notification_email",
+    "notification_email_from",
+    "smtp_server",
+    "smtp_connect_timeout",
+    "smtp_alert",
+    "max_auto_priority",
+    "vrrp_skip_check_adv_addr",
+];
+
+/// Reads the statements of a whole file into a model; problems go to `errors`.
+pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
+    let mut c = Config::default();
+    // global_defs first: instances take their defaults from it wherever it is written.
+    for node in nodes.iter().filter(|n| n.keyword == "global_defs") {
+        global_defs(node, &mut c.global, errors);
+    }
+    for node in nodes {
+        match node.keyword.as_str() {
+            "global_defs" => {}
+            "vrrp_script" => c.scripts.extend(vrrp_script(node, errors)),
+            "vrrp_instance" => c.instances.extend(vrrp_instance(node, &c.global, errors)),
+            "vrrp_sync_group" => c.sync_groups.extend(sync_group(node, errors)),
+            other => errors.push(
+                &node.location,
+                format!(
+                    "unknown keyword `{other}` at the top level (vrrpd reads global_defs, \
+                     vrrp_script, vrrp_instance, vrrp_sync_group and include)"
+                ),
+            ),
+        }
+    }
+    c
+}
+
+// ---- argument helpers --------------------------------------------------------------------
+
+fn unknown(node: &Node, within: &str, errors: &mut ConfigErrors) {
+    errors.push(
+        &node.location,
+        format!("unknown keyword `{}` in {within}", node.keyword),
+    );
+}
+
+/// The one argument of `node`.
+fn one<'a>(node: &'a Node, errors: &mut ConfigErrors) -> Option<&'a str> {
+    match node.args.as_slice() {
+        [arg] if node.block.is_none() => Some(arg),
+        _ => {
+            errors.push(
+                &node.location,
+                format!("`{}` takes exactly one value", node.keyword),
+            );
+            None
+        }
+    }
+}
+
+fn no_args(node: &Node, errors: &mut ConfigErrors) -> bool {
+    if node.args.is_empty() && node.block.is_none() {
+        return true;
+    }
+    errors.push(&node.location, format!("`{}` takes no value", node.keyword));
+    false
+}
+
+fn block<'a>(node: &'a Node, errors: &mut ConfigErrors) -> &'a [Node] {
+    match &node.block {
+        Some(children) if node.args.is_empty() || node.keyword == "vrrp_script" => children,
+        Some(children) => children,
+        None => {
+            errors.push(
+                &node.location,
+                format!("`{}` needs a `{{ ... }}` block", node.keyword),
+            );
+            &[]
+        }
+    }
+}
+
+fn number<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
+    node: &Node,
+    range: std::ops::RangeInclusive<T>,
+    errors: &mut ConfigErrors,
+) -> Option<T> {
+    let text = one(node, errors)?;
+    match text.parse::<T>() {
+        Ok(v) if range.contains(&v) => Some(v),
+        _ => {
+            errors.push(
+                &node.location,
+                format!(
+                    "`{} {text}`: must be a whole number from {} to {}",
+                    node.keyword,
+                    range.start(),
+                    range.end()
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Decimal seconds (`1`, `0.1`, `2.50`) in centiseconds, up to `max_cs`.
+pub fn centiseconds(text: &str) -> Option<u32> {
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    if whole.is_empty() && frac.is_empty()
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+        || frac.len() > 2 && frac[2..].bytes().any(|b| b != b'0')
+    {
+        return None;
+    }
+    let whole: u32 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let frac2 = format!("{frac:0<2}");
+    let frac: u32 = frac2[..2].parse().ok()?;
+    whole.checked_mul(100)?.checked_add(frac)
+}
+
+fn seconds_cs(node: &Node, max_cs: u32, errors: &mut ConfigErrors) -> Option<u32> {
+    let text = one(node, errors)?;
+    match centiseconds(text) {
+        Some(cs) if cs <= max_cs => Some(cs),
+        _ => {
+            errors.push(
+                &node.location,
+                format!(
+                    "`{} {text}`: must be seconds with at most two decimals, at most {}",
+                    node.keyword,
+                    max_cs / 100
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn address(node: &Node, text: &str, errors: &mut ConfigErrors) -> Option<IpAddr> {
+    match text.parse() {
+        Ok(a) => Some(a),
+        Err(_) => {
+            errors.push(
+                &node.location,
+                format!("`{}`: `{text}` is not an IP address", node.keyword),
+            );
+            None
+        }
+    }
+}
+
+fn weight(node: &Node, args: &[String], errors: &mut ConfigErrors) -> Option<i32> {
+    match args {
+        [] => None,
+        [kw, w] if kw == "weight" => match w.parse::<i32>() {
+            Ok(w) if (-253..=253).contains(&w) => Some(w),
+            _ => {
+                errors.push(
+                    &node.location,
+                    format!("`{}`: weight `{w}` must be from -253 to 253", node.keyword),
+                );
+                None
+            }
+        },
+        _ => {
+            errors.push(
+                &node.location,
+                format!(
+                    "`{} {}`: only `weight N` may follow the name",
+                    node.keyword,
+                    args.join(" ")
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// A command line as keepalived splits it: the words of the (quoted) string, where single or
+/// double quotes group words and a backslash escapes the next character. No shell runs it.
+pub fn command_words(text: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (c, quote) {
+            ('\\', _) => {
+                word.extend(chars.next());
+                in_word = true;
+            }
+            ('\'' | '"', None) => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (c, Some(q)) if c == q => quote = None,
+            (c, None) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (c, _) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err(format!("an opening quote in `{text}` is not closed"));
+    }
+    if in_word {
+        words.push(word);
+    }
+    if words.is_empty() {
+        return Err("the command is empty".to_string());
+    }
+    Ok(words)
+}
+
+fn command(node: &Node, errors: &mut ConfigErrors) -> Option<Command> {
+    if node.block.is_some() || node.args.is_empty() {
+        errors.push(
+            &node.location,
+            format!("`{}` takes a command line", node.keyword),
+        );
+        return None;
+    }
+    match command_words(&node.args.join(" ")) {
+        Ok(words) => Some(Command {
+            words,
+            location: node.location.clone(),
+        }),
+        Err(e) => {
+            errors.push(&node.location, format!("`{}`: {e}", node.keyword));
+            None
+        }
+    }
+}
+
+fn user(node: &Node, errors: &mut ConfigErrors) -> Option<User> {
+    match node.args.as_slice() {
+        [user] => Some(User {
+            user: user.clone(),
+            group: None,
+        }),
+        [user, group] => Some(User {
+            user: user.clone(),
+            group: Some(group.clone()),
+        }),
+        _ => {
+            errors.push(
+                &node.location,
+                format!("`{}` takes a user and an optional group", node.keyword),
+            );
+            None
+        }
+    }
+}
+
+/// The GARP keywords shared by global_defs (`vrrp_` prefix) and instances.
+fn garp(node: &Node, keyword: &str, garp: &mut GarpParams, errors: &mut ConfigErrors) -> bool {
+    match keyword {
+        "garp_master_delay" => {
+            garp.master_delay_cs = seconds_cs(node, 100_000, errors).unwrap_or(garp.master_delay_cs)
+        }
+        "garp_master_repeat" => {
+            garp.master_repeat = number(node, 1..=255, errors).unwrap_or(garp.master_repeat)
+        }
+        "garp_master_refresh" => {
+            garp.master_refresh_cs =
+                seconds_cs(node, 100_000, errors).unwrap_or(garp.master_refresh_cs)
+        }
+        "garp_master_refresh_repeat" => {
+            garp.master_refresh_repeat =
+                number(node, 1..=255, errors).unwrap_or(garp.master_refresh_repeat)
+        }
+        _ => return false,
+    }
+    true
+}
+
+fn notify(node: &Node, notify: &mut Notify, errors: &mut ConfigErrors) -> bool {
+    let slot = match node.keyword.as_str() {
+        "notify_master" => &mut notify.master,
+        "notify_backup" => &mut notify.backup,
+        "notify_fault" => &mut notify.fault,
+        "notify_stop" => &mut notify.stop,
+        "notify" => &mut notify.any,
+        _ => return false,
+    };
+    *slot = command(node, errors);
+    true
+}
+
+// ---- blocks ------------------------------------------------------------------------------
+
+fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) {
+    for n in block(node, errors) {
+        let kw = n.keyword.as_str();
+        match kw {
+            "router_id" => g.router_id = one(n, errors).map(str::to_string),
+            "script_user" => g.script_user = user(n, errors),
+            "enable_script_security" => g.enable_script_security = no_args(n, errors),
+            "vrrp_version" => {
+                g.vrrp_version = match number::<u8>(n, 2..=3, errors) {
+                    Some(3) => Version::V3,
+                    _ => Version::V2,
+                }
+            }
+            "vrrp_strict" => errors.push(
+                &n.location,
+                "`vrrp_strict` is not supported by vrrpd (it forbids what OpenShift configures: \
+                 PASS authentication and unicast)",
+            ),
+            _ if kw.starts_with("vrrp_garp_") && garp(n, &kw[5..], &mut g.garp, errors) => {}
+            _ if IGNORED_GLOBALS.contains(&kw) => {}
+            _ => unknown(n, "global_defs", errors),
+        }
+    }
+}
+
+fn name(node: &Node, errors: &mut ConfigErrors) -> Option<String> {
+    match node.args.as_slice() {
+        [name] => Some(name.clone()),
+        _ => {
+            errors.push(
+                &node.location,
+                format!("`{}` takes one name before its block", node.keyword),
+            );
+            None
+        }
+    }
+}
+
+fn vrrp_script(node: &Node, errors: &mut ConfigErrors) -> Option<VrrpScript> {
+    let name = name(node, errors)?;
+    let (mut command_line, mut interval, mut timeout) = (None, 100, None);
+    let mut s = VrrpScript {
+        name,
+        command: Command {
+            words: Vec::new(),
+            location: node.location.clone(),
+        },
+        interval: Duration::ZERO,
+        timeout: Duration::ZERO,
+        weight: 0,
+        rise: 1,
+        fall: 1,
+        user: None,
+        init_fail: false,
+        location: node.location.clone(),
+    };
+    for n in block(node, errors) {
+        match n.keyword.as_str() {
+            "script" => command_line = command(n, errors),
+            "interval" => {
+                interval = seconds_cs(n, 360_000, errors)
+                    .filter(|&cs| cs > 0)
+                    .unwrap_or(interval)
+            }
+            "timeout" => timeout = seconds_cs(n, 360_000, errors).filter(|&cs| cs > 0),
+            "weight" => s.weight = number(n, -253..=253, errors).unwrap_or(0),
+            "rise" => s.rise = number(n, 1..=10_000, errors).unwrap_or(1),
+            "fall" => s.fall = number(n, 1..=10_000, errors).unwrap_or(1),
+            "user" => s.user = user(n, errors),
+            "init_fail" => s.init_fail = no_args(n, errors),
+            _ => unknown(n, &format!("vrrp_script {}", s.name), errors),
+        }
+    }
+    let Some(command_line) = command_line else {
+        errors.push(
+            &node.location,
+            format!("vrrp_script {}: `script` is required", s.name),
+        );
+        return None;
+    };
+    s.command = command_line;
+    s.interval = Duration::from_millis(u64::from(interval) * 10);
+    s.timeout = Duration::from_millis(u64::from(timeout.unwrap_or(interval)) * 10);
+    Some(s)
+}
+
+fn vrrp_instance(
+    node: &Node,
+    global: &GlobalDefs,
+    errors: &mut ConfigErrors,
+) -> Option<VrrpInstance> {
+    let name = name(node, errors)?;
+    let within = format!("vrrp_instance {name}");
+    let mut i = VrrpInstance {
+        name,
+        interface: String::new(),
+        state: None,
+        vrid: 0,
+        priority: 100,
+        advert_int_cs: 100,
+        version: None,
+        native_ipv6: false,
+        preempt: true,
+        preempt_delay_cs: 0,
+        auth: Auth::None,
+        vips: Vec::new(),
+        mcast_src_ip: None,
+        unicast_src_ip: None,
+        unicast_peers: Vec::new(),
+        track_scripts: Vec::new(),
+        track_interfaces: Vec::new(),
+        dont_track_primary: false,
+        notify: Notify::default(),
+        garp: global.garp,
+        lower_prio_no_advert: false,
+        location: node.location.clone(),
+    };
+    let mut advert_int_text = None;
+    for n in block(node, errors) {
+        let kw = n.keyword.as_str();
+        match kw {
+            "state" => {
+                i.state = match one(n, errors) {
+                    Some("MASTER") => Some(InitialState::Master),
+                    Some("BACKUP") => Some(InitialState::Backup),
+                    Some(other) => {
+                        errors.push(
+                            &n.location,
+                            format!("`state {other}`: must be MASTER or BACKUP"),
+                        );
+                        None
+                    }
+                    None => None,
+                }
+            }
+            "interface" => i.interface = one(n, errors).unwrap_or_default().to_string(),
+            "virtual_router_id" => i.vrid = number(n, 1..=255, errors).unwrap_or(0),
+            "priority" => i.priority = number(n, 1..=255, errors).unwrap_or(100),
+            "advert_int" => {
+                advert_int_text = one(n, errors).map(|t| (t.to_string(), n.location.clone()));
+            }
+            "version" => {
+                i.version = number::<u8>(n, 2..=3, errors).map(|v| {
+                    if v == 3 {
+                        Version::V3
+                    } else {
+                        Version::V2
+                    }
+                })
+            }
+            "native_ipv6" => i.native_ipv6 = no_args(n, errors),
+            "nopreempt" => i.preempt = !no_args(n, errors),
+            "preempt" => i.preempt = no_args(n, errors),
+            "preempt_delay" => i.preempt_delay_cs = seconds_cs(n, 100_000, errors).unwrap_or(0),
+            "authentication" => i.auth = authentication(n, errors),
+            "virtual_ipaddress" => {
+                for v in block(n, errors) {
+                    i.vips.extend(virtual_address(v, errors));
+                }
+            }
+            "mcast_src_ip" => i.mcast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),
+            "unicast_src_ip" => {
+                i.unicast_src_ip = one(n, errors).and_then(|t| address(n, t, errors))
+            }
+            "unicast_peer" => {
+                for p in block(n, errors) {
+                    if !p.args.is_empty() {
+                        errors.push(
+                            &p.location,
+                            format!(
+                                "unicast_peer `{}`: options after a peer are not supported",
+                                p.keyword
+                            ),
+                        );
+                    }
+                    i.unicast_peers.extend(address(p, &p.keyword, errors));
+                }
+            }
+            "track_script" => {
+                for t in block(n, errors) {
+                    i.track_scripts.push(TrackedScript {
+                        name: t.keyword.clone(),
+                        weight: weight(t, &t.args, errors),
+                    });
+                }
+            }
+            "track_interface" => {
+                for t in block(n, errors) {
+                    i.track_interfaces.push(TrackedInterface {
+                        name: t.keyword.clone(),
+                        weight: weight(t, &t.args, errors).unwrap_or(0),
+                    });
+                }
+            }
+            "dont_track_primary" => i.dont_track_primary = no_args(n, errors),
+            "lower_prio_no_advert" => {
+                i.lower_prio_no_advert = match n.args.as_slice() {
+                    [] => true,
+                    [v] if v == "true" || v == "on" => true,
+                    [v] if v == "false" || v == "off" => false,
+                    _ => {
+                        errors.push(
+                            &n.location,
+                            "`lower_prio_no_advert` takes nothing, or true/false/on/off",
+                        );
+                        false
+                    }
+                }
+            }
+            _ if notify(n, &mut i.notify, errors) => {}
+            _ if garp(n, kw, &mut i.garp, errors) => {}
+            _ => unknown(n, &within, errors),
+        }
+    }
+    if i.interface.is_empty() {
+        errors.push(&node.location, format!("{within}: `interface` is required"));
+    }
+    if i.vrid == 0 {
+        errors.push(
+            &node.location,
+            format!("{within}: `virtual_router_id` (1-255) is required"),
+        );
+    }
+    if let Some((text, location)) = advert_int_text {
+        i.advert_int_cs = advert_int(&i, global, &text, &location, errors).unwrap_or(100);
+    }
+    Some(i)
+}
+
+/// RFC 3768 5.3.7: v2 carries whole seconds (1-255); RFC 5798 5.2.7: v3 carries 12 bits of
+/// centiseconds (0.01-40.95 s).
+fn advert_int(
+    i: &VrrpInstance,
+    global: &GlobalDefs,
+    text: &str,
+    location: &Location,
+    errors: &mut ConfigErrors,
+) -> Option<u16> {
+    let version = i.effective_version(global);
+    let cs = centiseconds(text);
+    let ok = match (version, cs) {
+        (Version::V2, Some(cs)) => cs % 100 == 0 && (100..=25_500).contains(&cs),
+        (_, Some(cs)) => (1..=4095).contains(&cs),
+        (_, None) => false,
+    };
+    if ok {
+        return cs.and_then(|cs| u16::try_from(cs).ok());
+    }
+    let rule = match version {
+        Version::V2 => "VRRPv2 carries whole seconds from 1 to 255",
+        _ => "VRRPv3 carries 0.01 to 40.95 seconds",
+    };
+    errors.push(location, format!("`advert_int {text}`: {rule}"));
+    None
+}
+
+fn authentication(node: &Node, errors: &mut ConfigErrors) -> Auth {
+    let (mut kind, mut pass) = (None, None);
+    for n in block(node, errors) {
+        match n.keyword.as_str() {
+            "auth_type" => kind = one(n, errors).map(|k| (k.to_string(), n.location.clone())),
+            // RFC 2338's 8 bytes: keepalived sends and compares only the first 8.
+            "auth_pass" => pass = one(n, errors).map(Auth::pass),
+            _ => unknown(n, "authentication", errors),
+        }
+    }
+    match (kind, pass) {
+        (Some((k, _)), Some(pass)) if k == "PASS" => pass,
+        (Some((k, location)), _) if k == "AH" => {
+            errors.push(
+                &location,
+                "`auth_type AH` is not supported by vrrpd (RFC 3768 removed it): use PASS or none",
+            );
+            Auth::None
+        }
+        (Some((k, location)), _) if k != "PASS" => {
+            errors.push(&location, format!("`auth_type {k}`: must be PASS"));
+            Auth::None
+        }
+        _ => {
+            errors.push(
+                &node.location,
+                "authentication needs both `auth_type PASS` and `auth_pass`",
+            );
+            Auth::None
+        }
+    }
+}
+
+fn virtual_address(node: &Node, errors: &mut ConfigErrors) -> Option<VirtualAddress> {
+    let (addr_text, len_text) = match node.keyword.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None => (node.keyword.as_str(), None),
+    };
+    let address: IpAddr = match addr_text.parse() {
+        Ok(a) => a,
+        Err(_) => {
+            errors.push(
+                &node.location,
+                format!("virtual_ipaddress: `{}` is not an IP address", node.keyword),
+            );
+            return None;
+        }
+    };
+    let max = if address.is_ipv4() { 32 } else { 128 };
+    let prefix_len = match len_text.map(str::parse::<u8>) {
+        None => max,
+        Some(Ok(l)) if l <= max => l,
+        Some(_) => {
+            errors.push(
+                &node.location,
+                format!(
+                    "virtual_ipaddress: `{}`: the prefix length must be 0 to {max}",
+                    node.keyword
+                ),
+            );
+            return None;
+        }
+    };
+    let mut v = VirtualAddress {
+        address,
+        prefix_len,
+        dev: None,
+        label: None,
+    };
+    let mut args = node.args.iter();
+    while let Some(opt) = args.next() {
+        let value = args.next().cloned();
+        match (opt.as_str(), value) {
+            ("dev", Some(d)) => v.dev = Some(d),
+            ("label", Some(l)) => v.label = Some(l),
+            (other, _) => {
+                errors.push(&node.location, format!("virtual_ipaddress {}: `{other}` is not supported (only `dev IF` and `label LABEL`)", node.keyword));
+                return None;
+            }
+        }
+    }
+    Some(v)
+}
+
+fn sync_group(node: &Node, errors: &mut ConfigErrors) -> Option<SyncGroup> {
+    let name = name(node, errors)?;
+    let mut g = SyncGroup {
+        name,
+        members: Vec::new(),
+        notify: Notify::default(),
+        location: node.location.clone(),
+    };
+    for n in block(node, errors) {
+        match n.keyword.as_str() {
+            "group" => g
+                .members
+                .extend(block(n, errors).iter().map(|m| m.keyword.clone())),
+            _ if notify(n, &mut g.notify, errors) => {}
+            _ => unknown(n, &format!("vrrp_sync_group {}", g.name), errors),
+        }
+    }
+    Some(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_to_centiseconds() {
+        assert_eq!(centiseconds("1"), Some(100));
+        assert_eq!(centiseconds("0.1"), Some(10));
+        assert_eq!(centiseconds(".5"), Some(50));
+        assert_eq!(centiseconds("2.50"), Some(250));
+        assert_eq!(centiseconds("0.100"), Some(10));
+        assert_eq!(centiseconds("0.001"), None);
+        assert_eq!(centiseconds("x"), None);
+        assert_eq!(centiseconds(""), None);
+        assert_eq!(centiseconds("-1"), None);
+    }
+
+    #[test]
+    fn commands_split_like_keepalived() {
+        assert_eq!(
+            command_words("/usr/bin/timeout 1.9 /etc/keepalived/chk.sh").unwrap(),
+            ["/usr/bin/timeout", "1.9", "/etc/keepalived/chk.sh"]
+        );
+        assert_eq!(
+            command_words(r#"/bin/echo 'a b' "c d" e\ f"#).unwrap(),
+            ["/bin/echo", "a b", "c d", "e f"]
+        );
+        assert!(command_words("'open").is_err());
+        assert!(command_words("   ").is_err());
+    }
+}

@@ -1,0 +1,251 @@
+//! keepalived.conf as OpenShift renders it, read into the model; bad files give every error
+//! with its file and line.
+
+// Helpers outside #[test] functions unwrap too: a panic there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ipi_core::vrrp::{Auth, Version};
+use vrrpd::config::{self, TrackedScript};
+use vrrpd::fsm::InitialState;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/seeds")
+        .join(name)
+}
+
+#[test]
+fn the_managed_master_config() {
+    let c = config::load(&fixture("managed-keepalived-master.conf")).unwrap();
+    assert!(c.global.enable_script_security);
+    assert_eq!(c.global.script_user.as_ref().unwrap().user, "root");
+    assert_eq!(c.global.vrrp_version, Version::V2);
+    let lb = c.script("chk_ocp_lb").unwrap();
+    assert_eq!(
+        lb.command.words,
+        [
+            "/usr/bin/timeout",
+            "1.9",
+            "/etc/keepalived/chk_ocp_script.sh"
+        ]
+    );
+    assert_eq!(
+        (lb.interval, lb.timeout),
+        (Duration::from_secs(2), Duration::from_secs(2))
+    );
+    assert_eq!((lb.weight, lb.rise, lb.fall), (20, 3, 2));
+    assert_eq!(c.script("chk_ocp_both").unwrap().weight, 5);
+    let ingress = c.script("chk_ingress").unwrap();
+    assert_eq!(
+        (ingress.weight, ingress.interval),
+        (50, Duration::from_secs(1))
+    );
+    assert_eq!(
+        ingress.command.words.last().unwrap(),
+        "http://localhost:1936/healthz/ready"
+    );
+
+    let api = c.instance("managed_API").unwrap();
+    assert_eq!(api.state, Some(InitialState::Backup));
+    assert_eq!(api.interface, "ens3");
+    assert_eq!((api.vrid, api.priority, api.advert_int_cs), (124, 40, 100));
+    assert_eq!(api.auth, Auth::pass("managed_api_vip"));
+    assert_eq!(api.vips.len(), 1);
+    assert_eq!(api.vips[0].address.to_string(), "10.0.0.5");
+    assert_eq!(api.vips[0].prefix_len, 32);
+    assert_eq!(
+        api.track_scripts,
+        [
+            TrackedScript {
+                name: "chk_ocp_lb".into(),
+                weight: None
+            },
+            TrackedScript {
+                name: "chk_ocp_both".into(),
+                weight: None
+            }
+        ]
+    );
+    assert_eq!(api.effective_version(&c.global), Version::V2);
+    assert!(api.preempt && !api.is_unicast());
+    let ingress = c.instance("managed_INGRESS").unwrap();
+    assert_eq!((ingress.vrid, ingress.priority), (75, 20));
+    // auth_pass is longer than 8 bytes: only the first 8 count, as in keepalived.
+    assert_eq!(ingress.auth, Auth::pass("managed_"));
+}
+
+#[test]
+fn the_managed_worker_config() {
+    let c = config::load(&fixture("managed-keepalived-worker.conf")).unwrap();
+    assert_eq!(c.instances.len(), 1);
+    assert_eq!(c.instances[0].name, "managed_INGRESS");
+}
+
+#[test]
+fn everything_else_of_an_instance() {
+    let text = r#"
+global_defs {
+    vrrp_version 3
+    vrrp_garp_master_refresh 60
+}
+vrrp_script chk { script "/bin/true"
+    user nobody nogroup
+    timeout 0.5
+    init_fail
+}
+vrrp_instance V6 {
+    interface eth0
+    virtual_router_id 9
+    priority 255
+    advert_int 0.1
+    unicast_src_ip 2001:db8::1
+    unicast_peer {
+        2001:db8::2
+        2001:db8::3
+    }
+    virtual_ipaddress { 2001:db8::100/64 }
+    track_script { chk weight -30 }
+    track_interface {
+        eth1 weight 10
+        eth2
+    }
+    notify "/usr/local/bin/notify arg"
+    notify_master /bin/master
+    preempt_delay 2.5
+    garp_master_repeat 3
+}
+vrrp_instance V4 {
+    interface eth0
+    virtual_router_id 9
+    virtual_ipaddress {
+        192.0.2.100/24 dev eth1 label eth1:vip
+    }
+    nopreempt
+}
+vrrp_sync_group G {
+    group {
+        V6
+        V4
+    }
+    notify_fault "/bin/fault now"
+}
+"#;
+    let c = config::parse_str(text, "x.conf").unwrap();
+    assert_eq!(c.global.garp.master_refresh_cs, 6000);
+    let chk = c.script("chk").unwrap();
+    assert_eq!(chk.timeout, Duration::from_millis(500));
+    assert_eq!(chk.user.as_ref().unwrap().group.as_deref(), Some("nogroup"));
+    assert!(chk.init_fail);
+    let v6 = c.instance("V6").unwrap();
+    assert!(v6.is_ipv6() && v6.is_unicast());
+    assert_eq!(v6.effective_version(&c.global), Version::V3);
+    assert_eq!(v6.advert_int_cs, 10);
+    assert_eq!(v6.unicast_peers.len(), 2);
+    assert_eq!(v6.vips[0].prefix_len, 64);
+    assert_eq!(v6.track_scripts[0].weight, Some(-30));
+    assert_eq!(v6.track_interfaces[0].weight, 10);
+    assert_eq!(v6.track_interfaces[1].weight, 0);
+    assert_eq!(
+        v6.notify.any.as_ref().unwrap().words,
+        ["/usr/local/bin/notify", "arg"]
+    );
+    assert_eq!(v6.notify.master.as_ref().unwrap().words, ["/bin/master"]);
+    assert_eq!(v6.preempt_delay_cs, 250);
+    assert_eq!(v6.garp.master_repeat, 3);
+    assert_eq!(v6.garp.master_refresh_cs, 6000);
+    let v4 = c.instance("V4").unwrap();
+    assert!(!v4.preempt);
+    assert_eq!(v4.vips[0].dev.as_deref(), Some("eth1"));
+    assert_eq!(v4.vips[0].label.as_deref(), Some("eth1:vip"));
+    assert_eq!(v4.effective_version(&c.global), Version::V3);
+    assert_eq!(c.sync_groups[0].members, ["V6", "V4"]);
+    assert_eq!(
+        c.sync_groups[0].notify.fault.as_ref().unwrap().words,
+        ["/bin/fault", "now"]
+    );
+}
+
+#[test]
+fn every_error_is_reported_with_its_place() {
+    let text = "\
+vrrp_script s {
+    interval 1
+}
+vrrp_instance A {
+    interface eth0
+    virtual_router_id 1
+    virtual_ipaddress {
+        192.0.2.1
+        2001:db8::1
+    }
+    unicast_peer {
+        2001:db8::2
+    }
+}
+vrrp_instance B {
+    interface eth0
+    virtual_router_id 1
+    version 2
+    native_ipv6
+    priority 255
+    nopreempt
+}
+vrrp_sync_group G {
+    group {
+        A
+        ghost
+    }
+}
+vrrp_sync_group H {
+    group {
+        A
+    }
+}
+";
+    let errors = config::parse_str(text, "bad.conf").unwrap_err().to_string();
+    let want = [
+        "bad.conf:1: vrrp_script s: `script` is required",
+        "bad.conf:4: vrrp_instance A: virtual_ipaddress mixes IPv4 and IPv6",
+        "bad.conf:4: vrrp_instance A: unicast_peer 2001:db8::2 is not of the instance's family (IPv4)",
+        "bad.conf:15: vrrp_instance B: VRRPv2 carries IPv4 only",
+        "bad.conf:15: vrrp_instance B: the address owner (priority 255) always preempts",
+        "bad.conf:23: vrrp_sync_group G: `ghost` names no vrrp_instance",
+        "bad.conf:29: vrrp_sync_group H: vrrp_instance A is already in another sync group",
+    ];
+    for w in want {
+        assert!(errors.contains(w), "missing {w:?} in:\n{errors}");
+    }
+}
+
+#[test]
+fn the_check_config_command() {
+    let run = |path: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_vrrpd"))
+            .arg("check-config")
+            .arg("-f")
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let ok = run(&fixture("managed-keepalived-master.conf"));
+    assert_eq!(ok.status.code(), Some(0));
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.conf");
+    std::fs::write(&bad, "vrrp_instance A {\n  priority 0\n}\nbogus\n").unwrap();
+    let out = run(&bad);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("bad.conf:2: `priority 0`: must be a whole number from 1 to 255"),
+        "{err}"
+    );
+    assert!(err.contains("bad.conf:4: unknown keyword `bogus`"), "{err}");
+    let missing = run(&dir.path().join("nope.conf"));
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8(missing.stderr)
+        .unwrap()
+        .contains("nope.conf: cannot read it"));
+}
