@@ -75,16 +75,18 @@ pub fn run(
         ));
     }
     let (a, b) = (&routers[0], &routers[1]);
-    // Both start as Backup: the first master appears after a Master_Down_Interval.
-    let master = wait_for(Duration::from_secs(20), POLL, || {
-        a.holds(group) != b.holds_any(group)
-    })
-    .map(|_| if a.holds(group) { 0 } else { 1 })
-    .ok_or_else(|| ScenarioError::no_master("at start", &routers))?;
+    // Both start as Backup: the first master appears after a Master_Down_Interval. The two
+    // intervals differ by a Skew_Time difference only, so a router that started a little later
+    // may be beaten by the lower priority, which it then preempts: wait until that settles.
+    let single = || a.holds(group) != b.holds_any(group);
+    wait_for(Duration::from_secs(20), POLL, single)
+        .ok_or_else(|| ScenarioError::no_master("at start", &routers))?;
+    std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 30));
+    let master = wait_for(Duration::from_secs(10), POLL, single)
+        .map(|_| if a.holds(group) { 0 } else { 1 })
+        .ok_or_else(|| ScenarioError::no_master("at start", &routers))?;
     let (m, other) = (&routers[master], &routers[1 - master]);
     say(&format!("{} holds the VIPs: it is master", m.host.name()));
-    // Let a few adverts cross before the cut.
-    std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 25));
 
     lab.partition(&m.host)?;
     say(&format!(

@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod daemon;
 pub mod fsm;
 pub mod net;
 pub mod watch;

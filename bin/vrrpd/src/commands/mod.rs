@@ -37,14 +37,68 @@ pub fn render(_source: &Source) -> ExitCode {
     ipi_core::exit::not_implemented("vrrpd render", 3)
 }
 
-/// `vrrpd run (-f FILE | --cluster ...) --state-dir DIR`.
-pub fn run(_source: &Source, _state_dir: &Path, _verbose: u8, _quiet: bool) -> ExitCode {
-    ipi_core::exit::not_implemented("vrrpd run", 3)
+/// `vrrpd run (-f FILE | --cluster ...) --state-dir DIR`: runs until SIGTERM; 2 when the
+/// configuration is wrong, 1 when it cannot start (an interface, a socket).
+pub fn run(source: &Source, state_dir: &Path, verbose: u8, quiet: bool) -> ExitCode {
+    logging(verbose, quiet);
+    let Some(path) = source.config.clone() else {
+        eprintln!("vrrpd run --cluster: not implemented yet (issue #3): render the configuration and use -f");
+        return Status::Usage.into();
+    };
+    let config = match crate::config::load(&path) {
+        Ok(c) => c,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return Status::Usage.into();
+        }
+    };
+    let reload: crate::daemon::Loader = if path.as_os_str() == "-" {
+        Box::new(|| {
+            Err("the configuration came from standard input: nothing to reload".to_string())
+        })
+    } else {
+        Box::new(move || crate::config::load(&path).map_err(|e| e.to_string()))
+    };
+    match crate::daemon::run(config, state_dir, reload) {
+        Ok(()) => Status::Success.into(),
+        Err(e) => {
+            eprintln!("vrrpd: {e}");
+            Status::Failed.into()
+        }
+    }
 }
 
-/// `vrrpd status [--json] --state-dir DIR`.
-pub fn status(_json: bool, _state_dir: &Path) -> ExitCode {
-    ipi_core::exit::not_implemented("vrrpd status", 3)
+/// `vrrpd status [--json] --state-dir DIR`: 0 with the status, 1 when no vrrpd runs there.
+pub fn status(json: bool, state_dir: &Path) -> ExitCode {
+    match crate::daemon::status::read(state_dir) {
+        Ok(v) => {
+            if json {
+                println!("{v}");
+            } else {
+                print!("{}", crate::daemon::status::to_text(&v));
+            }
+            Status::Success.into()
+        }
+        Err(e) => {
+            eprintln!("vrrpd status: {e}");
+            Status::Failed.into()
+        }
+    }
+}
+
+/// Log lines on stderr: info by default, debug with -v, trace with -vv, warnings only with -q.
+fn logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => tracing::Level::WARN,
+        (false, 0) => tracing::Level::INFO,
+        (false, 1) => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }
 
 /// `vrrpd watch (--interface IF | --pcap FILE) [--json]`.

@@ -1,0 +1,612 @@
+//! The daemon: the sans-IO state machines ([`crate::fsm`]) driven by the real clock, the
+//! network ([`crate::net`]), track scripts and signals, on one tokio thread. One thread is
+//! enough (VRRP is a few packets a second per instance) and keeps every decision in one
+//! order: no locks, no races between a timer and an advert.
+//!
+//! - [`setup`]: configuration to sockets, interfaces and state machines.
+//! - [`rx`]: the receive checks, with a counter per reason.
+//! - [`scripts`]: track scripts and notify scripts, without a shell.
+//! - [`status`]: state files and the status file `vrrpd status` reads.
+
+pub mod rx;
+pub mod scripts;
+pub mod setup;
+pub mod status;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ipi_core::vrrp::{ChecksumMode, Repr};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::fsm::{Action, Event, Instance, Instant, State};
+use crate::net::{LinkWatcher, Netlink, Received};
+use setup::{Parts, Unit, Vr};
+
+/// Loads the configuration again on SIGHUP.
+pub type Loader = Box<dyn Fn() -> Result<Config, String>>;
+
+/// Runs `config` until SIGTERM or SIGINT. Errors at start name the instance and the reason.
+pub fn run(config: Config, state_dir: &Path, reload: Loader) -> Result<(), String> {
+    std::fs::create_dir_all(state_dir)
+        .map_err(|e| format!("state directory {}: {e}", state_dir.display()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the event loop: {e}"))?;
+    runtime.block_on(async move {
+        let mut d = Daemon::start(config, state_dir.to_path_buf(), reload).await?;
+        d.run().await;
+        Ok(())
+    })
+}
+
+type Rx = (usize, Result<Received, crate::net::Error>);
+
+struct Daemon {
+    config: Config,
+    state_dir: PathBuf,
+    reload: Loader,
+    netlink: Netlink,
+    start: tokio::time::Instant,
+    parts: Parts,
+    tasks: Vec<JoinHandle<()>>,
+    rx_tx: mpsc::UnboundedSender<Rx>,
+    rx: mpsc::UnboundedReceiver<Rx>,
+    results_tx: mpsc::UnboundedSender<(String, bool)>,
+    results: mpsc::UnboundedReceiver<(String, bool)>,
+    links_tx: mpsc::UnboundedSender<(String, bool)>,
+    links: mpsc::UnboundedReceiver<(String, bool)>,
+    /// Per instance: rejected adverts by reason. Index "" holds what no instance could claim.
+    invalid: BTreeMap<String, BTreeMap<&'static str, u64>>,
+}
+
+impl Daemon {
+    async fn start(config: Config, state_dir: PathBuf, reload: Loader) -> Result<Daemon, String> {
+        let netlink = Netlink::connect().map_err(|e| e.to_string())?;
+        let parts = setup::build(&config, &netlink, BTreeMap::new()).await?;
+        let (rx_tx, rx) = mpsc::unbounded_channel();
+        let (results_tx, results) = mpsc::unbounded_channel();
+        let (links_tx, links) = mpsc::unbounded_channel();
+        let mut d = Daemon {
+            config,
+            state_dir,
+            reload,
+            netlink,
+            start: tokio::time::Instant::now(),
+            parts,
+            tasks: Vec::new(),
+            rx_tx,
+            rx,
+            results_tx,
+            results,
+            links_tx,
+            links,
+            invalid: BTreeMap::new(),
+        };
+        d.spawn_tasks().await?;
+        let now = d.now();
+        for u in 0..d.parts.units.len() {
+            let actions = match &mut d.parts.units[u] {
+                Unit::One(i) if i.state() == State::Initialize => i
+                    .handle(now, Event::Startup)
+                    .into_iter()
+                    .map(|a| (0, a))
+                    .collect(),
+                Unit::Group(g, _) if g.state() == State::Initialize => {
+                    g.handle_all(now, Event::Startup)
+                }
+                _ => Vec::new(),
+            };
+            d.carry_out(u, actions).await;
+        }
+        status::notify_systemd("READY=1");
+        d.write_status();
+        Ok(d)
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_millis(u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// Socket readers, script runners and link watchers.
+    async fn spawn_tasks(&mut self) -> Result<(), String> {
+        for (n, socket) in self.parts.sockets.iter().enumerate() {
+            let (socket, tx) = (Arc::clone(socket), self.rx_tx.clone());
+            self.tasks.push(tokio::spawn(async move {
+                loop {
+                    let r = socket.recv().await;
+                    let fatal = matches!(&r, Err(e) if !e.is_per_datagram());
+                    if tx.send((n, r)).is_err() || fatal {
+                        return;
+                    }
+                }
+            }));
+        }
+        for s in &self.config.scripts {
+            let Some((program, who)) = self.parts.scripts.get(&s.name).cloned() else {
+                continue;
+            };
+            let used = self
+                .config
+                .instances
+                .iter()
+                .any(|i| i.track_scripts.iter().any(|t| t.name == s.name));
+            if used {
+                let task = scripts::track(program, s.clone(), who, self.results_tx.clone());
+                self.tasks.push(tokio::spawn(task));
+            }
+        }
+        for name in self.parts.tracked_interfaces.clone() {
+            let mut watcher = LinkWatcher::new(&name)
+                .await
+                .map_err(|e| format!("track_interface {name}: {e}"))?;
+            let tx = self.links_tx.clone();
+            let _ = tx.send((name.clone(), watcher.current().up));
+            self.tasks.push(tokio::spawn(async move {
+                while let Ok(state) = watcher.changed().await {
+                    if tx.send((name.clone(), state.up && state.present)).is_err() {
+                        return;
+                    }
+                }
+            }));
+        }
+        Ok(())
+    }
+
+    async fn run(&mut self) {
+        let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) else {
+            tracing::error!("cannot install signal handlers");
+            return;
+        };
+        let mut status_tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            let next = self.parts.units.iter().filter_map(unit_timeout).min();
+            let deadline = next.map(|at| self.start + Duration::from_millis(at.as_millis()));
+            tokio::select! {
+                () = sleep_until(deadline) => self.timers().await,
+                Some((socket, r)) = self.rx.recv() => self.received(socket, r).await,
+                Some((name, ok)) = self.results.recv() => {
+                    self.each_tracking(|vr| vr.cfg.track_scripts.iter().any(|t| t.name == name),
+                        Event::ScriptResult { name: name.clone(), ok }).await;
+                }
+                Some((name, up)) = self.links.recv() => {
+                    tracing::info!("interface {name} is {}", if up { "up" } else { "down" });
+                    self.each_tracking(|vr| tracks_interface(vr, &name),
+                        Event::InterfaceChanged { name: name.clone(), up }).await;
+                }
+                _ = term.recv() => break,
+                _ = int.recv() => break,
+                _ = hup.recv() => self.reload().await,
+                _ = status_tick.tick() => self.write_status(),
+            }
+        }
+        self.shutdown().await;
+    }
+
+    async fn timers(&mut self) {
+        let now = self.now();
+        for u in 0..self.parts.units.len() {
+            let actions = match &mut self.parts.units[u] {
+                Unit::One(i) => i.handle_timeout(now).into_iter().map(|a| (0, a)).collect(),
+                Unit::Group(g, _) => g.handle_timeout(now),
+            };
+            self.carry_out(u, actions).await;
+        }
+    }
+
+    async fn each_tracking(&mut self, tracks: impl Fn(&Vr) -> bool, event: Event) {
+        let now = self.now();
+        let targets: Vec<(usize, usize)> = self
+            .parts
+            .vrs
+            .iter()
+            .filter(|v| tracks(v))
+            .map(|v| (v.unit, v.member))
+            .collect();
+        for (u, m) in targets {
+            let actions = handle(&mut self.parts.units[u], now, m, event.clone());
+            self.carry_out(u, actions).await;
+        }
+    }
+
+    async fn received(&mut self, socket: usize, r: Result<Received, crate::net::Error>) {
+        let received = match r {
+            Ok(r) => r,
+            Err(e) if e.is_per_datagram() => {
+                self.count("", "malformed");
+                return;
+            }
+            Err(e) => {
+                tracing::error!("VRRP socket: {e}");
+                return;
+            }
+        };
+        if received.src == self.parts.sockets[socket].source() {
+            return; // our own, looped back
+        }
+        let d = rx::Datagram {
+            src: received.src,
+            dst: received.dst,
+            hop_limit: received.hop_limit,
+            payload: &received.payload,
+        };
+        let repr = match rx::parse(&d) {
+            Ok(repr) => repr,
+            Err(reject) => {
+                tracing::debug!("dropped an advert from {}: {}", d.src, reject.name());
+                self.count("", reject.name());
+                return;
+            }
+        };
+        let Some(vr) = self
+            .parts
+            .vrs
+            .iter()
+            .position(|v| v.socket == socket && v.cfg.vrid == repr.vrid)
+        else {
+            self.count("", rx::Reject::Vrid.name());
+            return;
+        };
+        match rx::check(&d, &repr, &self.parts.vrs[vr].expect) {
+            Ok(event) => {
+                let (u, m) = (self.parts.vrs[vr].unit, self.parts.vrs[vr].member);
+                let now = self.now();
+                let actions = handle(&mut self.parts.units[u], now, m, event);
+                self.carry_out(u, actions).await;
+            }
+            Err(reject) => {
+                let name = self.parts.vrs[vr].cfg.name.clone();
+                tracing::debug!(
+                    "{name}: dropped an advert from {}: {}",
+                    d.src,
+                    reject.name()
+                );
+                self.count(&name, reject.name());
+            }
+        }
+    }
+
+    fn count(&mut self, instance: &str, reason: &'static str) {
+        *self
+            .invalid
+            .entry(instance.to_string())
+            .or_default()
+            .entry(reason)
+            .or_default() += 1;
+    }
+
+    async fn carry_out(&mut self, unit: usize, actions: Vec<(usize, Action)>) {
+        let group_before = group_state(&self.parts.units[unit]);
+        for (member, action) in actions {
+            let Some(vr) = self
+                .parts
+                .vrs
+                .iter()
+                .position(|v| v.unit == unit && v.member == member)
+            else {
+                continue;
+            };
+            self.act(vr, action).await;
+        }
+        let group_after = group_state(&self.parts.units[unit]);
+        if let (Some((name, before)), Some((_, after))) = (group_before, group_after) {
+            if before != after {
+                self.notify_group(&name, after);
+            }
+        }
+    }
+
+    async fn act(&mut self, vr: usize, action: Action) {
+        let v = &self.parts.vrs[vr];
+        let name = v.cfg.name.clone();
+        match action {
+            Action::SendAdvert { priority } => {
+                let repr = Repr {
+                    version: v.expect.version,
+                    vrid: v.cfg.vrid,
+                    priority,
+                    advert_int: v.cfg.advert_int_cs,
+                    auth: if v.expect.version == ipi_core::vrrp::Version::V2 {
+                        v.cfg.auth
+                    } else {
+                        ipi_core::vrrp::Auth::None
+                    },
+                    addresses: v.expect.addresses.clone(),
+                };
+                let socket = Arc::clone(&self.parts.sockets[v.socket]);
+                if let Err(e) = socket
+                    .send_advert(&repr, &v.destinations, ChecksumMode::PseudoHeader)
+                    .await
+                {
+                    tracing::warn!("{name}: advert not sent: {e}");
+                }
+            }
+            Action::AddVips | Action::RemoveVips => {
+                for (interface, vip) in &v.vips {
+                    let r = if action == Action::AddVips {
+                        self.netlink.add_address(interface, vip).await
+                    } else {
+                        self.netlink.remove_address(interface, vip).await
+                    };
+                    if let Err(e) = r {
+                        tracing::error!("{name}: {vip} on {}: {e}", interface.name);
+                    }
+                }
+            }
+            Action::SendGarp { repeat } => {
+                if let Some(a) = &v.announcer {
+                    for _ in 0..repeat {
+                        if let Err(e) = a.announce(&v.expect.addresses) {
+                            tracing::warn!("{name}: gratuitous ARP / NA: {e}");
+                            break;
+                        }
+                    }
+                }
+            }
+            Action::StateChanged { from, to, priority } => {
+                tracing::info!(
+                    "{name}: {} -> {} (priority {priority})",
+                    from.as_str(),
+                    to.as_str()
+                );
+                status::write_state(&self.state_dir, &name, to);
+                let notify = &v.cfg.notify;
+                let specific = match to {
+                    State::Master => &notify.master,
+                    State::Backup => &notify.backup,
+                    State::Fault => &notify.fault,
+                    State::Stopped => &notify.stop,
+                    State::Initialize => &None,
+                };
+                if let Some(c) = specific {
+                    scripts::notify(c, &[], self.parts.notify_as);
+                }
+                if let Some(c) = &notify.any {
+                    let args = [
+                        "INSTANCE".to_string(),
+                        name.clone(),
+                        status::keepalived_state(to).to_string(),
+                        priority.to_string(),
+                    ];
+                    scripts::notify(c, &args, self.parts.notify_as);
+                }
+                self.write_status();
+            }
+            Action::PriorityChanged { from, to } => {
+                tracing::info!("{name}: priority {from} -> {to}");
+            }
+        }
+    }
+
+    fn notify_group(&self, group: &str, state: State) {
+        let Some(g) = self.config.sync_groups.iter().find(|g| g.name == group) else {
+            return;
+        };
+        let specific = match state {
+            State::Master => &g.notify.master,
+            State::Backup => &g.notify.backup,
+            State::Fault => &g.notify.fault,
+            State::Stopped => &g.notify.stop,
+            State::Initialize => &None,
+        };
+        if let Some(c) = specific {
+            scripts::notify(c, &[], self.parts.notify_as);
+        }
+        if let Some(c) = &g.notify.any {
+            let args = [
+                "GROUP".to_string(),
+                group.to_string(),
+                status::keepalived_state(state).to_string(),
+                "0".to_string(),
+            ];
+            scripts::notify(c, &args, self.parts.notify_as);
+        }
+    }
+
+    fn write_status(&self) {
+        status::write(&self.state_dir, &self.parts, &self.invalid);
+    }
+
+    /// SIGHUP: a bad configuration is refused and nothing changes; a good one replaces the
+    /// running one, and every unit whose instances and scripts are unchanged keeps its state
+    /// (no VIP moves).
+    async fn reload(&mut self) {
+        let new = match (self.reload)() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!("reload refused, the running configuration stays:\n{e}");
+                return;
+            }
+        };
+        if new == self.config {
+            tracing::info!("reload: the configuration did not change");
+            return;
+        }
+        let now = self.now();
+        let keys: Vec<String> = self
+            .config
+            .instances
+            .iter()
+            .map(|i| setup::unit_key(&self.config, &i.name))
+            .collect();
+        let mut keep = BTreeMap::new();
+        let mut stop = Vec::new();
+        for (u, unit) in std::mem::take(&mut self.parts.units)
+            .into_iter()
+            .enumerate()
+        {
+            let members: Vec<&Vr> = self.parts.vrs.iter().filter(|v| v.unit == u).collect();
+            let key = members.first().map(|v| {
+                keys[self
+                    .config
+                    .instances
+                    .iter()
+                    .position(|i| i.name == v.cfg.name)
+                    .unwrap_or(0)]
+                .clone()
+            });
+            let same = members
+                .iter()
+                .all(|v| same_instance(&self.config, &new, &v.cfg.name))
+                && key.as_ref().is_some_and(|k| {
+                    members
+                        .first()
+                        .is_some_and(|v| &setup::unit_key(&new, &v.cfg.name) == k)
+                });
+            match key {
+                Some(k) if same => {
+                    keep.insert(k, unit);
+                }
+                _ => stop.push((u, unit)),
+            }
+        }
+        // Resign what goes away or changes, with the old parts still in place.
+        for (u, mut unit) in stop {
+            let actions = match &mut unit {
+                Unit::One(i) => i
+                    .handle(now, Event::Shutdown)
+                    .into_iter()
+                    .map(|a| (0, a))
+                    .collect(),
+                Unit::Group(g, _) => g.handle_all(now, Event::Shutdown),
+            };
+            for (member, action) in actions {
+                if let Some(vr) = self
+                    .parts
+                    .vrs
+                    .iter()
+                    .position(|v| v.unit == u && v.member == member)
+                {
+                    self.act(vr, action).await;
+                }
+            }
+        }
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+        match setup::build(&new, &self.netlink, keep).await {
+            Ok(parts) => {
+                self.parts = parts;
+                self.config = new;
+                tracing::info!("reloaded");
+            }
+            Err(e) => {
+                tracing::error!("reload failed while starting the new configuration: {e}");
+                return;
+            }
+        }
+        if let Err(e) = self.spawn_tasks().await {
+            tracing::error!("reload: {e}");
+        }
+        for u in 0..self.parts.units.len() {
+            let actions = match &mut self.parts.units[u] {
+                Unit::One(i) if i.state() == State::Initialize => i
+                    .handle(now, Event::Startup)
+                    .into_iter()
+                    .map(|a| (0, a))
+                    .collect(),
+                Unit::Group(g, _) if g.state() == State::Initialize => {
+                    g.handle_all(now, Event::Startup)
+                }
+                _ => Vec::new(),
+            };
+            self.carry_out(u, actions).await;
+        }
+        self.write_status();
+    }
+
+    /// SIGTERM: every master resigns with priority 0 (RFC 5798 6.4.3: a backup takes over
+    /// after its Skew_Time) and removes its VIPs; notify_stop runs.
+    async fn shutdown(&mut self) {
+        tracing::info!("shutting down");
+        let now = self.now();
+        for u in 0..self.parts.units.len() {
+            let actions = match &mut self.parts.units[u] {
+                Unit::One(i) => i
+                    .handle(now, Event::Shutdown)
+                    .into_iter()
+                    .map(|a| (0, a))
+                    .collect(),
+                Unit::Group(g, _) => g.handle_all(now, Event::Shutdown),
+            };
+            self.carry_out(u, actions).await;
+        }
+        self.write_status();
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+        // Let notify_stop scripts start before the runtime goes.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn handle(unit: &mut Unit, now: Instant, member: usize, event: Event) -> Vec<(usize, Action)> {
+    match unit {
+        Unit::One(i) => i.handle(now, event).into_iter().map(|a| (0, a)).collect(),
+        Unit::Group(g, _) => g.handle(now, member, event),
+    }
+}
+
+fn unit_timeout(unit: &Unit) -> Option<Instant> {
+    match unit {
+        Unit::One(i) => i.poll_timeout(),
+        Unit::Group(g, _) => g.poll_timeout(),
+    }
+}
+
+fn group_state(unit: &Unit) -> Option<(String, State)> {
+    match unit {
+        Unit::Group(g, name) => Some((name.clone(), g.state())),
+        Unit::One(_) => None,
+    }
+}
+
+/// The instance of a unit (for status).
+pub fn member(unit: &Unit, member: usize) -> Option<&Instance> {
+    match unit {
+        Unit::One(i) => (member == 0).then_some(i),
+        Unit::Group(g, _) => g.member(member),
+    }
+}
+
+fn tracks_interface(vr: &Vr, name: &str) -> bool {
+    vr.cfg.track_interfaces.iter().any(|t| t.name == name)
+        || (vr.cfg.interface == name && !vr.cfg.dont_track_primary)
+}
+
+fn same_instance(old: &Config, new: &Config, name: &str) -> bool {
+    let (Some(a), Some(b)) = (old.instance(name), new.instance(name)) else {
+        return false;
+    };
+    let scripts_same = a
+        .track_scripts
+        .iter()
+        .all(|t| old.script(&t.name) == new.script(&t.name));
+    // Locations move when lines are added above: they are not configuration.
+    let mut b = b.clone();
+    b.location = a.location.clone();
+    *a == b && scripts_same && old.global == new.global
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The address an instance sends from.
+pub fn source(parts: &Parts, vr: &Vr) -> IpAddr {
+    parts.sockets[vr.socket].source()
+}

@@ -1,0 +1,279 @@
+//! The receive checks (RFC 3768 7.1, RFC 5798 7.1, keepalived's vrrp_check_packet): what a
+//! received datagram must pass before the state machine sees it. Every rejection has a reason,
+//! counted by name in `vrrpd status`.
+
+use std::net::IpAddr;
+
+use ipi_core::vrrp::{self, Auth, ChecksumMode, Packet, Repr, Version};
+
+use crate::fsm::Event;
+
+/// Why a datagram was dropped. The names are what `vrrpd status` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Reject {
+    /// Multicast with a TTL / hop limit other than 255: it crossed a router (RFC 5798 7.1).
+    HopLimit,
+    /// Not a VRRP message at all: too short, wrong length for its address count.
+    Length,
+    /// Not version 2 or 3, or not the instance's version.
+    Version,
+    /// Type other than ADVERTISEMENT.
+    Type,
+    /// A bad checksum.
+    Checksum,
+    /// A virtual router id that no instance here runs.
+    Vrid,
+    /// The authentication type differs from ours (v2).
+    AuthType,
+    /// The PASS password differs (its first 8 bytes, as keepalived compares).
+    Password,
+    /// The addresses differ from our virtual addresses (count or list).
+    Addresses,
+    /// In unicast mode, a sender that is not one of our peers.
+    UnknownPeer,
+    /// Anything else the codec refuses (mixed families, a v2 interval out of range...).
+    Malformed,
+}
+
+impl Reject {
+    /// The counter's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reject::HopLimit => "hop_limit",
+            Reject::Length => "length",
+            Reject::Version => "version",
+            Reject::Type => "type",
+            Reject::Checksum => "checksum",
+            Reject::Vrid => "vrid",
+            Reject::AuthType => "auth_type",
+            Reject::Password => "password",
+            Reject::Addresses => "addresses",
+            Reject::UnknownPeer => "unknown_peer",
+            Reject::Malformed => "malformed",
+        }
+    }
+
+    fn of(e: &vrrp::Error) -> Reject {
+        use vrrp::Error as E;
+        match e {
+            E::Truncated { .. } | E::AddressCountMismatch { .. } | E::BufferLength { .. } => {
+                Reject::Length
+            }
+            E::BadVersion(_) | E::V2OverIpv6 => Reject::Version,
+            E::BadType(_) => Reject::Type,
+            E::BadChecksum { .. } => Reject::Checksum,
+            E::ZeroVrid => Reject::Vrid,
+            E::UnsupportedAuthType(_) | E::AuthInV3 => Reject::AuthType,
+            _ => Reject::Malformed,
+        }
+    }
+}
+
+/// What an instance expects of the adverts of its group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expect {
+    /// The VRID.
+    pub vrid: u8,
+    /// The version.
+    pub version: Version,
+    /// The authentication (v2).
+    pub auth: Auth,
+    /// The virtual addresses, in any order.
+    pub addresses: Vec<IpAddr>,
+    /// Unicast peers; empty in multicast mode.
+    pub peers: Vec<IpAddr>,
+}
+
+/// A datagram as received: IP facts and the VRRP message.
+#[derive(Debug, Clone, Copy)]
+pub struct Datagram<'a> {
+    /// IP source.
+    pub src: IpAddr,
+    /// IP destination.
+    pub dst: IpAddr,
+    /// TTL or hop limit.
+    pub hop_limit: u8,
+    /// The VRRP message.
+    pub payload: &'a [u8],
+}
+
+/// Parses the message (version, type, length, checksum) and returns its VRID, or why not.
+pub fn parse(d: &Datagram<'_>) -> Result<Repr, Reject> {
+    if d.dst.is_multicast() && d.hop_limit != vrrp::HOP_LIMIT {
+        return Err(Reject::HopLimit);
+    }
+    let packet = Packet::new_checked(d.payload).map_err(|e| Reject::of(&e))?;
+    Repr::parse(&packet, d.src, d.dst, ChecksumMode::PseudoHeader).map_err(|e| Reject::of(&e))
+}
+
+/// The checks against one instance; the event for the state machine when they pass.
+pub fn check(d: &Datagram<'_>, repr: &Repr, expect: &Expect) -> Result<Event, Reject> {
+    if !expect.peers.is_empty() && !expect.peers.contains(&d.src) {
+        return Err(Reject::UnknownPeer);
+    }
+    if repr.vrid != expect.vrid {
+        return Err(Reject::Vrid);
+    }
+    if repr.version != expect.version {
+        return Err(Reject::Version);
+    }
+    if expect.version == Version::V2 {
+        match (&repr.auth, &expect.auth) {
+            (Auth::Pass(got), Auth::Pass(want)) if got != want => return Err(Reject::Password),
+            (got, want) if got.auth_type() != want.auth_type() => return Err(Reject::AuthType),
+            _ => {}
+        }
+    }
+    // RFC 3768 7.1 / 5798 7.1: MAY verify the address list; keepalived does, and a mismatch
+    // is a misconfiguration worth seeing rather than a master to follow. An advert with
+    // priority 0 or from the address owner is checked the same way.
+    let same = repr.addresses.len() == expect.addresses.len()
+        && repr.addresses.iter().all(|a| expect.addresses.contains(a));
+    if !same {
+        return Err(Reject::Addresses);
+    }
+    Ok(Event::Advert {
+        from: d.src,
+        priority: repr.priority,
+        advert_int_cs: repr.advert_int,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn expect() -> Expect {
+        Expect {
+            vrid: 51,
+            version: Version::V2,
+            auth: Auth::pass("secret"),
+            addresses: vec![ip("192.0.2.100")],
+            peers: Vec::new(),
+        }
+    }
+
+    fn advert() -> Repr {
+        Repr {
+            version: Version::V2,
+            vrid: 51,
+            priority: 100,
+            advert_int: 100,
+            auth: Auth::pass("secret"),
+            addresses: vec![ip("192.0.2.100")],
+        }
+    }
+
+    fn bytes(repr: &Repr, src: &str, dst: &str) -> Vec<u8> {
+        repr.to_bytes(ip(src), ip(dst), ChecksumMode::PseudoHeader)
+            .unwrap()
+    }
+
+    fn run(repr: &Repr, hop: u8, expect: &Expect) -> Result<Event, Reject> {
+        let payload = bytes(repr, "192.0.2.2", "224.0.0.18");
+        let d = Datagram {
+            src: ip("192.0.2.2"),
+            dst: ip("224.0.0.18"),
+            hop_limit: hop,
+            payload: &payload,
+        };
+        let parsed = parse(&d)?;
+        check(&d, &parsed, expect)
+    }
+
+    #[test]
+    fn a_good_advert_becomes_an_event() {
+        let e = run(&advert(), 255, &expect()).unwrap();
+        assert_eq!(
+            e,
+            Event::Advert {
+                from: ip("192.0.2.2"),
+                priority: 100,
+                advert_int_cs: 100
+            }
+        );
+    }
+
+    #[test]
+    fn every_reason() {
+        assert_eq!(run(&advert(), 254, &expect()), Err(Reject::HopLimit));
+        let mut r = advert();
+        r.vrid = 52;
+        assert_eq!(run(&r, 255, &expect()), Err(Reject::Vrid));
+        let mut r = advert();
+        r.auth = Auth::pass("secreT");
+        assert_eq!(run(&r, 255, &expect()), Err(Reject::Password));
+        let mut r = advert();
+        r.auth = Auth::None;
+        assert_eq!(run(&r, 255, &expect()), Err(Reject::AuthType));
+        let mut r = advert();
+        r.addresses.push(ip("192.0.2.101"));
+        assert_eq!(run(&r, 255, &expect()), Err(Reject::Addresses));
+        let mut r = advert();
+        r.addresses = vec![ip("192.0.2.99")];
+        assert_eq!(run(&r, 255, &expect()), Err(Reject::Addresses));
+        let mut e = expect();
+        e.version = Version::V3;
+        assert_eq!(run(&advert(), 255, &e), Err(Reject::Version));
+        let mut e = expect();
+        e.peers = vec![ip("192.0.2.3")];
+        assert_eq!(run(&advert(), 255, &e), Err(Reject::UnknownPeer));
+    }
+
+    #[test]
+    fn only_the_first_eight_bytes_of_a_password_count() {
+        let mut e = expect();
+        e.auth = Auth::pass("managed_api_vip");
+        let mut r = advert();
+        r.auth = Auth::pass("managed_ingress_vip");
+        assert!(run(&r, 255, &e).is_ok());
+    }
+
+    #[test]
+    fn damaged_messages_are_named() {
+        let mut payload = bytes(&advert(), "192.0.2.2", "224.0.0.18");
+        payload[6] ^= 0xff;
+        let d = Datagram {
+            src: ip("192.0.2.2"),
+            dst: ip("224.0.0.18"),
+            hop_limit: 255,
+            payload: &payload,
+        };
+        assert_eq!(parse(&d), Err(Reject::Checksum));
+        let d = Datagram {
+            payload: &payload[..5],
+            ..d
+        };
+        assert_eq!(parse(&d), Err(Reject::Length));
+        let mut payload = bytes(&advert(), "192.0.2.2", "224.0.0.18");
+        payload[0] = 0x51;
+        assert_eq!(
+            parse(&Datagram {
+                payload: &payload,
+                ..d
+            }),
+            Err(Reject::Version)
+        );
+        payload[0] = 0x22;
+        assert_eq!(
+            parse(&Datagram {
+                payload: &payload,
+                ..d
+            }),
+            Err(Reject::Type)
+        );
+        // Unicast: the hop limit is not checked (keepalived does the same).
+        let payload = bytes(&advert(), "192.0.2.2", "192.0.2.1");
+        let d = Datagram {
+            src: ip("192.0.2.2"),
+            dst: ip("192.0.2.1"),
+            hop_limit: 64,
+            payload: &payload,
+        };
+        assert!(parse(&d).is_ok());
+    }
+}

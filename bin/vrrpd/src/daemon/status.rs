@@ -1,0 +1,201 @@
+//! What vrrpd tells the outside: one state file per instance (`MASTER`, `BACKUP`, `FAULT` or
+//! `STOP`), a status file for `vrrpd status`, and systemd's readiness notification.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use super::setup::Parts;
+use crate::fsm::{ScriptStatus, State};
+
+/// The status file's name in the state directory.
+pub const STATUS_FILE: &str = "status.json";
+
+/// keepalived's name of a state, as notify scripts and state files carry it.
+pub fn keepalived_state(state: State) -> &'static str {
+    match state {
+        State::Master => "MASTER",
+        State::Backup | State::Initialize => "BACKUP",
+        State::Fault => "FAULT",
+        State::Stopped => "STOP",
+    }
+}
+
+/// Writes `STATE_DIR/INSTANCE` atomically; an unchanged state leaves the file alone.
+pub fn write_state(dir: &Path, instance: &str, state: State) {
+    let path = dir.join(instance);
+    let text = format!("{}\n", keepalived_state(state));
+    if let Err(e) = ipi_core::atomic::write(&path, text.as_bytes()) {
+        tracing::error!("state file {}: {e}", path.display());
+    }
+}
+
+/// The status of every instance, as JSON.
+pub fn snapshot(parts: &Parts, invalid: &BTreeMap<String, BTreeMap<&'static str, u64>>) -> Value {
+    let instances: Vec<Value> = parts
+        .vrs
+        .iter()
+        .filter_map(|vr| {
+            let i = super::member(&parts.units[vr.unit], vr.member)?;
+            let c = i.counters();
+            let scripts: Vec<Value> = i
+                .params()
+                .track_scripts
+                .iter()
+                .map(|s| json!({ "name": s.name, "weight": s.weight, "status": i.script_status(&s.name).map_or("unknown", script_status) }))
+                .collect();
+            let interfaces: Vec<Value> = i
+                .params()
+                .track_interfaces
+                .iter()
+                .map(|t| json!({ "name": t.name, "weight": t.weight, "up": i.interface_up(&t.name) }))
+                .collect();
+            Some(json!({
+                "name": vr.cfg.name,
+                "interface": vr.interface.name,
+                "vrid": vr.cfg.vrid,
+                "version": vr.expect.version.number(),
+                "state": keepalived_state(i.state()),
+                "base_priority": i.params().priority,
+                "priority": i.priority(),
+                "source": super::source(parts, vr),
+                "master": i.master().map(|(address, priority)| json!({ "address": address, "priority": priority })),
+                "vips": vr.expect.addresses,
+                "scripts": scripts,
+                "interfaces": interfaces,
+                "adverts_sent": c.adverts_sent,
+                "adverts_received": c.adverts_received,
+                "priority_zero_sent": c.priority_zero_sent,
+                "priority_zero_received": c.priority_zero_received,
+                "transitions": c.transitions,
+                "became_master": c.became_master,
+                "invalid": invalid.get(&vr.cfg.name).cloned().unwrap_or_default(),
+            }))
+        })
+        .collect();
+    let updated = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    json!({
+        "pid": std::process::id(),
+        "updated": updated,
+        "instances": instances,
+        "invalid_unclaimed": invalid.get("").cloned().unwrap_or_default(),
+    })
+}
+
+fn script_status(s: ScriptStatus) -> &'static str {
+    match s {
+        ScriptStatus::Init => "init",
+        ScriptStatus::Ok => "ok",
+        ScriptStatus::Failing => "failing",
+    }
+}
+
+/// Writes the status file (atomically).
+pub fn write(dir: &Path, parts: &Parts, invalid: &BTreeMap<String, BTreeMap<&'static str, u64>>) {
+    let mut text = snapshot(parts, invalid).to_string();
+    text.push('\n');
+    let path = dir.join(STATUS_FILE);
+    if let Err(e) = ipi_core::atomic::write(&path, text.as_bytes()) {
+        tracing::error!("status file {}: {e}", path.display());
+    }
+}
+
+/// Reads the status a running vrrpd wrote into `dir`; an error says why there is none.
+pub fn read(dir: &Path) -> Result<Value, String> {
+    let path = dir.join(STATUS_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e} (is vrrpd running with --state-dir {}?)",
+            path.display(),
+            dir.display()
+        )
+    })?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let pid = value["pid"].as_u64().unwrap_or(0);
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        return Err(format!(
+            "{}: vrrpd (pid {pid}) is not running any more",
+            path.display()
+        ));
+    }
+    Ok(value)
+}
+
+/// The status as text, one block per instance.
+pub fn to_text(v: &Value) -> String {
+    let mut out = String::new();
+    for i in v["instances"].as_array().into_iter().flatten() {
+        let master = match &i["master"] {
+            Value::Null => "-".to_string(),
+            m => format!(
+                "{} (priority {})",
+                m["address"].as_str().unwrap_or("?"),
+                m["priority"]
+            ),
+        };
+        out.push_str(&format!(
+            "{} {} on {} vrid {} v{}: priority {} (base {}), master {}\n",
+            i["name"].as_str().unwrap_or("?"),
+            i["state"].as_str().unwrap_or("?"),
+            i["interface"].as_str().unwrap_or("?"),
+            i["vrid"],
+            i["version"],
+            i["priority"],
+            i["base_priority"],
+            master
+        ));
+        for s in i["scripts"].as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "  script {} weight {}: {}\n",
+                s["name"].as_str().unwrap_or("?"),
+                s["weight"],
+                s["status"].as_str().unwrap_or("?")
+            ));
+        }
+        for t in i["interfaces"].as_array().into_iter().flatten() {
+            let up = match t["up"].as_bool() {
+                Some(true) => "up",
+                Some(false) => "down",
+                None => "unknown",
+            };
+            out.push_str(&format!(
+                "  interface {} weight {}: {up}\n",
+                t["name"].as_str().unwrap_or("?"),
+                t["weight"]
+            ));
+        }
+        out.push_str(&format!(
+            "  adverts sent {} received {}, transitions {}, invalid {}\n",
+            i["adverts_sent"], i["adverts_received"], i["transitions"], i["invalid"]
+        ));
+    }
+    out
+}
+
+/// Tells systemd (`Type=notify`) something, when it is listening.
+pub fn notify_systemd(message: &str) {
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let socket = match std::os::unix::net::UnixDatagram::unbound() {
+        Ok(s) => s,
+        Err(_) => return,
+    };
+    let bytes = path.as_encoded_bytes();
+    let sent = if let Some(name) = bytes.strip_prefix(b"@") {
+        use std::os::linux::net::SocketAddrExt;
+        std::os::unix::net::SocketAddr::from_abstract_name(name)
+            .and_then(|addr| socket.send_to_addr(message.as_bytes(), &addr))
+    } else {
+        socket.send_to(message.as_bytes(), Path::new(&path))
+    };
+    if let Err(e) = sent {
+        tracing::warn!("sd_notify: {e}");
+    }
+}
