@@ -97,6 +97,7 @@ fn logging(verbose: u8, quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }

@@ -38,7 +38,7 @@ pub fn snapshot(parts: &Parts, invalid: &BTreeMap<String, BTreeMap<&'static str,
         .vrs
         .iter()
         .filter_map(|vr| {
-            let i = super::member(&parts.units[vr.unit], vr.member)?;
+            let i = super::member(parts.units.get(vr.unit)?, vr.member)?;
             let c = i.counters();
             let scripts: Vec<Value> = i
                 .params()

@@ -1,0 +1,317 @@
+//! vrrpd routers among themselves in the lab: election, resigning with priority 0, crash,
+//! track scripts moving the VIP (weights and FAULT), notify scripts, state files, status,
+//! unicast, and SIGHUP with a changed and a broken configuration.
+
+// Helpers outside #[test] functions unwrap too: a panic there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ipi_lab::{wait_for, Daemon, Host, Lab};
+use nix::sys::signal::Signal;
+
+const VIP: &str = "192.0.2.200";
+const POLL: Duration = Duration::from_millis(10);
+
+fn vip() -> IpAddr {
+    VIP.parse().unwrap()
+}
+
+fn state_dir(host: &Host) -> PathBuf {
+    host.dir().join("state")
+}
+
+/// Writes `conf` for `host` and starts vrrpd on it.
+fn vrrpd(host: &Host, conf: &str) -> Daemon {
+    let path = host.dir().join("vrrpd.conf");
+    std::fs::write(&path, conf).unwrap();
+    let state = state_dir(host);
+    host.spawn(
+        "vrrpd",
+        env!("CARGO_BIN_EXE_vrrpd"),
+        [
+            "run",
+            "-f",
+            path.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    )
+    .unwrap()
+}
+
+/// One VRRPv3 instance with 0.1 s adverts, plus `extra` lines inside the instance and `before`
+/// at the top of the file.
+fn conf(priority: u8, before: &str, extra: &str) -> String {
+    format!(
+        "global_defs {{\n    vrrp_version 3\n}}\n{before}\nvrrp_instance VI_1 {{\n    \
+         interface eth0\n    virtual_router_id 60\n    priority {priority}\n    advert_int 0.1\n    \
+         virtual_ipaddress {{\n        {VIP}/32\n    }}\n{extra}\n}}\n"
+    )
+}
+
+fn state(host: &Host) -> String {
+    std::fs::read_to_string(state_dir(host).join("VI_1"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn holds(host: &Host) -> bool {
+    host.has_address(vip())
+}
+
+fn logs(daemons: &[&Daemon]) -> String {
+    daemons
+        .iter()
+        .map(|d| d.log())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn until(what: &str, timeout: Duration, daemons: &[&Daemon], f: impl FnMut() -> bool) -> Duration {
+    wait_for(timeout, POLL, f)
+        .unwrap_or_else(|| panic!("timed out waiting for {what}\n{}", logs(daemons)))
+}
+
+/// `vrrpd status --json` (null until the first status file is written).
+fn status_json(host: &Host) -> serde_json::Value {
+    let state = state_dir(host);
+    let out = host
+        .run(
+            env!("CARGO_BIN_EXE_vrrpd"),
+            ["status", "--json", "--state-dir", state.to_str().unwrap()],
+        )
+        .unwrap();
+    if !out.success {
+        return serde_json::Value::Null;
+    }
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+#[test]
+fn three_routers_elect_resign_and_survive_a_crash() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b, c) = (
+        lab.host("a").unwrap(),
+        lab.host("b").unwrap(),
+        lab.host("c").unwrap(),
+    );
+    let mut da = vrrpd(&a, &conf(150, "", ""));
+    let db = vrrpd(&b, &conf(120, "", ""));
+    let dc = vrrpd(&c, &conf(100, "", ""));
+    let all = [&da, &db, &dc];
+    until("a to be master", Duration::from_secs(10), &all, || {
+        holds(&a) && state(&a) == "MASTER" && state(&b) == "BACKUP" && state(&c) == "BACKUP"
+    });
+    assert!(!holds(&b) && !holds(&c));
+    let s = status_json(&a);
+    let i = &s["instances"][0];
+    assert_eq!(i["state"], "MASTER");
+    assert_eq!(i["priority"], 150);
+    assert_eq!(i["version"], 3);
+    assert!(i["adverts_sent"].as_u64().unwrap() > 0);
+    // The status file is rewritten every second.
+    until(
+        "b's status to name the master",
+        Duration::from_secs(3),
+        &all,
+        || {
+            let s = status_json(&b);
+            s["instances"][0]["master"]["address"] == "192.0.2.1"
+                && s["instances"][0]["master"]["priority"] == 150
+        },
+    );
+
+    // SIGTERM: a resigns with priority 0, b takes over after its Skew_Time (~0.05 s), not after
+    // a Master_Down_Interval (0.35 s).
+    da.signal(Signal::SIGTERM).unwrap();
+    let took = until(
+        "b to take over",
+        Duration::from_secs(5),
+        &[&db, &dc],
+        || holds(&b),
+    );
+    eprintln!("takeover after SIGTERM: {took:?}");
+    assert!(
+        took < Duration::from_millis(300),
+        "took {took:?}\n{}",
+        logs(&[&db, &dc])
+    );
+    assert_eq!(da.wait(Duration::from_secs(5)).unwrap(), Some(0));
+    assert!(!holds(&a), "a removed its VIP on the way out");
+    assert_eq!(state(&a), "STOP");
+
+    // SIGKILL: b dies without a word; c takes over after its Master_Down_Interval.
+    db.signal(Signal::SIGKILL).unwrap();
+    let took = until("c to take over", Duration::from_secs(5), &[&dc], || {
+        holds(&c)
+    });
+    eprintln!("takeover after SIGKILL: {took:?}");
+    until("c's state file", Duration::from_secs(2), &[&dc], || {
+        state(&c) == "MASTER"
+    });
+}
+
+#[test]
+fn track_scripts_move_the_vip_and_notify_scripts_run() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let flag = a.dir().join("healthy");
+    let fault = a.dir().join("alive");
+    std::fs::write(&flag, "").unwrap();
+    std::fs::write(&fault, "").unwrap();
+    let notes = a.dir().join("notes");
+    let scripts = format!(
+        "vrrp_script chk_health {{\n    script \"/usr/bin/test -f {}\"\n    interval 0.1\n    \
+         weight -60\n}}\nvrrp_script chk_alive {{\n    script \"/usr/bin/test -f {}\"\n    \
+         interval 0.1\n    weight 0\n    fall 2\n}}\n",
+        flag.display(),
+        fault.display()
+    );
+    let extra = format!(
+        "    track_script {{\n        chk_health\n        chk_alive\n    }}\n    notify_master \
+         \"/usr/bin/touch {notes}.master\"\n    notify \"/bin/sh -c 'echo $@ >> {notes}' notify\"",
+        notes = notes.display()
+    );
+    let da = vrrpd(&a, &conf(150, &scripts, &extra));
+    let db = vrrpd(&b, &conf(120, "", ""));
+    let all = [&da, &db];
+    until("a to be master", Duration::from_secs(10), &all, || {
+        holds(&a)
+    });
+    until("notify_master", Duration::from_secs(5), &all, || {
+        notes.with_extension("master").exists()
+    });
+    until("notify", Duration::from_secs(5), &all, || {
+        std::fs::read_to_string(&notes)
+            .unwrap_or_default()
+            .contains("INSTANCE VI_1 MASTER 150")
+    });
+
+    // Negative weight: 150 - 60 = 90 < 120, b takes over; back to 150, a preempts.
+    std::fs::remove_file(&flag).unwrap();
+    until("b to take over", Duration::from_secs(5), &all, || {
+        holds(&b) && !holds(&a)
+    });
+    assert_eq!(status_json(&a)["instances"][0]["priority"], 90);
+    std::fs::write(&flag, "").unwrap();
+    until("a to preempt", Duration::from_secs(5), &all, || {
+        holds(&a) && !holds(&b)
+    });
+
+    // Weight 0: failing (fall 2) puts a in FAULT, without its VIP.
+    std::fs::remove_file(&fault).unwrap();
+    until("a in FAULT", Duration::from_secs(5), &all, || {
+        state(&a) == "FAULT" && !holds(&a)
+    });
+    until("b master", Duration::from_secs(5), &all, || holds(&b));
+    std::fs::write(&fault, "").unwrap();
+    until("a back", Duration::from_secs(5), &all, || {
+        holds(&a) && state(&a) == "MASTER"
+    });
+}
+
+#[test]
+fn unicast_v2_with_pass_fails_over() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let unicast = |priority: u8, me: &Host, peer: &Host| {
+        format!(
+            "vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 61\n    priority \
+             {priority}\n    advert_int 1\n    authentication {{\n        auth_type PASS\n        \
+             auth_pass s3cret\n    }}\n    unicast_src_ip {}\n    unicast_peer {{\n        {}\n    \
+             }}\n    virtual_ipaddress {{\n        {VIP}/32\n    }}\n}}\n",
+            me.ipv4(),
+            peer.ipv4()
+        )
+    };
+    let da = vrrpd(&a, &unicast(150, &a, &b));
+    let db = vrrpd(&b, &unicast(100, &b, &a));
+    let all = [&da, &db];
+    until("a master", Duration::from_secs(10), &all, || {
+        holds(&a) && state(&b) == "BACKUP"
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !holds(&b),
+        "b stays backup while it hears a\n{}",
+        logs(&all)
+    );
+    lab.partition(&a).unwrap();
+    let took = until("b master", Duration::from_secs(10), &all, || holds(&b));
+    eprintln!("unicast failover after a partition: {took:?}");
+    lab.heal(&a).unwrap();
+    until("one master", Duration::from_secs(10), &all, || {
+        holds(&a) != holds(&b)
+    });
+}
+
+#[test]
+fn sighup_keeps_unchanged_instances_and_refuses_a_broken_file() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let a = lab.host("a").unwrap();
+    let second = |priority: u8| {
+        format!(
+            "vrrp_instance VI_2 {{\n    interface eth0\n    virtual_router_id 62\n    priority \
+             {priority}\n    advert_int 0.1\n    virtual_ipaddress {{\n        192.0.2.201/32\n    \
+             }}\n}}\n"
+        )
+    };
+    let text = |p2: u8| format!("{}{}", conf(150, "", ""), second(p2));
+    let da = vrrpd(&a, &text(100));
+    let path = a.dir().join("vrrpd.conf");
+    until("both master", Duration::from_secs(10), &[&da], || {
+        let s = status_json(&a);
+        let all = s["instances"].as_array().cloned().unwrap_or_default();
+        all.len() == 2 && all.iter().all(|i| i["state"] == "MASTER")
+    });
+    let transitions = |s: &serde_json::Value, n: usize| s["instances"][n]["transitions"].clone();
+    let before = status_json(&a);
+
+    // A changed VI_2: it restarts; VI_1 keeps its state, its VIP never goes.
+    std::fs::write(&path, text(110)).unwrap();
+    da.signal(Signal::SIGHUP).unwrap();
+    until("the new priority", Duration::from_secs(5), &[&da], || {
+        status_json(&a)["instances"][1]["base_priority"] == 110
+    });
+    until("VI_2 master again", Duration::from_secs(5), &[&da], || {
+        status_json(&a)["instances"][1]["state"] == "MASTER"
+    });
+    let after = status_json(&a);
+    assert!(transitions(&before, 0).is_u64());
+    assert_eq!(
+        transitions(&after, 0),
+        transitions(&before, 0),
+        "VI_1 did not move"
+    );
+    assert!(holds(&a));
+
+    // A broken file: refused, everything goes on.
+    std::fs::write(&path, "vrrp_instance {\n").unwrap();
+    da.signal(Signal::SIGHUP).unwrap();
+    until(
+        "the refusal in the log",
+        Duration::from_secs(5),
+        &[&da],
+        || da.stderr().contains("reload refused"),
+    );
+    let still = status_json(&a);
+    assert_eq!(transitions(&still, 0), transitions(&before, 0));
+    assert_eq!(still["instances"][1]["base_priority"], 110);
+    assert!(holds(&a));
+}
