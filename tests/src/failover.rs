@@ -14,6 +14,15 @@ use crate::vrrp::{Group, Router, Speaker};
 /// How often VIP ownership is polled while timing a move.
 const POLL: Duration = Duration::from_millis(5);
 
+/// How the master is taken away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Off the bridge with its carrier up (it stays master on its side); then healed.
+    Partition,
+    /// SIGTERM: it resigns with priority 0; then it is started again.
+    Terminate,
+}
+
 /// What a run saw.
 #[derive(Debug)]
 pub struct Outcome {
@@ -40,12 +49,14 @@ pub struct Outcome {
     pub pcap: Vec<u8>,
 }
 
-/// Runs the scenario: `speakers[0]` at priority 150 and `speakers[1]` at 100, in `group`.
+/// Runs the scenario: `speakers[0]` at priority 150 and `speakers[1]` at 100, in `group`; the
+/// master is taken away by `fault`, then comes back.
 /// `log` receives the timeline as it happens. `vrrpd` is the path of our binary when one of
 /// the speakers is [`Speaker::Vrrpd`].
 pub fn run(
     group: &Group,
     speakers: [Speaker; 2],
+    fault: Fault,
     vrrpd: Option<&PathBuf>,
     log: &mut dyn FnMut(Duration, &str),
 ) -> Result<Outcome, ScenarioError> {
@@ -74,48 +85,69 @@ pub fn run(
             list(&group.vips())
         ));
     }
-    let (a, b) = (&routers[0], &routers[1]);
     // Both start as Backup: the first master appears after a Master_Down_Interval. The two
     // intervals differ by a Skew_Time difference only, so a router that started a little later
     // may be beaten by the lower priority, which it then preempts: wait until that settles.
-    let single = || a.holds(group) != b.holds_any(group);
-    wait_for(Duration::from_secs(20), POLL, single)
+    let single = |r: &[Router]| r[0].holds(group) != r[1].holds_any(group);
+    wait_for(Duration::from_secs(20), POLL, || single(&routers))
         .ok_or_else(|| ScenarioError::no_master("at start", &routers))?;
     std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 30));
-    let master = wait_for(Duration::from_secs(10), POLL, single)
-        .map(|_| if a.holds(group) { 0 } else { 1 })
+    let m = wait_for(Duration::from_secs(10), POLL, || single(&routers))
+        .map(|_| usize::from(!routers[0].holds(group)))
         .ok_or_else(|| ScenarioError::no_master("at start", &routers))?;
-    let (m, other) = (&routers[master], &routers[1 - master]);
-    say(&format!("{} holds the VIPs: it is master", m.host.name()));
+    let o = 1 - m;
+    let (master_name, other_name) = (hosts[m].name(), hosts[o].name());
+    say(&format!("{master_name} holds the VIPs: it is master"));
 
-    lab.partition(&m.host)?;
-    say(&format!(
-        "{}: link cut (carrier up, off the bridge)",
-        m.host.name()
-    ));
-    let mdi = group.master_down_interval(other.priority);
+    match fault {
+        Fault::Partition => {
+            lab.partition(&hosts[m])?;
+            say(&format!(
+                "{master_name}: link cut (carrier up, off the bridge)"
+            ));
+        }
+        Fault::Terminate => {
+            routers[m]
+                .daemon
+                .signal(nix::sys::signal::Signal::SIGTERM)?;
+            say(&format!("{master_name}: SIGTERM (resigns with priority 0)"));
+        }
+    }
+    let mdi = group.master_down_interval(routers[o].priority);
     let failover = wait_for(mdi * 3 + Duration::from_secs(5), POLL, || {
-        other.holds(group)
+        routers[o].holds(group)
     })
-    .ok_or_else(|| ScenarioError::no_master("after the cut", &routers))?;
+    .ok_or_else(|| ScenarioError::no_master("after the fault", &routers))?;
     say(&format!(
-        "{} holds the VIPs after {:.3} s (Master_Down_Interval {:.3} s)",
-        other.host.name(),
+        "{other_name} holds the VIPs after {:.3} s (Master_Down_Interval {:.3} s)",
         failover.as_secs_f64(),
         mdi.as_secs_f64()
     ));
 
-    lab.heal(&m.host)?;
-    say(&format!("{}: link restored", m.host.name()));
-    let converged = wait_for(Duration::from_secs(10), POLL, || {
-        a.holds_any(group) != b.holds_any(group)
+    match fault {
+        Fault::Partition => {
+            lab.heal(&hosts[m])?;
+            say(&format!("{master_name}: link restored"));
+        }
+        Fault::Terminate => {
+            routers[m].daemon.wait(Duration::from_secs(10))?;
+            let (speaker, priority) = (routers[m].speaker, routers[m].priority);
+            routers[m] = Router::start(&hosts[m], speaker, group, priority, vrrpd)?;
+            say(&format!("{master_name}: {} started again", speaker.name()));
+        }
+    }
+    // After a partition: exactly one master. After a restart: the higher priority preempts
+    // once its Master_Down_Interval has passed.
+    let converged = wait_for(mdi * 2 + Duration::from_secs(10), POLL, || {
+        let single = routers[0].holds_any(group) != routers[1].holds_any(group);
+        single && (fault == Fault::Partition || routers[m].holds(group))
     })
-    .ok_or_else(|| ScenarioError::no_master("after the link came back", &routers))?;
-    let final_master = if a.holds(group) { a } else { b };
+    .ok_or_else(|| ScenarioError::no_master("after the master came back", &routers))?;
+    let final_master = usize::from(!routers[0].holds(group));
     say(&format!(
         "one master again after {:.3} s: {}",
         converged.as_secs_f64(),
-        final_master.host.name()
+        hosts[final_master].name()
     ));
     std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 20));
     let file = capture.stop()?;
@@ -125,13 +157,13 @@ pub fn run(
         Some(IpAddr::V6(_)) => IpAddr::V6(r.host.link_local()),
         _ => IpAddr::V4(r.host.ipv4()),
     };
-    let silence = silence(&adverts, source(m), source(other));
+    let silence = silence(&adverts, source(&routers[m]), source(&routers[o]));
     if let Some(gap) = silence {
         say(&format!(
             "on the wire: {:.3} s from {}'s last advert to {}'s first",
             gap.as_secs_f64(),
-            m.host.name(),
-            other.host.name()
+            master_name,
+            other_name
         ));
     }
     Ok(Outcome {
@@ -139,12 +171,12 @@ pub fn run(
             .iter()
             .map(|r| (r.host.name().to_string(), r.speaker, r.priority))
             .collect(),
-        first_master: m.host.name().to_string(),
+        first_master: master_name.to_string(),
         failover,
         master_down_interval: mdi,
         converged,
         silence,
-        final_master: final_master.host.name().to_string(),
+        final_master: hosts[final_master].name().to_string(),
         adverts,
         pcap: std::fs::read(&file).map_err(|e| ScenarioError::Capture(e.to_string()))?,
     })

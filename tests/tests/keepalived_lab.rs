@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use ipi_core::vrrp::{Auth, Version};
-use ipi_net_tests::failover::{self, Outcome};
+use ipi_net_tests::failover::{self, Fault, Outcome};
 use ipi_net_tests::vrrp::{Group, Speaker};
 
 /// Polling, process start-up and netlink are not free: the takeover may come this much after
@@ -21,7 +21,7 @@ fn scenario(group: &Group) -> Option<Outcome> {
         return None;
     }
     let speakers = [Speaker::Keepalived, Speaker::Keepalived];
-    let outcome = failover::run(group, speakers, None, &mut |at, line| {
+    let outcome = failover::run(group, speakers, Fault::Partition, None, &mut |at, line| {
         eprintln!("{:7.3} {line}", at.as_secs_f64());
     })
     .unwrap_or_else(|e| panic!("{e}"));

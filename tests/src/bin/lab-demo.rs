@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use ipi_net_tests::failover;
+use ipi_net_tests::failover::{self, Fault};
 use ipi_net_tests::vrrp::{Group, Speaker};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -48,6 +48,7 @@ fn main() -> ExitCode {
     let outcome = failover::run(
         &group,
         [Speaker::Keepalived, Speaker::Keepalived],
+        Fault::Partition,
         None,
         &mut |at, line| println!("{:7.3} s  {line}", at.as_secs_f64()),
     );

@@ -169,6 +169,14 @@ fn include(
         );
     }
     for file in files {
+        // Only regular files: `include /dev/zero` must not read forever.
+        if !std::fs::metadata(&file).is_ok_and(|m| m.is_file()) {
+            errors.push(
+                location,
+                format!("`include {}`: not a regular file", file.display()),
+            );
+            continue;
+        }
         match std::fs::read_to_string(&file) {
             Ok(text) => read_lines(&text, &file.display().to_string(), depth + 1, out, errors),
             Err(e) => errors.push(location, format!("`include {}`: {e}", file.display())),
