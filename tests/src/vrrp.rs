@@ -155,9 +155,21 @@ impl Router {
         priority: u8,
         vrrpd: Option<&PathBuf>,
     ) -> Result<Router, LabError> {
+        let text = group.config(host.name(), priority);
+        Router::start_with(host, speaker, &text, priority, vrrpd)
+    }
+
+    /// Starts `speaker` on `host` with the configuration `text` (whose priority is `priority`).
+    pub fn start_with(
+        host: &Host,
+        speaker: Speaker,
+        text: &str,
+        priority: u8,
+        vrrpd: Option<&PathBuf>,
+    ) -> Result<Router, LabError> {
         let dir = host.dir();
         let conf = dir.join("keepalived.conf");
-        std::fs::write(&conf, group.config(host.name(), priority)).map_err(|e| LabError::Io {
+        std::fs::write(&conf, text).map_err(|e| LabError::Io {
             what: format!("write {}", conf.display()),
             source: e,
         })?;

@@ -78,7 +78,7 @@ pub enum Command {
 }
 
 /// A keepalived.conf, or the cluster description OpenShift would render one from.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct Source {
     /// A keepalived.conf (`-` for standard input).
     #[arg(

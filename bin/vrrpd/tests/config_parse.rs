@@ -52,7 +52,8 @@ fn the_managed_master_config() {
     assert_eq!(api.state, Some(InitialState::Backup));
     assert_eq!(api.interface, "ens3");
     assert_eq!((api.vrid, api.priority, api.advert_int_cs), (124, 40, 100));
-    assert_eq!(api.auth, Auth::pass("managed_api_vip"));
+    assert_eq!(api.auth_pass.as_deref(), Some("managed_api_vip"));
+    assert_eq!(api.auth(), Auth::pass("managed_api_vip"));
     assert_eq!(api.vips.len(), 1);
     assert_eq!(api.vips[0].address.to_string(), "10.0.0.5");
     assert_eq!(api.vips[0].prefix_len, 32);
@@ -74,7 +75,7 @@ fn the_managed_master_config() {
     let ingress = c.instance("managed_INGRESS").unwrap();
     assert_eq!((ingress.vrid, ingress.priority), (75, 20));
     // auth_pass is longer than 8 bytes: only the first 8 count, as in keepalived.
-    assert_eq!(ingress.auth, Auth::pass("managed_"));
+    assert_eq!(ingress.auth(), Auth::pass("managed_"));
 }
 
 #[test]

@@ -32,32 +32,40 @@ pub fn check_config(config: &Path) -> ExitCode {
     }
 }
 
-/// `vrrpd render (-f FILE | --cluster ...)`.
-pub fn render(_source: &Source) -> ExitCode {
-    ipi_core::exit::not_implemented("vrrpd render", 3)
+/// `vrrpd render (-f FILE | --cluster ...)`: the configuration as keepalived.conf on stdout;
+/// 2 with the errors when the input is wrong.
+pub fn render(source: &Source) -> ExitCode {
+    match crate::config::load_source(source) {
+        Ok(c) => {
+            print!("{}", crate::config::write::write(&c));
+            Status::Success.into()
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            Status::Usage.into()
+        }
+    }
 }
 
 /// `vrrpd run (-f FILE | --cluster ...) --state-dir DIR`: runs until SIGTERM; 2 when the
 /// configuration is wrong, 1 when it cannot start (an interface, a socket).
 pub fn run(source: &Source, state_dir: &Path, verbose: u8, quiet: bool) -> ExitCode {
     logging(verbose, quiet);
-    let Some(path) = source.config.clone() else {
-        eprintln!("vrrpd run --cluster: not implemented yet (issue #3): render the configuration and use -f");
-        return Status::Usage.into();
-    };
-    let config = match crate::config::load(&path) {
+    let config = match crate::config::load_source(source) {
         Ok(c) => c,
-        Err(errors) => {
-            eprintln!("{errors}");
+        Err(e) => {
+            eprintln!("{e}");
             return Status::Usage.into();
         }
     };
-    let reload: crate::daemon::Loader = if path.as_os_str() == "-" {
-        Box::new(|| {
+    let reload: crate::daemon::Loader = match &source.config {
+        Some(path) if path.as_os_str() == "-" => Box::new(|| {
             Err("the configuration came from standard input: nothing to reload".to_string())
-        })
-    } else {
-        Box::new(move || crate::config::load(&path).map_err(|e| e.to_string()))
+        }),
+        _ => {
+            let source = source.clone();
+            Box::new(move || crate::config::load_source(&source))
+        }
     };
     match crate::daemon::run(config, state_dir, reload) {
         Ok(()) => Status::Success.into(),

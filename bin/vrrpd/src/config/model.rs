@@ -194,8 +194,9 @@ pub struct VrrpInstance {
     pub preempt: bool,
     /// `preempt_delay` in centiseconds.
     pub preempt_delay_cs: u32,
-    /// `authentication { auth_type PASS; auth_pass X }` (v2 only).
-    pub auth: Auth,
+    /// `authentication { auth_type PASS; auth_pass X }` (v2 only): the password as written;
+    /// [`VrrpInstance::auth`] gives what goes on the wire.
+    pub auth_pass: Option<String>,
     /// `virtual_ipaddress`.
     pub vips: Vec<VirtualAddress>,
     /// `mcast_src_ip`: the source address of multicast adverts.
@@ -233,6 +234,12 @@ impl VrrpInstance {
         } else {
             self.version.unwrap_or(global.vrrp_version)
         }
+    }
+
+    /// The authentication on the wire: RFC 2338's 8 bytes, so only the first 8 of the password
+    /// count, as in keepalived.
+    pub fn auth(&self) -> Auth {
+        self.auth_pass.as_deref().map_or(Auth::None, Auth::pass)
     }
 
     /// Whether adverts go to the unicast peers rather than the multicast group.

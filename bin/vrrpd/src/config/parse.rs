@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use ipi_core::vrrp::{Auth, Version};
+use ipi_core::vrrp::Version;
 
 use super::error::ConfigErrors;
 use super::model::{
@@ -421,7 +421,7 @@ fn vrrp_instance(
         native_ipv6: false,
         preempt: true,
         preempt_delay_cs: 0,
-        auth: Auth::None,
+        auth_pass: None,
         vips: Vec::new(),
         mcast_src_ip: None,
         unicast_src_ip: None,
@@ -471,7 +471,7 @@ fn vrrp_instance(
             "nopreempt" => i.preempt = !no_args(n, errors),
             "preempt" => i.preempt = no_args(n, errors),
             "preempt_delay" => i.preempt_delay_cs = seconds_cs(n, 100_000, errors).unwrap_or(0),
-            "authentication" => i.auth = authentication(n, errors),
+            "authentication" => i.auth_pass = authentication(n, errors),
             "virtual_ipaddress" => {
                 for v in block(n, errors) {
                     i.vips.extend(virtual_address(v, errors));
@@ -573,35 +573,34 @@ fn advert_int(
     None
 }
 
-fn authentication(node: &Node, errors: &mut ConfigErrors) -> Auth {
+fn authentication(node: &Node, errors: &mut ConfigErrors) -> Option<String> {
     let (mut kind, mut pass) = (None, None);
     for n in block(node, errors) {
         match n.keyword.as_str() {
             "auth_type" => kind = one(n, errors).map(|k| (k.to_string(), n.location.clone())),
-            // RFC 2338's 8 bytes: keepalived sends and compares only the first 8.
-            "auth_pass" => pass = one(n, errors).map(Auth::pass),
+            "auth_pass" => pass = one(n, errors).map(str::to_string),
             _ => unknown(n, "authentication", errors),
         }
     }
     match (kind, pass) {
-        (Some((k, _)), Some(pass)) if k == "PASS" => pass,
+        (Some((k, _)), Some(pass)) if k == "PASS" => Some(pass),
         (Some((k, location)), _) if k == "AH" => {
             errors.push(
                 &location,
                 "`auth_type AH` is not supported by vrrpd (RFC 3768 removed it): use PASS or none",
             );
-            Auth::None
+            None
         }
         (Some((k, location)), _) if k != "PASS" => {
             errors.push(&location, format!("`auth_type {k}`: must be PASS"));
-            Auth::None
+            None
         }
         _ => {
             errors.push(
                 &node.location,
                 "authentication needs both `auth_type PASS` and `auth_pass`",
             );
-            Auth::None
+            None
         }
     }
 }

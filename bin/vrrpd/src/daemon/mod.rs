@@ -318,7 +318,7 @@ impl Daemon {
                     priority,
                     advert_int: v.cfg.advert_int_cs,
                     auth: if v.expect.version == ipi_core::vrrp::Version::V2 {
-                        v.cfg.auth
+                        v.cfg.auth()
                     } else {
                         ipi_core::vrrp::Auth::None
                     },

@@ -198,8 +198,13 @@ pub async fn build(
                 },
             ));
         }
+        // A peer list shared by every node (what render writes) names this node too.
         let destinations = if i.is_unicast() {
-            i.unicast_peers.clone()
+            i.unicast_peers
+                .iter()
+                .copied()
+                .filter(|p| *p != primary)
+                .collect()
         } else {
             vec![multicast_group(family)]
         };
@@ -219,7 +224,7 @@ pub async fn build(
             expect: Expect {
                 vrid: i.vrid,
                 version,
-                auth: i.auth,
+                auth: i.auth(),
                 addresses: i.vips.iter().map(|v| v.address).collect(),
                 peers: i.unicast_peers.clone(),
             },

@@ -1,0 +1,263 @@
+//! The model back to keepalived.conf: canonical (keepalived's defaults left out, one keyword a
+//! line, four-space indents), so that reading what was written gives the same model, and
+//! keepalived itself reads it too.
+
+use std::fmt::Write as _;
+
+use ipi_core::vrrp::Version;
+
+use super::model::{Command, Config, Notify, User, VrrpInstance, VrrpScript};
+use crate::fsm::{GarpParams, InitialState};
+
+/// keepalived.conf text for `c`.
+pub fn write(c: &Config) -> String {
+    let mut out = String::new();
+    global(&mut out, c);
+    for s in &c.scripts {
+        script(&mut out, s);
+    }
+    for i in &c.instances {
+        instance(&mut out, c, i);
+    }
+    for g in &c.sync_groups {
+        let _ = writeln!(out, "\nvrrp_sync_group {} {{\n    group {{", g.name);
+        for m in &g.members {
+            let _ = writeln!(out, "        {m}");
+        }
+        out.push_str("    }\n");
+        notify(&mut out, &g.notify);
+        out.push_str("}\n");
+    }
+    out
+}
+
+fn line(out: &mut String, indent: usize, text: &str) {
+    let _ = writeln!(out, "{:indent$}{text}", "");
+}
+
+fn user(u: &User) -> String {
+    match &u.group {
+        Some(g) => format!("{} {g}", u.user),
+        None => u.user.clone(),
+    }
+}
+
+/// A command as one quoted string, keepalived's way: words with spaces or quotes quoted.
+fn command(c: &Command) -> String {
+    let words: Vec<String> = c
+        .words
+        .iter()
+        .map(|w| {
+            if w.is_empty() || w.contains([' ', '\t', '\'', '"', '\\']) {
+                format!("'{}'", w.replace('\\', "\\\\").replace('\'', "\\'"))
+            } else {
+                w.clone()
+            }
+        })
+        .collect();
+    format!(
+        "\"{}\"",
+        words.join(" ").replace('\\', "\\\\").replace('"', "\\\"")
+    )
+}
+
+fn seconds(cs: u32) -> String {
+    if cs % 100 == 0 {
+        (cs / 100).to_string()
+    } else {
+        format!("{}.{:02}", cs / 100, cs % 100)
+    }
+}
+
+fn garp(out: &mut String, indent: usize, prefix: &str, g: &GarpParams, base: &GarpParams) {
+    if g.master_delay_cs != base.master_delay_cs {
+        line(
+            out,
+            indent,
+            &format!("{prefix}garp_master_delay {}", seconds(g.master_delay_cs)),
+        );
+    }
+    if g.master_repeat != base.master_repeat {
+        line(
+            out,
+            indent,
+            &format!("{prefix}garp_master_repeat {}", g.master_repeat),
+        );
+    }
+    if g.master_refresh_cs != base.master_refresh_cs {
+        line(
+            out,
+            indent,
+            &format!(
+                "{prefix}garp_master_refresh {}",
+                seconds(g.master_refresh_cs)
+            ),
+        );
+    }
+    if g.master_refresh_repeat != base.master_refresh_repeat {
+        line(
+            out,
+            indent,
+            &format!(
+                "{prefix}garp_master_refresh_repeat {}",
+                g.master_refresh_repeat
+            ),
+        );
+    }
+}
+
+fn global(out: &mut String, c: &Config) {
+    let g = &c.global;
+    if *g == super::model::GlobalDefs::default() {
+        return;
+    }
+    out.push_str("global_defs {\n");
+    if let Some(id) = &g.router_id {
+        line(out, 4, &format!("router_id {id}"));
+    }
+    if g.enable_script_security {
+        line(out, 4, "enable_script_security");
+    }
+    if let Some(u) = &g.script_user {
+        line(out, 4, &format!("script_user {}", user(u)));
+    }
+    if g.vrrp_version == Version::V3 {
+        line(out, 4, "vrrp_version 3");
+    }
+    garp(out, 4, "vrrp_", &g.garp, &GarpParams::default());
+    out.push_str("}\n");
+}
+
+fn script(out: &mut String, s: &VrrpScript) {
+    let _ = writeln!(out, "\nvrrp_script {} {{", s.name);
+    line(out, 4, &format!("script {}", command(&s.command)));
+    let cs = |d: std::time::Duration| u32::try_from(d.as_millis() / 10).unwrap_or(u32::MAX);
+    line(out, 4, &format!("interval {}", seconds(cs(s.interval))));
+    if s.timeout != s.interval {
+        line(out, 4, &format!("timeout {}", seconds(cs(s.timeout))));
+    }
+    if s.weight != 0 {
+        line(out, 4, &format!("weight {}", s.weight));
+    }
+    if s.rise != 1 {
+        line(out, 4, &format!("rise {}", s.rise));
+    }
+    if s.fall != 1 {
+        line(out, 4, &format!("fall {}", s.fall));
+    }
+    if let Some(u) = &s.user {
+        line(out, 4, &format!("user {}", user(u)));
+    }
+    if s.init_fail {
+        line(out, 4, "init_fail");
+    }
+    out.push_str("}\n");
+}
+
+fn notify(out: &mut String, n: &Notify) {
+    for (kw, c) in [
+        ("notify_master", &n.master),
+        ("notify_backup", &n.backup),
+        ("notify_fault", &n.fault),
+        ("notify_stop", &n.stop),
+        ("notify", &n.any),
+    ] {
+        if let Some(c) = c {
+            line(out, 4, &format!("{kw} {}", command(c)));
+        }
+    }
+}
+
+fn instance(out: &mut String, c: &Config, i: &VrrpInstance) {
+    let _ = writeln!(out, "\nvrrp_instance {} {{", i.name);
+    match i.state {
+        Some(InitialState::Master) => line(out, 4, "state MASTER"),
+        Some(InitialState::Backup) => line(out, 4, "state BACKUP"),
+        None => {}
+    }
+    line(out, 4, &format!("interface {}", i.interface));
+    line(out, 4, &format!("virtual_router_id {}", i.vrid));
+    line(out, 4, &format!("priority {}", i.priority));
+    line(
+        out,
+        4,
+        &format!("advert_int {}", seconds(u32::from(i.advert_int_cs))),
+    );
+    match i.version {
+        Some(Version::V2) => line(out, 4, "version 2"),
+        Some(Version::V3) => line(out, 4, "version 3"),
+        _ => {}
+    }
+    if i.native_ipv6 {
+        line(out, 4, "native_ipv6");
+    }
+    if !i.preempt {
+        line(out, 4, "nopreempt");
+    }
+    if i.preempt_delay_cs != 0 {
+        line(
+            out,
+            4,
+            &format!("preempt_delay {}", seconds(i.preempt_delay_cs)),
+        );
+    }
+    if let Some(pass) = &i.auth_pass {
+        let _ = write!(
+            out,
+            "    authentication {{\n        auth_type PASS\n        auth_pass {pass}\n    }}\n"
+        );
+    }
+    for (kw, a) in [
+        ("mcast_src_ip", i.mcast_src_ip),
+        ("unicast_src_ip", i.unicast_src_ip),
+    ] {
+        if let Some(a) = a {
+            line(out, 4, &format!("{kw} {a}"));
+        }
+    }
+    if !i.unicast_peers.is_empty() {
+        out.push_str("    unicast_peer {\n");
+        for p in &i.unicast_peers {
+            line(out, 8, &p.to_string());
+        }
+        out.push_str("    }\n");
+    }
+    out.push_str("    virtual_ipaddress {\n");
+    for v in &i.vips {
+        let mut text = format!("{}/{}", v.address, v.prefix_len);
+        if let Some(d) = &v.dev {
+            let _ = write!(text, " dev {d}");
+        }
+        if let Some(l) = &v.label {
+            let _ = write!(text, " label {l}");
+        }
+        line(out, 8, &text);
+    }
+    out.push_str("    }\n");
+    if !i.track_scripts.is_empty() {
+        out.push_str("    track_script {\n");
+        for t in &i.track_scripts {
+            match t.weight {
+                Some(w) => line(out, 8, &format!("{} weight {w}", t.name)),
+                None => line(out, 8, &t.name),
+            }
+        }
+        out.push_str("    }\n");
+    }
+    if !i.track_interfaces.is_empty() {
+        out.push_str("    track_interface {\n");
+        for t in &i.track_interfaces {
+            line(out, 8, &format!("{} weight {}", t.name, t.weight));
+        }
+        out.push_str("    }\n");
+    }
+    if i.dont_track_primary {
+        line(out, 4, "dont_track_primary");
+    }
+    if i.lower_prio_no_advert {
+        line(out, 4, "lower_prio_no_advert");
+    }
+    notify(out, &i.notify);
+    garp(out, 4, "", &i.garp, &c.global.garp);
+    out.push_str("}\n");
+}
