@@ -315,3 +315,116 @@ fn sighup_keeps_unchanged_instances_and_refuses_a_broken_file() {
     assert_eq!(still["instances"][1]["base_priority"], 110);
     assert!(holds(&a));
 }
+
+/// Sends raw VRRP messages (the IP header is the kernel's) from inside `host`'s namespace to
+/// the VRRP group, with the given TTL.
+fn send_raw(host: &Host, messages: Vec<(Vec<u8>, u32)>) {
+    let netns = format!("/run/netns/{}", host.netns());
+    let source = host.ipv4();
+    std::thread::spawn(move || {
+        let ns = std::fs::File::open(&netns).unwrap();
+        nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        let socket = socket2::Socket::new(
+            socket2::Domain::IPV4,
+            socket2::Type::RAW,
+            Some(socket2::Protocol::from(112)),
+        )
+        .unwrap();
+        socket.set_multicast_if_v4(&source).unwrap();
+        let group: std::net::SocketAddr = "224.0.0.18:0".parse().unwrap();
+        for (bytes, ttl) in messages {
+            socket.set_multicast_ttl_v4(ttl).unwrap();
+            socket.send_to(&bytes, &group.into()).unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn malformed_adverts_are_counted_and_change_nothing() {
+    use ipi_core::vrrp::{Auth, ChecksumMode, Repr, Version};
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let da = vrrpd(&a, &conf(150, "", ""));
+    until("a master", Duration::from_secs(10), &[&da], || {
+        holds(&a) && state(&a) == "MASTER"
+    });
+    until("a status", Duration::from_secs(3), &[&da], || {
+        status_json(&a).is_object()
+    });
+    let before = status_json(&a);
+
+    let (src, dst): (IpAddr, IpAddr) = (IpAddr::V4(b.ipv4()), "224.0.0.18".parse().unwrap());
+    // A higher priority than a's: had any of these been accepted, a would have stepped down.
+    let good = Repr {
+        version: Version::V3,
+        vrid: 60,
+        priority: 254,
+        advert_int: 10,
+        auth: Auth::None,
+        addresses: vec![vip()],
+    };
+    let emit = |r: &Repr| r.to_bytes(src, dst, ChecksumMode::PseudoHeader).unwrap();
+    let mut bad_checksum = emit(&good);
+    bad_checksum[6] ^= 0x55;
+    let mut bad_version = emit(&good);
+    bad_version[0] = 0x41;
+    let mut bad_type = emit(&good);
+    bad_type[0] = 0x32;
+    let truncated = emit(&good)[..5].to_vec();
+    let other_vrid = emit(&Repr {
+        vrid: 99,
+        ..good.clone()
+    });
+    let other_addresses = emit(&Repr {
+        addresses: vec!["192.0.2.99".parse().unwrap()],
+        ..good.clone()
+    });
+    let v2 = Repr {
+        version: Version::V2,
+        advert_int: 100,
+        ..good.clone()
+    };
+    let wrong_version = emit(&v2);
+    let mut messages = Vec::new();
+    for _ in 0..3 {
+        for m in [
+            &bad_checksum,
+            &bad_version,
+            &bad_type,
+            &truncated,
+            &other_vrid,
+            &other_addresses,
+            &wrong_version,
+        ] {
+            messages.push((m.clone(), 255));
+        }
+        messages.push((emit(&good), 1)); // crossed a router
+    }
+    send_raw(&b, messages);
+
+    until("the counters", Duration::from_secs(3), &[&da], || {
+        let s = status_json(&a);
+        let i = &s["instances"][0]["invalid"];
+        let u = &s["invalid_unclaimed"];
+        u["checksum"] == 3
+            && u["version"] == 3
+            && u["type"] == 3
+            && u["length"] == 3
+            && u["vrid"] == 3
+            && u["hop_limit"] == 3
+            && i["addresses"] == 3
+            && i["version"] == 3
+    });
+    let after = status_json(&a);
+    assert_eq!(
+        after["instances"][0]["transitions"],
+        before["instances"][0]["transitions"]
+    );
+    assert_eq!(after["instances"][0]["state"], "MASTER");
+    assert!(holds(&a));
+}
