@@ -99,6 +99,10 @@ pub fn run(
     let (master_name, other_name) = (hosts[m].name(), hosts[o].name());
     say(&format!("{master_name} holds the VIPs: it is master"));
 
+    // Capture timestamps are wall-clock time: the fault's, to find the takeover after it.
+    let fault_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     match fault {
         Fault::Partition => {
             lab.partition(&hosts[m])?;
@@ -157,7 +161,7 @@ pub fn run(
         Some(IpAddr::V6(_)) => IpAddr::V6(r.host.link_local()),
         _ => IpAddr::V4(r.host.ipv4()),
     };
-    let silence = silence(&adverts, source(&routers[m]), source(&routers[o]));
+    let silence = silence(&adverts, source(&routers[m]), source(&routers[o]), fault_at);
     if let Some(gap) = silence {
         say(&format!(
             "on the wire: {:.3} s from {}'s last advert to {}'s first",
@@ -206,14 +210,15 @@ fn decode(file: &std::path::Path) -> Result<Adverts, ScenarioError> {
         .collect())
 }
 
-/// From `old`'s last advert to `new`'s first advert after it.
-fn silence(adverts: &Adverts, old: IpAddr, new: IpAddr) -> Option<Duration> {
+/// From `old`'s last advert to `new`'s first advert after it, for the first advert of `new`
+/// after `fault_at` (a router that started later may have been master for a moment at start).
+fn silence(adverts: &Adverts, old: IpAddr, new: IpAddr, fault_at: Duration) -> Option<Duration> {
     let from = |src: IpAddr| {
         adverts
             .iter()
             .filter_map(move |(at, d)| d.as_ref().ok().filter(|d| d.src == src).map(|_| *at))
     };
-    let first_new = from(new).next()?;
+    let first_new = from(new).find(|&at| at > fault_at)?;
     let last_old = from(old).rfind(|&at| at < first_new)?;
     Some(first_new - last_old)
 }

@@ -428,3 +428,90 @@ fn malformed_adverts_are_counted_and_change_nothing() {
     assert_eq!(after["instances"][0]["state"], "MASTER");
     assert!(holds(&a));
 }
+
+/// `vrrpd run --cluster` on a bootstrap node and three masters, as OpenShift runs them: the API
+/// VIP sits on the bootstrap node (priority 70) while it lives, and moves to a master (40) when
+/// it stops; the Ingress VIP is on a master throughout.
+#[test]
+fn the_bootstrap_pivot() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let cluster = lab.dir().join("install-config.yaml");
+    std::fs::write(
+        &cluster,
+        "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  \
+         machineNetwork:\n  - cidr: 192.0.2.0/24\nplatform:\n  baremetal:\n    apiVIPs:\n    \
+         - 192.0.2.200\n    ingressVIPs:\n    - 192.0.2.201\n",
+    )
+    .unwrap();
+    let hosts: Vec<Host> = ["boot", "m0", "m1", "m2"]
+        .iter()
+        .map(|n| lab.host(n).unwrap())
+        .collect();
+    let mut daemons: Vec<Daemon> = hosts
+        .iter()
+        .enumerate()
+        .map(|(n, h)| {
+            let role = if n == 0 { "bootstrap" } else { "master" };
+            let state = state_dir(h);
+            h.spawn(
+                "vrrpd",
+                env!("CARGO_BIN_EXE_vrrpd"),
+                [
+                    "run",
+                    "--cluster",
+                    cluster.to_str().unwrap(),
+                    "--role",
+                    role,
+                    "--interface",
+                    "eth0",
+                    "--state-dir",
+                    state.to_str().unwrap(),
+                ],
+            )
+            .unwrap()
+        })
+        .collect();
+    let ingress: IpAddr = "192.0.2.201".parse().unwrap();
+    let holders = |address: IpAddr| -> Vec<usize> {
+        (0..hosts.len())
+            .filter(|&n| hosts[n].has_address(address))
+            .collect()
+    };
+    let all: Vec<&Daemon> = daemons.iter().collect();
+    until(
+        "the API VIP on the bootstrap node",
+        Duration::from_secs(15),
+        &all,
+        || holders(vip()) == [0] && holders(ingress).len() == 1,
+    );
+    assert_ne!(
+        holders(ingress),
+        [0],
+        "the bootstrap node runs no Ingress instance"
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        holders(vip()),
+        [0],
+        "the API VIP stays on the bootstrap node"
+    );
+
+    daemons[0].signal(Signal::SIGTERM).unwrap();
+    let all: Vec<&Daemon> = daemons[1..].iter().collect();
+    let took = until(
+        "the API VIP on a master",
+        Duration::from_secs(10),
+        &all,
+        || {
+            let h = holders(vip());
+            h.len() == 1 && h[0] != 0
+        },
+    );
+    eprintln!("bootstrap pivot: the API VIP moved after {took:?}");
+    // Equal priorities: the greatest primary address wins (RFC 5798 6.4.3), m2's.
+    assert_eq!(holders(vip()), [3]);
+    assert!(daemons[0].wait(Duration::from_secs(5)).is_ok());
+}

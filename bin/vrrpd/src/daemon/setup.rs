@@ -75,7 +75,13 @@ pub fn unit_key(c: &Config, instance: &str) -> String {
 }
 
 /// The fsm parameters of an instance whose primary address is `primary`.
-pub fn params(c: &Config, i: &VrrpInstance, primary: IpAddr) -> Result<InstanceParams, String> {
+/// Only the scripts in `enabled` are tracked.
+pub fn params(
+    c: &Config,
+    i: &VrrpInstance,
+    primary: IpAddr,
+    enabled: &BTreeMap<String, (std::path::PathBuf, Option<Identity>)>,
+) -> Result<InstanceParams, String> {
     let mut p = InstanceParams::new(i.vrid, i.priority, primary);
     p.version = i.effective_version(&c.global);
     p.advert_int_cs = i.advert_int_cs;
@@ -88,7 +94,11 @@ pub fn params(c: &Config, i: &VrrpInstance, primary: IpAddr) -> Result<InstanceP
     }
     p.garp = i.garp;
     p.lower_prio_no_advert = i.lower_prio_no_advert;
-    for t in &i.track_scripts {
+    for t in i
+        .track_scripts
+        .iter()
+        .filter(|t| enabled.contains_key(&t.name))
+    {
         let s = c
             .script(&t.name)
             .ok_or_else(|| format!("track_script {} names no vrrp_script", t.name))?;
@@ -133,16 +143,30 @@ pub async fn build(
         .transpose()?;
     parts.notify_as = script_user;
     for s in &c.scripts {
-        let program =
-            scripts::program(&s.command).map_err(|e| format!("vrrp_script {}: {e}", s.name))?;
-        if c.global.enable_script_security {
-            scripts::check_secure(&program).map_err(|e| format!("vrrp_script {}: {e}", s.name))?;
-        }
+        // As keepalived: a script that cannot be found, or that script security refuses, is
+        // disabled (logged, and tracked by nobody) rather than stopping every instance.
+        let program = scripts::program(&s.command).and_then(|program| {
+            if c.global.enable_script_security {
+                scripts::check_secure(&program)?;
+            }
+            Ok(program)
+        });
+        let program = match program {
+            Ok(program) => program,
+            Err(e) => {
+                tracing::error!(
+                    "vrrp_script {}: {e}: disabled, no instance tracks it",
+                    s.name
+                );
+                continue;
+            }
+        };
         let who = s
             .user
             .as_ref()
             .map(scripts::identity)
-            .transpose()?
+            .transpose()
+            .map_err(|e| format!("vrrp_script {}: {e}", s.name))?
             .or(script_user);
         parts.scripts.insert(s.name.clone(), (program, who));
     }
@@ -208,7 +232,7 @@ pub async fn build(
         } else {
             vec![multicast_group(family)]
         };
-        let params = params(c, i, primary).map_err(at)?;
+        let params = params(c, i, primary, &parts.scripts).map_err(at)?;
         for t in &params.track_interfaces {
             parts.tracked_interfaces.insert(t.name.clone());
         }
