@@ -206,7 +206,11 @@ fn process_tree_usage(root: u32) -> Usage {
             continue;
         };
         usage.processes += 1;
-        usage.cpu += Duration::from_millis(cpu * 1000 / ticks);
+        // Nanoseconds on a CPU from schedstat (every thread); clock ticks (10 ms) otherwise.
+        usage.cpu += schedstat_ns(id).map_or_else(
+            || Duration::from_millis(cpu * 1000 / ticks),
+            Duration::from_nanos,
+        );
         usage.rss_kib += rss * page_kib;
         todo.extend(
             procs
@@ -216,6 +220,17 @@ fn process_tree_usage(root: u32) -> Usage {
         );
     }
     usage
+}
+
+/// Time on a CPU of every thread of process `id`, from /proc/ID/task/*/schedstat.
+fn schedstat_ns(id: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{id}/task")).ok()?;
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let text = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+        total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
 }
 
 /// A running packet capture (tcpdump writing classic pcap).
