@@ -45,6 +45,9 @@ pub struct Group {
     pub vip4: Option<Ipv4Addr>,
     /// The IPv6 VIP, if the group has an IPv6 instance.
     pub vip6: Option<Ipv6Addr>,
+    /// Unicast instead of multicast: every router's addresses (each router leaves its own out
+    /// and sends from it).
+    pub unicast: Vec<IpAddr>,
 }
 
 impl Group {
@@ -57,6 +60,19 @@ impl Group {
             auth_pass: Some("ipi_vip".to_string()),
             vip4: Some(Ipv4Addr::new(192, 0, 2, 100)),
             vip6: None,
+            unicast: Vec::new(),
+        }
+    }
+
+    /// [`Group::v2_pass`] over unicast between the lab's first two hosts (192.0.2.1, .2).
+    pub fn v2_pass_unicast() -> Group {
+        Group {
+            vrid: 53,
+            unicast: vec![
+                IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
+                IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)),
+            ],
+            ..Group::v2_pass()
         }
     }
 
@@ -69,6 +85,7 @@ impl Group {
             auth_pass: None,
             vip4: Some(Ipv4Addr::new(192, 0, 2, 101)),
             vip6: Some(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x101)),
+            unicast: Vec::new(),
         }
     }
 
@@ -91,8 +108,17 @@ impl Group {
         )
     }
 
-    /// keepalived.conf for a router called `name` at `priority`.
+    /// keepalived.conf for `host` at `priority`.
+    pub fn config_on(&self, host: &Host, priority: u8) -> String {
+        self.config_for(host.name(), priority, Some(IpAddr::V4(host.ipv4())))
+    }
+
+    /// keepalived.conf for a router called `name` at `priority` (multicast groups only).
     pub fn config(&self, name: &str, priority: u8) -> String {
+        self.config_for(name, priority, None)
+    }
+
+    fn config_for(&self, name: &str, priority: u8, me: Option<IpAddr>) -> String {
         let mut c = String::new();
         let _ = writeln!(c, "global_defs {{\n    router_id {name}");
         if self.version == Version::V3 {
@@ -122,6 +148,14 @@ impl Group {
                     c,
                     "    authentication {{\n        auth_type PASS\n        auth_pass {pass}\n    }}"
                 );
+            }
+            let peers: Vec<&IpAddr> = self.unicast.iter().filter(|p| Some(**p) != me).collect();
+            if let (Some(me), false) = (me, peers.is_empty()) {
+                let _ = writeln!(c, "    unicast_src_ip {me}\n    unicast_peer {{");
+                for p in peers {
+                    let _ = writeln!(c, "        {p}");
+                }
+                c.push_str("    }\n");
             }
             let _ = writeln!(
                 c,
@@ -155,7 +189,7 @@ impl Router {
         priority: u8,
         vrrpd: Option<&PathBuf>,
     ) -> Result<Router, LabError> {
-        let text = group.config(host.name(), priority);
+        let text = group.config_on(host, priority);
         Router::start_with(host, speaker, &text, priority, vrrpd)
     }
 

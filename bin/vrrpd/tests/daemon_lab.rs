@@ -515,3 +515,86 @@ fn the_bootstrap_pivot() {
     assert_eq!(holders(vip()), [3]);
     assert!(daemons[0].wait(Duration::from_secs(5)).is_ok());
 }
+
+#[test]
+fn nopreempt_preempt_delay_and_a_healed_split_brain() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let db = vrrpd(&b, &conf(120, "", ""));
+    until("b master", Duration::from_secs(10), &[&db], || holds(&b));
+
+    // nopreempt: a higher-priority router that finds a master leaves it be.
+    let mut da = vrrpd(&a, &conf(150, "", "    nopreempt"));
+    until("a backup", Duration::from_secs(5), &[&da, &db], || {
+        state(&a) == "BACKUP"
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(holds(&b) && !holds(&a), "{}", logs(&[&da, &db]));
+    da.stop();
+
+    // preempt_delay 1: it takes over, but not before a second has passed (its
+    // Master_Down_Interval alone is 0.34 s).
+    let started = std::time::Instant::now();
+    let da = vrrpd(&a, &conf(150, "", "    preempt_delay 1"));
+    until("a preempts", Duration::from_secs(10), &[&da, &db], || {
+        holds(&a) && !holds(&b)
+    });
+    let took = started.elapsed();
+    eprintln!("preempt_delay 1: a took over after {took:?}");
+    assert!(took >= Duration::from_secs(1), "{took:?}");
+
+    // Split brain: cut a off, both are master; heal, one master again within about one
+    // advert interval (0.1 s; polling and netlink add a little).
+    lab.partition(&a).unwrap();
+    until("two masters", Duration::from_secs(5), &[&da, &db], || {
+        holds(&a) && holds(&b)
+    });
+    lab.heal(&a).unwrap();
+    let took = until("one master", Duration::from_secs(5), &[&da, &db], || {
+        holds(&a) && !holds(&b)
+    });
+    eprintln!("split brain healed after {took:?}");
+    assert!(took < Duration::from_millis(500), "{took:?}");
+}
+
+#[test]
+fn a_sync_group_moves_together() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let flag = a.dir().join("alive");
+    std::fs::write(&flag, "").unwrap();
+    let second = "vrrp_instance VI_2 {\n    interface eth0\n    virtual_router_id 63\n    \
+                  priority PRIO\n    advert_int 0.1\n    virtual_ipaddress {\n        \
+                  192.0.2.202/32\n    }\n}\nvrrp_sync_group G {\n    group {\n        VI_1\n        \
+                  VI_2\n    }\n}\n";
+    let script = format!(
+        "vrrp_script alive {{\n    script \"/usr/bin/test -f {}\"\n    interval 0.1\n}}\n",
+        flag.display()
+    );
+    let conf_a = conf(150, &script, "    track_script {\n        alive\n    }")
+        + &second.replace("PRIO", "150");
+    let conf_b = conf(120, "", "") + &second.replace("PRIO", "120");
+    let da = vrrpd(&a, &conf_a);
+    let db = vrrpd(&b, &conf_b);
+    let vip2: IpAddr = "192.0.2.202".parse().unwrap();
+    let all = [&da, &db];
+    until("a holds both", Duration::from_secs(10), &all, || {
+        holds(&a) && a.has_address(vip2)
+    });
+    // VI_1's script fails: VI_1 goes to FAULT and takes VI_2 with it.
+    std::fs::remove_file(&flag).unwrap();
+    until("b holds both", Duration::from_secs(5), &all, || {
+        holds(&b) && b.has_address(vip2) && !holds(&a) && !a.has_address(vip2)
+    });
+    assert_eq!(state(&a), "FAULT");
+    std::fs::write(&flag, "").unwrap();
+    until("a holds both again", Duration::from_secs(5), &all, || {
+        holds(&a) && a.has_address(vip2) && !b.has_address(vip2)
+    });
+}

@@ -123,3 +123,21 @@ fn v2_keepalived_resigns_to_vrrpd() {
     };
     check_resign(&o);
 }
+
+#[test]
+fn v2_unicast_vrrpd_master_keepalived_backup() {
+    let group = Group::v2_pass_unicast();
+    let Some(o) = scenario(&group, [Speaker::Vrrpd, Speaker::Keepalived]) else {
+        return;
+    };
+    check(&o);
+}
+
+#[test]
+fn v2_unicast_keepalived_master_vrrpd_backup() {
+    let group = Group::v2_pass_unicast();
+    let Some(o) = scenario(&group, [Speaker::Keepalived, Speaker::Vrrpd]) else {
+        return;
+    };
+    check(&o);
+}

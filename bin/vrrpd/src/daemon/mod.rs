@@ -91,21 +91,7 @@ impl Daemon {
             invalid: BTreeMap::new(),
         };
         d.spawn_tasks().await?;
-        let now = d.now();
-        for u in 0..d.parts.units.len() {
-            let actions = match &mut d.parts.units[u] {
-                Unit::One(i) if i.state() == State::Initialize => i
-                    .handle(now, Event::Startup)
-                    .into_iter()
-                    .map(|a| (0, a))
-                    .collect(),
-                Unit::Group(g, _) if g.state() == State::Initialize => {
-                    g.handle_all(now, Event::Startup)
-                }
-                _ => Vec::new(),
-            };
-            d.carry_out(u, actions).await;
-        }
+        d.start_units().await;
         status::notify_systemd("READY=1");
         d.write_status();
         Ok(d)
@@ -192,6 +178,22 @@ impl Daemon {
             }
         }
         self.shutdown().await;
+    }
+
+    /// Starts every unit that has not started yet (all at start; new ones after a reload).
+    async fn start_units(&mut self) {
+        let now = self.now();
+        for u in 0..self.parts.units.len() {
+            let unit = &mut self.parts.units[u];
+            let fresh = match unit {
+                Unit::One(i) => i.state() == State::Initialize,
+                Unit::Group(g, _) => g.state() == State::Initialize,
+            };
+            if fresh {
+                let actions = handle_all(unit, now, Event::Startup);
+                self.carry_out(u, actions).await;
+            }
+        }
     }
 
     async fn timers(&mut self) {
@@ -473,14 +475,7 @@ impl Daemon {
         }
         // Resign what goes away or changes, with the old parts still in place.
         for (u, mut unit) in stop {
-            let actions = match &mut unit {
-                Unit::One(i) => i
-                    .handle(now, Event::Shutdown)
-                    .into_iter()
-                    .map(|a| (0, a))
-                    .collect(),
-                Unit::Group(g, _) => g.handle_all(now, Event::Shutdown),
-            };
+            let actions = handle_all(&mut unit, now, Event::Shutdown);
             for (member, action) in actions {
                 if let Some(vr) = self
                     .parts
@@ -509,20 +504,7 @@ impl Daemon {
         if let Err(e) = self.spawn_tasks().await {
             tracing::error!("reload: {e}");
         }
-        for u in 0..self.parts.units.len() {
-            let actions = match &mut self.parts.units[u] {
-                Unit::One(i) if i.state() == State::Initialize => i
-                    .handle(now, Event::Startup)
-                    .into_iter()
-                    .map(|a| (0, a))
-                    .collect(),
-                Unit::Group(g, _) if g.state() == State::Initialize => {
-                    g.handle_all(now, Event::Startup)
-                }
-                _ => Vec::new(),
-            };
-            self.carry_out(u, actions).await;
-        }
+        self.start_units().await;
         self.write_status();
     }
 
@@ -532,14 +514,7 @@ impl Daemon {
         tracing::info!("shutting down");
         let now = self.now();
         for u in 0..self.parts.units.len() {
-            let actions = match &mut self.parts.units[u] {
-                Unit::One(i) => i
-                    .handle(now, Event::Shutdown)
-                    .into_iter()
-                    .map(|a| (0, a))
-                    .collect(),
-                Unit::Group(g, _) => g.handle_all(now, Event::Shutdown),
-            };
+            let actions = handle_all(&mut self.parts.units[u], now, Event::Shutdown);
             self.carry_out(u, actions).await;
         }
         self.write_status();
@@ -548,6 +523,14 @@ impl Daemon {
         }
         // Let notify_stop scripts start before the runtime goes.
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `event` for every member of `unit`.
+fn handle_all(unit: &mut Unit, now: Instant, event: Event) -> Vec<(usize, Action)> {
+    match unit {
+        Unit::One(i) => i.handle(now, event).into_iter().map(|a| (0, a)).collect(),
+        Unit::Group(g, _) => g.handle_all(now, event),
     }
 }
 
