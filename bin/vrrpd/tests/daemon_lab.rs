@@ -110,12 +110,15 @@ fn three_routers_elect_resign_and_survive_a_crash() {
         holds(&a) && state(&a) == "MASTER" && state(&b) == "BACKUP" && state(&c) == "BACKUP"
     });
     assert!(!holds(&b) && !holds(&c));
-    let s = status_json(&a);
-    let i = &s["instances"][0];
-    assert_eq!(i["state"], "MASTER");
-    assert_eq!(i["priority"], 150);
-    assert_eq!(i["version"], 3);
-    assert!(i["adverts_sent"].as_u64().unwrap() > 0);
+    // The status file follows every change, and is rewritten every second.
+    until("a's status", Duration::from_secs(3), &all, || {
+        let s = status_json(&a);
+        let i = &s["instances"][0];
+        i["state"] == "MASTER"
+            && i["priority"] == 150
+            && i["version"] == 3
+            && i["adverts_sent"].as_u64().is_some_and(|n| n > 0)
+    });
     // The status file is rewritten every second.
     until(
         "b's status to name the master",
@@ -202,7 +205,9 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
     until("b to take over", Duration::from_secs(5), &all, || {
         holds(&b) && !holds(&a)
     });
-    assert_eq!(status_json(&a)["instances"][0]["priority"], 90);
+    until("a's priority 90", Duration::from_secs(3), &all, || {
+        status_json(&a)["instances"][0]["priority"] == 90
+    });
     std::fs::write(&flag, "").unwrap();
     until("a to preempt", Duration::from_secs(5), &all, || {
         holds(&a) && !holds(&b)
@@ -596,5 +601,42 @@ fn a_sync_group_moves_together() {
     std::fs::write(&flag, "").unwrap();
     until("a holds both again", Duration::from_secs(5), &all, || {
         holds(&a) && a.has_address(vip2) && !b.has_address(vip2)
+    });
+}
+
+#[test]
+fn losing_the_link_means_fault() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let notes = a.dir().join("fault");
+    let extra = format!("    notify_fault \"/usr/bin/touch {}\"", notes.display());
+    let da = vrrpd(&a, &conf(150, "", &extra));
+    let db = vrrpd(&b, &conf(120, "", ""));
+    let all = [&da, &db];
+    until("a master", Duration::from_secs(10), &all, || {
+        holds(&a) && state(&b) == "BACKUP"
+    });
+    // The cable is pulled: a's own interface is tracked, so a goes to FAULT and gives its VIP
+    // up; b, which no longer hears a, takes over.
+    lab.link_down(&a).unwrap();
+    until("a in FAULT", Duration::from_secs(5), &all, || {
+        state(&a) == "FAULT" && !holds(&a)
+    });
+    until("notify_fault", Duration::from_secs(5), &all, || {
+        notes.exists()
+    });
+    until("b master", Duration::from_secs(5), &all, || holds(&b));
+    until(
+        "the link down in a's status",
+        Duration::from_secs(3),
+        &all,
+        || status_json(&a)["instances"][0]["interfaces"][0]["up"] == false,
+    );
+    lab.link_up(&a).unwrap();
+    until("a master again", Duration::from_secs(10), &all, || {
+        holds(&a) && !holds(&b) && state(&a) == "MASTER"
     });
 }

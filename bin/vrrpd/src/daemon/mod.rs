@@ -387,6 +387,7 @@ impl Daemon {
             }
             Action::PriorityChanged { from, to } => {
                 tracing::info!("{name}: priority {from} -> {to}");
+                self.write_status();
             }
         }
     }
