@@ -1,8 +1,25 @@
-//! `lb-proxy`: the API load balancer (stands in for haproxy).
-//!
-//! Not built yet (issue #4): it says so and exits with the usage/configuration
-//! status, so that nothing mistakes it for a working program.
+//! `lb-proxy`: command-line wiring only; the logic lives in the library.
 
-fn main() -> std::process::ExitCode {
-    ipi_core::exit::not_implemented("lb-proxy", 4)
+use std::process::ExitCode;
+
+use clap::Parser;
+use ipi_core::exit::Status;
+use lb_proxy::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::CheckConfig { config } => match lb_proxy::config::load(&config) {
+            Ok(c) => {
+                eprintln!("{}: valid: {} proxies", config.display(), c.proxies.len());
+                Status::Success.into()
+            }
+            Err(errors) => {
+                eprintln!("{errors}");
+                Status::Usage.into()
+            }
+        },
+        Command::Run { .. } => ipi_core::exit::not_implemented("lb-proxy run", 4),
+        Command::Render { .. } => ipi_core::exit::not_implemented("lb-proxy render", 4),
+        Command::Check { .. } => ipi_core::exit::not_implemented("lb-proxy check", 4),
+    }
 }

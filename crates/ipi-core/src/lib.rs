@@ -18,6 +18,7 @@ pub mod exit;
 pub mod field;
 pub mod inventory;
 pub mod name;
+pub mod place;
 pub mod vip;
 pub mod vrid;
 pub mod vrrp;

@@ -18,12 +18,15 @@
 //! a process that died (kill -9) are swept by the next [`Lab::new`]. Names carry the process id
 //! and a counter, so labs in parallel tests never collide.
 //!
+//! [`man::check`] keeps every program's man pages in step with its command line.
+//!
 //! Tests call [`available`] first: without CAP_NET_ADMIN they are skipped with a message, except
 //! under `CI=true`, where a lab that cannot be built is a failure.
 
 mod cmd;
 mod daemon;
 mod lab;
+pub mod man;
 
 pub use cmd::{LabError, Output};
 pub use daemon::{Capture, Daemon, Usage};

@@ -13,7 +13,6 @@ pub mod parse;
 pub mod tree;
 pub mod write;
 
-use std::io::Read;
 use std::path::Path;
 
 pub use error::ConfigErrors;
@@ -37,23 +36,8 @@ pub fn parse_str(text: &str, origin: &str) -> Result<Config, ConfigErrors> {
 
 /// Reads a configuration file (`-`: standard input).
 pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
-    let origin = path.display().to_string();
-    let text = if origin == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map(|_| text)
-    } else {
-        std::fs::read_to_string(path)
-    };
-    match text {
-        Ok(text) => parse_str(&text, &origin),
-        Err(e) => Err(ConfigErrors(vec![(
-            Location {
-                file: origin,
-                line: 0,
-            },
-            format!("cannot read it: {e}"),
-        )])),
-    }
+    let text = ipi_core::place::read(path)?;
+    parse_str(&text, &path.display().to_string())
 }
 
 /// The configuration `run` and `render` use: a keepalived.conf (`-f`), or what OpenShift runs on

@@ -8,24 +8,8 @@ use ipi_core::vrrp::{Auth, Version};
 
 use crate::fsm::{GarpParams, InitialState};
 
-/// Where something was written: file and 1-based line, for messages.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Location {
-    /// The file (`-` for standard input).
-    pub file: String,
-    /// The line, from 1; 0 for the file as a whole.
-    pub line: usize,
-}
-
-impl std::fmt::Display for Location {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}", self.file)
-        } else {
-            write!(f, "{}:{}", self.file, self.line)
-        }
-    }
-}
+/// Where something was written (ipi-core's, shared by every program's file errors).
+pub use ipi_core::place::Location;
 
 /// A whole configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

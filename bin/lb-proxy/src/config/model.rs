@@ -1,0 +1,197 @@
+//! The haproxy.cfg subset lb-proxy runs, as plain data, with haproxy's defaults. A proxy's
+//! settings are resolved at parse time: what a `defaults` section sets, every proxy after it
+//! inherits, as in haproxy.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub use ipi_core::place::Location;
+
+/// A whole configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Config {
+    /// `global`.
+    pub global: Global,
+    /// `frontend`, `backend` and `listen` sections, in file order.
+    pub proxies: Vec<Proxy>,
+}
+
+impl Config {
+    /// The proxy called `name`.
+    pub fn proxy(&self, name: &str) -> Option<&Proxy> {
+        self.proxies.iter().find(|p| p.name == name)
+    }
+}
+
+/// `global`: what changes lb-proxy's behaviour.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Global {
+    /// `maxconn`: the process-wide connection limit.
+    pub maxconn: Option<u32>,
+    /// `stats socket PATH ...`: accepted; lb-proxy has no runtime API socket.
+    pub stats_socket: Option<String>,
+}
+
+/// What kind of section a proxy is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `frontend`: listens, forwards to a backend.
+    Frontend,
+    /// `backend`: servers.
+    Backend,
+    /// `listen`: both.
+    Listen,
+}
+
+/// `mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Layer 4 (haproxy's default... in OpenShift's defaults too).
+    #[default]
+    Tcp,
+    /// HTTP: only for monitor and stats listeners here.
+    Http,
+}
+
+/// The timeouts of haproxy's `timeout` keyword.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Timeouts {
+    /// `timeout connect`.
+    pub connect: Option<Duration>,
+    /// `timeout client`.
+    pub client: Option<Duration>,
+    /// `timeout server`.
+    pub server: Option<Duration>,
+    /// `timeout tunnel`.
+    pub tunnel: Option<Duration>,
+    /// `timeout client-fin`.
+    pub client_fin: Option<Duration>,
+    /// `timeout server-fin`.
+    pub server_fin: Option<Duration>,
+    /// `timeout queue`.
+    pub queue: Option<Duration>,
+    /// `timeout check`.
+    pub check: Option<Duration>,
+    /// `timeout http-request`.
+    pub http_request: Option<Duration>,
+}
+
+/// One `bind`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bind {
+    /// The address: `:::9445` is every IPv6 address, `*:80` or `:80` every IPv4 one.
+    pub address: SocketAddr,
+    /// `v4v6`: an IPv6 socket that takes IPv4 too.
+    pub v4v6: bool,
+    /// `v6only`.
+    pub v6only: bool,
+    /// The host name as written (`localhost`), when it was a name.
+    pub host: Option<String>,
+}
+
+/// `option httpchk METHOD URI [VERSION]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpCheck {
+    /// The method (default OPTIONS).
+    pub method: String,
+    /// The URI (default /).
+    pub uri: String,
+    /// The version (default HTTP/1.0).
+    pub version: String,
+}
+
+/// `monitor fail if { nbsrv(BACKEND) lt N }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorFail {
+    /// The backend counted.
+    pub backend: String,
+    /// Fewer UP servers than this fail the monitor.
+    pub less_than: u32,
+}
+
+/// The stats page.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// `stats enable`.
+    pub enabled: bool,
+    /// `stats uri`.
+    pub uri: Option<String>,
+    /// `stats auth USER:PASS` (repeatable).
+    pub auth: Vec<(String, String)>,
+    /// `stats hide-version`.
+    pub hide_version: bool,
+    /// `stats refresh`.
+    pub refresh: Option<Duration>,
+}
+
+/// `server NAME ADDR:PORT [options]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    /// Its name.
+    pub name: String,
+    /// Where it listens.
+    pub address: SocketAddr,
+    /// `weight` (default 1, 0-256).
+    pub weight: u32,
+    /// `check`: health-checked.
+    pub check: bool,
+    /// `check-ssl`: the check speaks TLS.
+    pub check_ssl: bool,
+    /// `verify none` (the only verification lb-proxy does is none).
+    pub verify_none: bool,
+    /// `inter` (default 2 s).
+    pub inter: Duration,
+    /// `fastinter` (default: inter).
+    pub fastinter: Option<Duration>,
+    /// `downinter` (default: inter).
+    pub downinter: Option<Duration>,
+    /// `rise` (default 2).
+    pub rise: u32,
+    /// `fall` (default 3).
+    pub fall: u32,
+    /// `slowstart`.
+    pub slowstart: Option<Duration>,
+    /// `on-marked-down shutdown-sessions`.
+    pub shutdown_sessions_on_down: bool,
+    /// `init-state down`: start DOWN rather than UP.
+    pub init_down: bool,
+    /// Where it was written.
+    pub location: Location,
+}
+
+/// A `frontend`, `backend` or `listen` section with what it inherited from `defaults`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proxy {
+    /// Its name.
+    pub name: String,
+    /// Its kind.
+    pub kind: Kind,
+    /// `mode`.
+    pub mode: Mode,
+    /// `maxconn` (haproxy's default for a frontend: 2000 when neither it nor defaults say).
+    pub maxconn: Option<u32>,
+    /// `retries` (default 3).
+    pub retries: u32,
+    /// `option redispatch`.
+    pub redispatch: bool,
+    /// The timeouts.
+    pub timeouts: Timeouts,
+    /// `bind` lines.
+    pub binds: Vec<Bind>,
+    /// `default_backend`.
+    pub default_backend: Option<String>,
+    /// `balance` (only roundrobin).
+    pub balance_roundrobin: bool,
+    /// `option httpchk`.
+    pub httpchk: Option<HttpCheck>,
+    /// `monitor-uri`.
+    pub monitor_uri: Option<String>,
+    /// `monitor fail if { nbsrv(B) lt N }`.
+    pub monitor_fail: Option<MonitorFail>,
+    /// The stats page.
+    pub stats: Stats,
+    /// `server` lines.
+    pub servers: Vec<Server>,
+    /// Where the section starts.
+    pub location: Location,
+}

@@ -1,0 +1,633 @@
+//! haproxy.cfg to the [`Config`] model: sections, keywords, haproxy's time units and defaults
+//! inheritance; every problem collected with its file and line.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+use super::model::{
+    Bind, Config, HttpCheck, Kind, Location, Mode, MonitorFail, Proxy, Server, Stats, Timeouts,
+};
+use super::Errors;
+
+/// What a `defaults` section passes on.
+#[derive(Debug, Clone, Default)]
+struct Defaults {
+    mode: Mode,
+    maxconn: Option<u32>,
+    retries: Option<u32>,
+    redispatch: bool,
+    timeouts: Timeouts,
+    httpchk: Option<HttpCheck>,
+}
+
+/// Keywords accepted everywhere a proxy setting may stand and deliberately without effect:
+/// logging (lb-proxy logs to stderr on its own terms).
+const LOGGING: &[&str] = &["log", "log-format"];
+const IGNORED_OPTIONS: &[&str] = &["dontlognull", "log-health-checks", "tcplog", "httplog"];
+
+/// Splits a line into words: `#` starts a comment, quotes group, backslash escapes.
+pub fn words(line: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let (mut in_word, mut quote) = (false, None);
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (c, quote) {
+            ('\\', _) => {
+                word.extend(chars.next());
+                in_word = true;
+            }
+            ('"' | '\'', None) => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (c, Some(q)) if c == q => quote = None,
+            ('#', None) => break,
+            (c, None) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (c, _) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err("a quote is not closed on its line".to_string());
+    }
+    if in_word {
+        out.push(word);
+    }
+    Ok(out)
+}
+
+/// haproxy's time format: a number and a unit (`us`, `ms`, `s`, `m`, `h`, `d`; none = ms).
+pub fn duration(text: &str) -> Option<Duration> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().ok()?;
+    Some(match unit {
+        "us" => Duration::from_micros(n),
+        "" | "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.checked_mul(60)?),
+        "h" => Duration::from_secs(n.checked_mul(3600)?),
+        "d" => Duration::from_secs(n.checked_mul(86_400)?),
+        _ => return None,
+    })
+}
+
+/// `ADDR:PORT` as haproxy reads it: `:::9445` (IPv6 any), `:80` or `*:80` (IPv4 any),
+/// `[2001:db8::1]:80`, `localhost:50000`.
+pub fn address(text: &str) -> Option<(SocketAddr, Option<String>)> {
+    let (host, port) = text.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let (ip, name) = match host {
+        "" | "*" | "0.0.0.0" => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), None),
+        "::" => (IpAddr::V6(Ipv6Addr::UNSPECIFIED), None),
+        "localhost" => (
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            Some("localhost".to_string()),
+        ),
+        h => (h.parse().ok()?, None),
+    };
+    Some((SocketAddr::new(ip, port), name))
+}
+
+struct Parser<'a> {
+    origin: &'a str,
+    errors: &'a mut Errors,
+    config: Config,
+    defaults: Defaults,
+    section: Section,
+}
+
+enum Section {
+    None,
+    Global,
+    Defaults,
+    Proxy,
+}
+
+/// Reads haproxy.cfg text; `origin` names it in errors.
+pub fn config(text: &str, origin: &str, errors: &mut Errors) -> Config {
+    let mut p = Parser {
+        origin,
+        errors,
+        config: Config::default(),
+        defaults: Defaults::default(),
+        section: Section::None,
+    };
+    for (n, line) in text.lines().enumerate() {
+        let at = Location {
+            file: origin.to_string(),
+            line: n + 1,
+        };
+        match words(line) {
+            Ok(w) if w.is_empty() => {}
+            Ok(w) => p.line(&w, &at),
+            Err(e) => p.errors.push(&at, e),
+        }
+    }
+    let _ = p.origin;
+    p.config
+}
+
+impl Parser<'_> {
+    fn line(&mut self, w: &[String], at: &Location) {
+        let kw = w[0].as_str();
+        let kind = match kw {
+            "global" => {
+                self.section = Section::Global;
+                return self.no_more(w, 1, at);
+            }
+            "defaults" => {
+                // A new defaults section starts from haproxy's own defaults.
+                self.defaults = Defaults::default();
+                self.section = Section::Defaults;
+                return;
+            }
+            "frontend" => Kind::Frontend,
+            "backend" => Kind::Backend,
+            "listen" => Kind::Listen,
+            _ => return self.setting(w, at),
+        };
+        let Some(name) = w.get(1) else {
+            return self.errors.push(at, format!("`{kw}` needs a name"));
+        };
+        if self.config.proxy(name).is_some() {
+            self.errors.push(
+                at,
+                format!("{kw} {name}: a section of that name already exists"),
+            );
+        }
+        let d = &self.defaults;
+        self.config.proxies.push(Proxy {
+            name: name.clone(),
+            kind,
+            mode: d.mode,
+            maxconn: d.maxconn,
+            retries: d.retries.unwrap_or(3),
+            redispatch: d.redispatch,
+            timeouts: d.timeouts,
+            binds: Vec::new(),
+            default_backend: None,
+            balance_roundrobin: true,
+            httpchk: d.httpchk.clone(),
+            monitor_uri: None,
+            monitor_fail: None,
+            stats: Stats::default(),
+            servers: Vec::new(),
+            location: at.clone(),
+        });
+        self.section = Section::Proxy;
+        self.no_more(w, 2, at);
+    }
+
+    fn no_more(&mut self, w: &[String], n: usize, at: &Location) {
+        if w.len() > n {
+            self.errors
+                .push(at, format!("`{}`: unexpected `{}`", w[..n].join(" "), w[n]));
+        }
+    }
+
+    fn number(&mut self, w: &[String], at: &Location) -> Option<u32> {
+        match w.get(1).map(|v| v.parse::<u32>()) {
+            Some(Ok(n)) if w.len() == 2 => Some(n),
+            _ => {
+                self.errors
+                    .push(at, format!("`{}` takes one whole number", w[0]));
+                None
+            }
+        }
+    }
+
+    fn setting(&mut self, w: &[String], at: &Location) {
+        match self.section {
+            Section::None => self
+                .errors
+                .push(at, format!("`{}` outside any section", w[0])),
+            Section::Global => self.global(w, at),
+            Section::Defaults | Section::Proxy => self.proxy_setting(w, at),
+        }
+    }
+
+    fn global(&mut self, w: &[String], at: &Location) {
+        match w[0].as_str() {
+            "stats" if w.get(1).is_some_and(|s| s == "socket") && w.len() >= 3 => {
+                self.config.global.stats_socket = Some(w[2].clone());
+            }
+            "maxconn" => self.config.global.maxconn = self.number(w, at),
+            "log" | "daemon" | "nbthread" => {}
+            kw => self
+                .errors
+                .push(at, format!("unknown keyword `{kw}` in global")),
+        }
+    }
+
+    /// A setting in `defaults` or a proxy: the ones both take go to both.
+    fn proxy_setting(&mut self, w: &[String], at: &Location) {
+        let in_defaults = matches!(self.section, Section::Defaults);
+        let kw = w[0].as_str();
+        match kw {
+            "mode" => {
+                let mode = match w.get(1).map(String::as_str) {
+                    Some("tcp") if w.len() == 2 => Mode::Tcp,
+                    Some("http") if w.len() == 2 => Mode::Http,
+                    _ => return self.errors.push(at, "`mode` is `tcp` or `http`"),
+                };
+                self.apply(|d| d.mode = mode, |p| p.mode = mode);
+            }
+            "maxconn" => {
+                if let Some(n) = self.number(w, at) {
+                    self.apply(|d| d.maxconn = Some(n), |p| p.maxconn = Some(n));
+                }
+            }
+            "retries" => {
+                if let Some(n) = self.number(w, at) {
+                    self.apply(|d| d.retries = Some(n), |p| p.retries = n);
+                }
+            }
+            "timeout" => self.timeout(w, at),
+            "option" => self.option(w, at),
+            _ if LOGGING.contains(&kw) => {}
+            _ if in_defaults => {
+                self.errors
+                    .push(at, format!("unknown keyword `{kw}` in defaults"));
+            }
+            _ => self.proxy_only(w, at),
+        }
+    }
+
+    fn apply(&mut self, d: impl FnOnce(&mut Defaults), p: impl FnOnce(&mut Proxy)) {
+        match self.section {
+            Section::Defaults => d(&mut self.defaults),
+            _ => {
+                if let Some(proxy) = self.config.proxies.last_mut() {
+                    p(proxy);
+                }
+            }
+        }
+    }
+
+    fn timeout(&mut self, w: &[String], at: &Location) {
+        let (Some(which), Some(value), 3) = (w.get(1), w.get(2), w.len()) else {
+            return self.errors.push(
+                at,
+                "`timeout` takes a name and a duration (`timeout connect 10s`)",
+            );
+        };
+        let Some(d) = duration(value) else {
+            return self.errors.push(at, format!("`timeout {which} {value}`: not a duration (a number with us, ms, s, m, h or d)"));
+        };
+        let slot: fn(&mut Timeouts) -> &mut Option<Duration> = match which.as_str() {
+            "connect" => |t| &mut t.connect,
+            "client" => |t| &mut t.client,
+            "server" => |t| &mut t.server,
+            "tunnel" => |t| &mut t.tunnel,
+            "client-fin" => |t| &mut t.client_fin,
+            "server-fin" => |t| &mut t.server_fin,
+            "queue" => |t| &mut t.queue,
+            "check" => |t| &mut t.check,
+            "http-request" => |t| &mut t.http_request,
+            other => return self.errors.push(at, format!("unknown timeout `{other}`")),
+        };
+        self.apply(
+            |def| *slot(&mut def.timeouts) = Some(d),
+            |p| *slot(&mut p.timeouts) = Some(d),
+        );
+    }
+
+    fn option(&mut self, w: &[String], at: &Location) {
+        match w.get(1).map(String::as_str) {
+            Some("redispatch") => self.apply(|d| d.redispatch = true, |p| p.redispatch = true),
+            Some("httpchk") => {
+                let check = HttpCheck {
+                    method: w.get(2).cloned().unwrap_or_else(|| "OPTIONS".into()),
+                    uri: w.get(3).cloned().unwrap_or_else(|| "/".into()),
+                    version: w.get(4).cloned().unwrap_or_else(|| "HTTP/1.0".into()),
+                };
+                if w.len() > 5 {
+                    self.errors
+                        .push(at, "`option httpchk` takes a method, a URI and a version");
+                }
+                self.apply(
+                    |d| d.httpchk = Some(check.clone()),
+                    |p| p.httpchk = Some(check.clone()),
+                );
+            }
+            Some(o) if IGNORED_OPTIONS.contains(&o) => {}
+            Some(o) => self
+                .errors
+                .push(at, format!("`option {o}` is not supported by lb-proxy")),
+            None => self.errors.push(at, "`option` needs a name"),
+        }
+    }
+
+    /// Settings only a frontend, backend or listen section takes.
+    fn proxy_only(&mut self, w: &[String], at: &Location) {
+        let Some(kind) = self.config.proxies.last().map(|p| p.kind) else {
+            return;
+        };
+        let front = kind != Kind::Backend;
+        let back = kind != Kind::Frontend;
+        let kw = w[0].as_str();
+        let where_ = match kind {
+            Kind::Frontend => "a frontend",
+            Kind::Backend => "a backend",
+            Kind::Listen => "a listen section",
+        };
+        match kw {
+            "bind" if front => self.bind(w, at),
+            "default_backend" if front => {
+                let name = w.get(1).cloned();
+                self.no_more(w, 2, at);
+                self.apply(|_| {}, |p| p.default_backend = name);
+            }
+            "monitor-uri" if front => {
+                let uri = w.get(1).cloned();
+                self.no_more(w, 2, at);
+                self.apply(|_| {}, |p| p.monitor_uri = uri);
+            }
+            "monitor" if front => self.monitor(w, at),
+            "stats" => self.stats(w, at),
+            "balance" if back => {
+                if w.len() != 2 || w[1] != "roundrobin" {
+                    self.errors.push(
+                        at,
+                        format!("`{}`: lb-proxy balances roundrobin only", w.join(" ")),
+                    );
+                }
+            }
+            "server" if back => self.server(w, at),
+            "bind" | "default_backend" | "monitor-uri" | "monitor" | "balance" | "server" => {
+                self.errors
+                    .push(at, format!("`{kw}` is not allowed in {where_}"));
+            }
+            _ => self
+                .errors
+                .push(at, format!("unknown keyword `{kw}` in {where_}")),
+        }
+    }
+
+    fn bind(&mut self, w: &[String], at: &Location) {
+        let Some((address, host)) = w.get(1).and_then(|a| address(a)) else {
+            return self.errors.push(
+                at,
+                format!(
+                    "`bind {}`: not ADDRESS:PORT",
+                    w.get(1).map_or("", String::as_str)
+                ),
+            );
+        };
+        let mut bind = Bind {
+            address,
+            v4v6: false,
+            v6only: false,
+            host,
+        };
+        for opt in &w[2..] {
+            match opt.as_str() {
+                "v4v6" => bind.v4v6 = true,
+                "v6only" => bind.v6only = true,
+                other => self
+                    .errors
+                    .push(at, format!("bind option `{other}` is not supported")),
+            }
+        }
+        self.apply(|_| {}, |p| p.binds.push(bind));
+    }
+
+    fn monitor(&mut self, w: &[String], at: &Location) {
+        // monitor fail if { nbsrv(BACKEND) lt N }   (the braces may touch their neighbours)
+        let joined = w[1..].join(" ").replace('{', " { ").replace('}', " } ");
+        let parts: Vec<&str> = joined.split_whitespace().collect();
+        let parsed = match parts.as_slice() {
+            ["fail", "if", "{", call, "lt", n, "}"] => call
+                .strip_prefix("nbsrv(")
+                .and_then(|c| c.strip_suffix(')'))
+                .zip(n.parse::<u32>().ok())
+                .map(|(b, n)| MonitorFail {
+                    backend: b.to_string(),
+                    less_than: n,
+                }),
+            _ => None,
+        };
+        match parsed {
+            Some(m) => self.apply(|_| {}, |p| p.monitor_fail = Some(m)),
+            None => self.errors.push(
+                at,
+                format!(
+                    "`{}`: lb-proxy reads `monitor fail if {{ nbsrv(BACKEND) lt N }}`",
+                    w.join(" ")
+                ),
+            ),
+        }
+    }
+
+    fn stats(&mut self, w: &[String], at: &Location) {
+        let value = w.get(2).cloned();
+        let ok = match (w.get(1).map(String::as_str), w.len()) {
+            (Some("enable"), 2) => {
+                self.apply(|_| {}, |p| p.stats.enabled = true);
+                true
+            }
+            (Some("hide-version"), 2) => {
+                self.apply(|_| {}, |p| p.stats.hide_version = true);
+                true
+            }
+            (Some("uri"), 3) => {
+                self.apply(|_| {}, |p| p.stats.uri = value);
+                true
+            }
+            (Some("refresh"), 3) => match value.as_deref().and_then(duration) {
+                Some(d) => {
+                    self.apply(|_| {}, |p| p.stats.refresh = Some(d));
+                    true
+                }
+                None => false,
+            },
+            (Some("auth"), 3) => match value.as_deref().and_then(|v| v.split_once(':')) {
+                Some((u, pw)) => {
+                    let (u, pw) = (u.to_string(), pw.to_string());
+                    self.apply(|_| {}, |p| p.stats.auth.push((u, pw)));
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        };
+        if !ok {
+            self.errors.push(at, format!("`{}`: lb-proxy reads stats enable, uri PATH, auth USER:PASS, hide-version, refresh TIME", w.join(" ")));
+        }
+    }
+
+    fn server(&mut self, w: &[String], at: &Location) {
+        let (Some(name), Some(addr)) = (w.get(1), w.get(2)) else {
+            return self
+                .errors
+                .push(at, "`server` needs a name and ADDRESS:PORT");
+        };
+        let Some((address, _)) = address(addr) else {
+            return self
+                .errors
+                .push(at, format!("server {name}: `{addr}` is not ADDRESS:PORT"));
+        };
+        let mut s = Server {
+            name: name.clone(),
+            address,
+            weight: 1,
+            check: false,
+            check_ssl: false,
+            verify_none: false,
+            inter: Duration::from_secs(2),
+            fastinter: None,
+            downinter: None,
+            rise: 2,
+            fall: 3,
+            slowstart: None,
+            shutdown_sessions_on_down: false,
+            init_down: false,
+            location: at.clone(),
+        };
+        let mut opts = w[3..].iter();
+        while let Some(opt) = opts.next() {
+            let mut value = |what: &str| -> Option<String> {
+                let v = opts.next().cloned();
+                if v.is_none() {
+                    self.errors
+                        .push(at, format!("server {name}: `{opt}` needs {what}"));
+                }
+                v
+            };
+            match opt.as_str() {
+                "check" => s.check = true,
+                "check-ssl" => s.check_ssl = true,
+                "verify" => match value("none").as_deref() {
+                    Some("none") => s.verify_none = true,
+                    Some(v) => self.errors.push(
+                        at,
+                        format!(
+                            "server {name}: `verify {v}`: lb-proxy checks with `verify none` only"
+                        ),
+                    ),
+                    None => {}
+                },
+                "weight" | "rise" | "fall" => {
+                    let Some(v) = value("a number") else { continue };
+                    match (opt.as_str(), v.parse::<u32>()) {
+                        ("weight", Ok(n)) if n <= 256 => s.weight = n,
+                        ("rise", Ok(n)) if n >= 1 => s.rise = n,
+                        ("fall", Ok(n)) if n >= 1 => s.fall = n,
+                        _ => self
+                            .errors
+                            .push(at, format!("server {name}: `{opt} {v}` is out of range")),
+                    }
+                }
+                "inter" | "fastinter" | "downinter" | "slowstart" => {
+                    let Some(v) = value("a duration") else {
+                        continue;
+                    };
+                    let Some(d) = duration(&v).filter(|d| !d.is_zero()) else {
+                        self.errors
+                            .push(at, format!("server {name}: `{opt} {v}` is not a duration"));
+                        continue;
+                    };
+                    match opt.as_str() {
+                        "inter" => s.inter = d,
+                        "fastinter" => s.fastinter = Some(d),
+                        "downinter" => s.downinter = Some(d),
+                        _ => s.slowstart = Some(d),
+                    }
+                }
+                "on-marked-down" => match value("an action").as_deref() {
+                    Some("shutdown-sessions") => s.shutdown_sessions_on_down = true,
+                    Some(v) => self.errors.push(
+                        at,
+                        format!("server {name}: `on-marked-down {v}` is not supported"),
+                    ),
+                    None => {}
+                },
+                "init-state" => match value("a state").as_deref() {
+                    Some("up" | "fully-up") => s.init_down = false,
+                    Some("down" | "fully-down") => s.init_down = true,
+                    Some(v) => self.errors.push(
+                        at,
+                        format!("server {name}: `init-state {v}` is not supported"),
+                    ),
+                    None => {}
+                },
+                other => self
+                    .errors
+                    .push(at, format!("server {name}: unknown option `{other}`")),
+            }
+        }
+        let duplicate = self
+            .config
+            .proxies
+            .last()
+            .is_some_and(|p| p.servers.iter().any(|x| x.name == s.name));
+        if duplicate {
+            self.errors.push(
+                at,
+                format!("server {name} is defined twice in this backend"),
+            );
+        }
+        self.apply(|_| {}, |p| p.servers.push(s));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_in_haproxy_units() {
+        assert_eq!(duration("10s"), Some(Duration::from_secs(10)));
+        assert_eq!(duration("1m"), Some(Duration::from_secs(60)));
+        assert_eq!(duration("86400s"), Some(Duration::from_secs(86_400)));
+        assert_eq!(duration("250"), Some(Duration::from_millis(250)));
+        assert_eq!(duration("5us"), Some(Duration::from_micros(5)));
+        assert_eq!(duration("2d"), Some(Duration::from_secs(172_800)));
+        assert_eq!(duration("1x"), None);
+        assert_eq!(duration("s"), None);
+    }
+
+    #[test]
+    fn addresses_as_haproxy_writes_them() {
+        assert_eq!(address(":::9445").unwrap().0, "[::]:9445".parse().unwrap());
+        assert_eq!(address(":80").unwrap().0, "0.0.0.0:80".parse().unwrap());
+        assert_eq!(address("*:80").unwrap().0, "0.0.0.0:80".parse().unwrap());
+        assert_eq!(
+            address("[2001:db8::1]:6443").unwrap().0,
+            "[2001:db8::1]:6443".parse().unwrap()
+        );
+        assert_eq!(
+            address("10.0.3.211:6443").unwrap().0,
+            "10.0.3.211:6443".parse().unwrap()
+        );
+        let (a, host) = address("localhost:50000").unwrap();
+        assert_eq!((a.port(), host.as_deref()), (50000, Some("localhost")));
+        assert!(address("nowhere").is_none());
+        assert!(address("10.0.0.1:99999").is_none());
+    }
+
+    #[test]
+    fn words_comments_and_quotes() {
+        assert_eq!(
+            words("  timeout  connect 10s # why").unwrap(),
+            ["timeout", "connect", "10s"]
+        );
+        assert_eq!(
+            words(r#"log-format "%ci:%cp a" x"#).unwrap(),
+            ["log-format", "%ci:%cp a", "x"]
+        );
+        assert!(words("bind 'open").is_err());
+    }
+}

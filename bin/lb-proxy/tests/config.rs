@@ -1,0 +1,150 @@
+//! haproxy.cfg as OpenShift renders it, read into the model; bad files give every error with
+//! its file and line; `check-config` says which.
+
+// Helpers outside #[test] functions unwrap too: a panic there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lb_proxy::config::{self, Kind, Mode};
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/seeds/managed-haproxy.cfg")
+}
+
+#[test]
+fn the_managed_config() {
+    let c = config::load(&fixture()).unwrap();
+    assert_eq!(
+        c.global.stats_socket.as_deref(),
+        Some("/var/lib/haproxy/run/haproxy.sock")
+    );
+    let main = c.proxy("main").unwrap();
+    assert_eq!(main.kind, Kind::Frontend);
+    assert_eq!(main.mode, Mode::Tcp);
+    assert_eq!(main.maxconn, Some(20000));
+    assert_eq!(main.retries, 3);
+    assert_eq!(main.binds[0].address, "[::]:9445".parse().unwrap());
+    assert!(main.binds[0].v4v6);
+    assert_eq!(main.default_backend.as_deref(), Some("masters"));
+    let t = main.timeouts;
+    assert_eq!(t.connect, Some(Duration::from_secs(10)));
+    assert_eq!(t.client, Some(Duration::from_secs(86_400)));
+    assert_eq!(t.queue, Some(Duration::from_secs(60)));
+    assert_eq!(t.http_request, Some(Duration::from_secs(30)));
+
+    let health = c.proxy("health_check_http_url").unwrap();
+    assert_eq!((health.kind, health.mode), (Kind::Listen, Mode::Http));
+    assert_eq!(health.monitor_uri.as_deref(), Some("/haproxy_ready"));
+    assert_eq!(health.binds[0].address.port(), 50936);
+
+    let stats = c.proxy("stats").unwrap();
+    assert!(stats.stats.enabled && stats.stats.hide_version);
+    assert_eq!(stats.stats.uri.as_deref(), Some("/haproxy_stats"));
+    assert_eq!(
+        stats.stats.auth,
+        [("Username".to_string(), "Password".to_string())]
+    );
+    assert_eq!(stats.stats.refresh, Some(Duration::from_secs(30)));
+    assert_eq!(stats.binds[0].host.as_deref(), Some("localhost"));
+
+    let masters = c.proxy("masters").unwrap();
+    let check = masters.httpchk.as_ref().unwrap();
+    assert_eq!(
+        (
+            check.method.as_str(),
+            check.uri.as_str(),
+            check.version.as_str()
+        ),
+        ("GET", "/readyz", "HTTP/1.0")
+    );
+    assert_eq!(masters.servers.len(), 3);
+    let s = &masters.servers[0];
+    assert_eq!(s.name, "managed-mbggk-master-0");
+    assert_eq!(s.address, "10.0.3.211:6443".parse().unwrap());
+    assert!(s.check && s.check_ssl && s.verify_none);
+    assert_eq!(
+        (s.weight, s.inter, s.fall, s.rise),
+        (1, Duration::from_secs(1), 2, 3)
+    );
+}
+
+#[test]
+fn every_error_is_reported_with_its_place() {
+    let text = "\
+global
+  nbproc 4
+defaults
+  mode tcp
+  timeout connect 10x
+  timeout lunch 1s
+frontend f
+  bind 192.0.2.1 v4v6
+  default_backend nowhere
+  server s 192.0.2.2:80
+backend b
+  bind :80
+  balance leastconn
+  server a 192.0.2.3:6443 check-ssl weight 300 inter fast
+  server a 192.0.2.4:6443 on-marked-down drain
+  option httpclose
+listen m
+  bind :1936
+  mode http
+  monitor fail if { nbsrv(ghost) lt 1 }
+frontend f
+";
+    let errors = config::parse_str(text, "h.cfg").unwrap_err().to_string();
+    for want in [
+        "h.cfg:2: unknown keyword `nbproc` in global",
+        "h.cfg:5: `timeout connect 10x`: not a duration",
+        "h.cfg:6: unknown timeout `lunch`",
+        "h.cfg:8: `bind 192.0.2.1`: not ADDRESS:PORT",
+        "h.cfg:10: `server` is not allowed in a frontend",
+        "h.cfg:12: `bind` is not allowed in a backend",
+        "h.cfg:13: `balance leastconn`: lb-proxy balances roundrobin only",
+        "h.cfg:14: server a: `weight 300` is out of range",
+        "h.cfg:14: server a: `inter fast` is not a duration",
+        "h.cfg:15: server a: `on-marked-down drain` is not supported",
+        "h.cfg:15: server a is defined twice in this backend",
+        "h.cfg:16: `option httpclose` is not supported by lb-proxy",
+        "h.cfg:21: frontend f: a section of that name already exists",
+        "h.cfg:7: f: default_backend `nowhere` names no backend",
+        "h.cfg:17: m: monitor fail counts `ghost`, which names no backend",
+        "h.cfg:14: server a: check-ssl needs `verify none`",
+    ] {
+        assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
+    }
+}
+
+#[test]
+fn the_check_config_command() {
+    let run = |path: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_lb-proxy"))
+            .args(["check-config", "-f"])
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run(&fixture()).status.code(), Some(0));
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("haproxy.cfg");
+    std::fs::write(&bad, "frontend f\n  bind :80\n  use_backend x\n").unwrap();
+    let out = run(&bad);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("haproxy.cfg:3: unknown keyword `use_backend` in a frontend"),
+        "{err}"
+    );
+    // Not built yet: says so and exits 2.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lb-proxy"))
+        .args(["check", "http://127.0.0.1:1/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("not implemented yet"));
+}

@@ -1,0 +1,104 @@
+//! Places in configuration files and the errors found there: every program that reads a file
+//! reports `FILE:LINE: message`, collects every problem rather than stopping at the first, and
+//! prints them in the order found.
+
+use std::fmt;
+
+/// Where something was written: file and 1-based line.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
+pub struct Location {
+    /// The file (`-` for standard input).
+    pub file: String,
+    /// The line, from 1; 0 for the file as a whole.
+    pub line: usize,
+}
+
+impl Location {
+    /// Line `line` of `file`.
+    pub fn new(file: impl Into<String>, line: usize) -> Self {
+        Location {
+            file: file.into(),
+            line,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.file)
+        } else {
+            write!(f, "{}:{}", self.file, self.line)
+        }
+    }
+}
+
+/// Every problem found in a file, in the order found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Errors(pub Vec<(Location, String)>);
+
+impl Errors {
+    /// Records a problem at `location`.
+    pub fn push(&mut self, location: &Location, message: impl Into<String>) {
+        self.0.push((location.clone(), message.into()));
+    }
+
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `Ok(value)` when nothing was found, else the errors.
+    pub fn into_result<T>(self, value: T) -> Result<T, Errors> {
+        if self.is_empty() {
+            Ok(value)
+        } else {
+            Err(self)
+        }
+    }
+}
+
+impl fmt::Display for Errors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (location, message)) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{location}: {message}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Errors {}
+
+/// The text of a configuration file, or of standard input for `-`; an error names the file.
+pub fn read(path: &std::path::Path) -> Result<String, Errors> {
+    let origin = path.display().to_string();
+    let text = if origin == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(path)
+    };
+    text.map_err(|e| {
+        let mut errors = Errors::default();
+        errors.push(&Location::new(origin, 0), format!("cannot read it: {e}"));
+        errors
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_with_its_place() {
+        let mut e = Errors::default();
+        assert!(e.is_empty());
+        e.push(&Location::new("a.conf", 3), "bad");
+        e.push(&Location::new("a.conf", 0), "unreadable");
+        assert_eq!(e.to_string(), "a.conf:3: bad\na.conf: unreadable");
+        assert!(e.into_result(()).is_err());
+    }
+}

@@ -1,0 +1,41 @@
+//! Man pages generated from a program's clap definition, checked in man/: the test every
+//! program runs so that `--help` and the man pages never drift apart.
+
+use std::path::Path;
+
+/// Compares `man/PROGRAM.1` and `man/PROGRAM-SUBCOMMAND.1` with what clap_mangen renders from
+/// `top`; with `UPDATE_MAN` set in the environment, writes them instead. Returns the stale
+/// pages (empty when all match).
+pub fn check(top: &clap::Command, man_dir: &Path) -> Vec<String> {
+    let program = top.get_name().to_string();
+    let mut pages = vec![(program.clone(), top.clone())];
+    for sub in top.get_subcommands() {
+        let name = format!("{program}-{}", sub.get_name());
+        let page = sub
+            .clone()
+            .name(name.clone())
+            .version(top.get_version().unwrap_or_default().to_owned());
+        pages.push((name, page));
+    }
+    let update = std::env::var_os("UPDATE_MAN").is_some();
+    let mut stale = Vec::new();
+    for (name, command) in pages {
+        let mut rendered = Vec::new();
+        if clap_mangen::Man::new(command)
+            .render(&mut rendered)
+            .is_err()
+        {
+            stale.push(format!("{name}: cannot render"));
+            continue;
+        }
+        let path = man_dir.join(format!("{name}.1"));
+        if update {
+            if let Err(e) = std::fs::write(&path, &rendered) {
+                stale.push(format!("{}: {e}", path.display()));
+            }
+        } else if std::fs::read(&path).ok().as_deref() != Some(rendered.as_slice()) {
+            stale.push(path.display().to_string());
+        }
+    }
+    stale
+}
