@@ -72,6 +72,47 @@ impl fmt::Display for Errors {
 
 impl std::error::Error for Errors {}
 
+/// Splits text into words as keepalived and haproxy do: blanks separate, single or double
+/// quotes group, a backslash escapes the next character, and `comment` (outside quotes) ends
+/// the line.
+pub fn words(text: &str, comment: Option<char>) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let (mut in_word, mut quote) = (false, None);
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (c, quote) {
+            ('\\', _) => {
+                word.extend(chars.next());
+                in_word = true;
+            }
+            ('"' | '\'', None) => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (c, Some(q)) if c == q => quote = None,
+            (c, None) if Some(c) == comment => break,
+            (c, None) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (c, _) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err(format!("an opening quote in `{text}` is not closed"));
+    }
+    if in_word {
+        out.push(word);
+    }
+    Ok(out)
+}
+
 /// The text of a configuration file, or of standard input for `-`; an error names the file.
 pub fn read(path: &std::path::Path) -> Result<String, Errors> {
     let origin = path.display().to_string();
@@ -91,6 +132,15 @@ pub fn read(path: &std::path::Path) -> Result<String, Errors> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_quotes_escapes_and_comments() {
+        let w = words(r#"/bin/echo 'a b' "c d" e\ f # x"#, Some('#')).unwrap();
+        assert_eq!(w, ["/bin/echo", "a b", "c d", "e f"]);
+        assert_eq!(words("a#b", None).unwrap(), ["a#b"]);
+        assert_eq!(words(r#""" x"#, None).unwrap(), ["", "x"]);
+        assert!(words("'open", None).is_err());
+    }
 
     #[test]
     fn every_error_with_its_place() {

@@ -27,41 +27,7 @@ const IGNORED_OPTIONS: &[&str] = &["dontlognull", "log-health-checks", "tcplog",
 
 /// Splits a line into words: `#` starts a comment, quotes group, backslash escapes.
 pub fn words(line: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let (mut in_word, mut quote) = (false, None);
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match (c, quote) {
-            ('\\', _) => {
-                word.extend(chars.next());
-                in_word = true;
-            }
-            ('"' | '\'', None) => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (c, Some(q)) if c == q => quote = None,
-            ('#', None) => break,
-            (c, None) if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (c, _) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return Err("a quote is not closed on its line".to_string());
-    }
-    if in_word {
-        out.push(word);
-    }
-    Ok(out)
+    ipi_core::place::words(line, Some('#'))
 }
 
 /// haproxy's time format: a number and a unit (`us`, `ms`, `s`, `m`, `h`, `d`; none = ms).

@@ -200,40 +200,7 @@ fn weight(node: &Node, args: &[String], errors: &mut ConfigErrors) -> Option<i32
 /// A command line as keepalived splits it: the words of the (quoted) string, where single or
 /// double quotes group words and a backslash escapes the next character. No shell runs it.
 pub fn command_words(text: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut quote = None;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match (c, quote) {
-            ('\\', _) => {
-                word.extend(chars.next());
-                in_word = true;
-            }
-            ('\'' | '"', None) => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (c, Some(q)) if c == q => quote = None,
-            (c, None) if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (c, _) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return Err(format!("an opening quote in `{text}` is not closed"));
-    }
-    if in_word {
-        words.push(word);
-    }
+    let words = ipi_core::place::words(text, None)?;
     if words.is_empty() {
         return Err("the command is empty".to_string());
     }
