@@ -23,7 +23,7 @@ pub enum Command {
         #[command(flatten)]
         source: Source,
     },
-    /// Print, as haproxy.cfg, the configuration `run` would use (not built yet: exits 2).
+    /// Print, as haproxy.cfg, the configuration `run` would use.
     Render {
         /// Where the proxies come from.
         #[command(flatten)]

@@ -19,7 +19,16 @@ fn main() -> ExitCode {
             }
         },
         Command::Run { .. } => ipi_core::exit::not_implemented("lb-proxy run", 4),
-        Command::Render { .. } => ipi_core::exit::not_implemented("lb-proxy render", 4),
+        Command::Render { source } => match lb_proxy::config::load_source(&source) {
+            Ok(c) => {
+                print!("{}", lb_proxy::config::write::write(&c));
+                Status::Success.into()
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                Status::Usage.into()
+            }
+        },
         Command::Check { .. } => ipi_core::exit::not_implemented("lb-proxy check", 4),
     }
 }

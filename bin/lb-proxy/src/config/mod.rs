@@ -1,8 +1,11 @@
 //! haproxy.cfg: the model lb-proxy runs ([`model`]), read by [`parse`] with every error at its
-//! file and line, then checked across sections.
+//! file and line, then checked across sections; [`write`] writes a model back as haproxy.cfg and
+//! [`openshift`] builds what OpenShift runs on a control-plane node.
 
 pub mod model;
+pub mod openshift;
 pub mod parse;
+pub mod write;
 
 use std::path::Path;
 
@@ -83,4 +86,32 @@ fn check(c: &Config, errors: &mut Errors) {
             }
         }
     }
+}
+
+/// The configuration `run` and `render` use: a haproxy.cfg (`-f`), or what OpenShift runs on a
+/// control-plane node of the cluster (`--cluster ... --nodes ...`).
+pub fn load_source(source: &crate::cli::Source) -> Result<Config, String> {
+    if let Some(path) = &source.config {
+        return load(path).map_err(|e| e.to_string());
+    }
+    let (Some(cluster), Some(nodes)) = (&source.cluster, &source.nodes) else {
+        return Err("give -f FILE, or --cluster FILE --nodes INVENTORY".to_string());
+    };
+    let nodes = ipi_core::Inventory::load(nodes).map_err(|e| e.to_string())?;
+    let cluster = ipi_core::Cluster::load(cluster, Some(&nodes)).map_err(|e| e.to_string())?;
+    let config = openshift::from_cluster(&cluster, &nodes);
+    if config
+        .proxy("masters")
+        .is_some_and(|m| m.servers.is_empty())
+    {
+        return Err(format!(
+            "{}: no master in the inventory: nothing to balance",
+            source
+                .nodes
+                .as_ref()
+                .map_or_else(String::new, |p| p.display().to_string())
+        ));
+    }
+    // What we build must be what we would read.
+    parse_str(&write::write(&config), "(rendered)").map_err(|e| e.to_string())
 }

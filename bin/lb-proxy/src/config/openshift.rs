@@ -1,0 +1,146 @@
+//! What OpenShift's on-prem template configures for the API load balancer on a control-plane
+//! node: every master's API server on :6443 behind :::9445, checked with `GET /readyz` over TLS;
+//! `/haproxy_ready` on 9444 (200 while the balancer runs), `/haproxy_monitor` on 9454 (503
+//! when no API server is UP); stats on localhost:29445.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+use ipi_core::{Cluster, Family, Inventory, Role};
+
+use super::model::{
+    Bind, Config, Global, HttpCheck, Kind, Location, Mode, MonitorFail, Proxy, Server, Stats,
+    Timeouts,
+};
+
+/// The API servers' port.
+pub const API_PORT: u16 = 6443;
+/// The balancer's frontend port.
+pub const LB_PORT: u16 = 9445;
+/// `/haproxy_ready`: 200 while lb-proxy runs.
+pub const READY_PORT: u16 = 9444;
+/// `/haproxy_monitor`: 503 when no API server is UP.
+pub const MONITOR_PORT: u16 = 9454;
+/// The stats page, on localhost.
+pub const STATS_PORT: u16 = 29445;
+
+fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
+    Proxy {
+        name: name.to_string(),
+        kind,
+        mode,
+        maxconn: Some(20_000),
+        retries: 3,
+        redispatch: true,
+        timeouts: Timeouts {
+            connect: Some(Duration::from_secs(10)),
+            client: Some(Duration::from_secs(86_400)),
+            server: Some(Duration::from_secs(86_400)),
+            tunnel: Some(Duration::from_secs(86_400)),
+            queue: Some(Duration::from_secs(60)),
+            http_request: Some(Duration::from_secs(30)),
+            ..Timeouts::default()
+        },
+        binds: Vec::new(),
+        default_backend: None,
+        balance_roundrobin: true,
+        httpchk: None,
+        monitor_uri: None,
+        monitor_fail: None,
+        stats: Stats::default(),
+        servers: Vec::new(),
+        location: Location::default(),
+    }
+}
+
+fn any(port: u16) -> Bind {
+    Bind {
+        address: SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port),
+        v4v6: true,
+        v6only: false,
+        host: None,
+    }
+}
+
+/// The configuration for `cluster`, whose masters are in `nodes`: each master's first address
+/// of the cluster's primary family (or its first address) is an API server.
+pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
+    let family = cluster.primary_family();
+    let mut masters: Vec<(String, IpAddr)> = nodes
+        .with_role(Role::Master)
+        .filter_map(|n| {
+            let address = n
+                .addresses
+                .iter()
+                .copied()
+                .find(|a| Family::of(*a) == family)
+                .or_else(|| n.addresses.first().copied())?;
+            Some((n.name.clone(), address))
+        })
+        .collect();
+    masters.sort();
+    let mut main = proxy("main", Kind::Frontend, Mode::Tcp);
+    main.binds.push(any(LB_PORT));
+    main.default_backend = Some("masters".to_string());
+
+    let mut ready = proxy("health_check_http_url", Kind::Listen, Mode::Http);
+    ready.binds.push(any(READY_PORT));
+    ready.monitor_uri = Some("/haproxy_ready".to_string());
+
+    let mut monitor = proxy("health_check_http_monitor", Kind::Listen, Mode::Http);
+    monitor.binds.push(any(MONITOR_PORT));
+    monitor.monitor_uri = Some("/haproxy_monitor".to_string());
+    monitor.monitor_fail = Some(MonitorFail {
+        backend: "masters".to_string(),
+        less_than: 1,
+    });
+
+    let mut stats = proxy("stats", Kind::Listen, Mode::Http);
+    stats.binds.push(Bind {
+        address: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), STATS_PORT),
+        v4v6: false,
+        v6only: false,
+        host: Some("localhost".to_string()),
+    });
+    stats.stats = Stats {
+        enabled: true,
+        uri: Some("/haproxy_stats".to_string()),
+        auth: Vec::new(),
+        hide_version: true,
+        refresh: Some(Duration::from_secs(30)),
+    };
+
+    let mut backend = proxy("masters", Kind::Backend, Mode::Tcp);
+    backend.httpchk = Some(HttpCheck {
+        method: "GET".to_string(),
+        uri: "/readyz".to_string(),
+        version: "HTTP/1.0".to_string(),
+    });
+    backend.servers = masters
+        .into_iter()
+        .map(|(name, address)| Server {
+            name,
+            address: SocketAddr::new(address, API_PORT),
+            weight: 1,
+            check: true,
+            check_ssl: true,
+            verify_none: true,
+            inter: Duration::from_secs(1),
+            fastinter: None,
+            downinter: None,
+            rise: 3,
+            fall: 2,
+            slowstart: None,
+            shutdown_sessions_on_down: false,
+            init_down: false,
+            location: Location::default(),
+        })
+        .collect();
+    Config {
+        global: Global {
+            maxconn: None,
+            stats_socket: Some("/var/lib/haproxy/run/haproxy.sock".to_string()),
+        },
+        proxies: vec![main, ready, monitor, stats, backend],
+    }
+}

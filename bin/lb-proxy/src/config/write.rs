@@ -1,0 +1,257 @@
+//! The model back to haproxy.cfg: what every proxy shares goes into one `defaults` section,
+//! the rest into the proxy that has it, so that reading the text gives the same model and
+//! haproxy reads it too.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::model::{Bind, Config, Kind, Mode, Proxy, Server, Timeouts};
+
+/// The settings every proxy has in common.
+#[derive(Debug, Default)]
+struct Shared {
+    mode: Option<Mode>,
+    maxconn: Option<u32>,
+    retries: Option<u32>,
+    redispatch: bool,
+    timeouts: Timeouts,
+}
+
+fn same<T: PartialEq + Copy>(proxies: &[Proxy], f: impl Fn(&Proxy) -> T) -> Option<T> {
+    let first = f(proxies.first()?);
+    proxies.iter().all(|p| f(p) == first).then_some(first)
+}
+
+fn shared(proxies: &[Proxy]) -> Shared {
+    let t = |f: fn(&Timeouts) -> Option<Duration>| same(proxies, |p| f(&p.timeouts)).flatten();
+    Shared {
+        mode: same(proxies, |p| p.mode),
+        maxconn: same(proxies, |p| p.maxconn).flatten(),
+        retries: same(proxies, |p| p.retries),
+        redispatch: same(proxies, |p| p.redispatch).unwrap_or(false),
+        timeouts: Timeouts {
+            connect: t(|t| t.connect),
+            client: t(|t| t.client),
+            server: t(|t| t.server),
+            tunnel: t(|t| t.tunnel),
+            client_fin: t(|t| t.client_fin),
+            server_fin: t(|t| t.server_fin),
+            queue: t(|t| t.queue),
+            check: t(|t| t.check),
+            http_request: t(|t| t.http_request),
+        },
+    }
+}
+
+fn timeouts(t: &Timeouts) -> [(&'static str, Option<Duration>); 9] {
+    [
+        ("connect", t.connect),
+        ("client", t.client),
+        ("server", t.server),
+        ("tunnel", t.tunnel),
+        ("client-fin", t.client_fin),
+        ("server-fin", t.server_fin),
+        ("queue", t.queue),
+        ("check", t.check),
+        ("http-request", t.http_request),
+    ]
+}
+
+fn mode(m: Mode) -> &'static str {
+    match m {
+        Mode::Tcp => "tcp",
+        Mode::Http => "http",
+    }
+}
+
+/// haproxy.cfg text for `c`.
+pub fn write(c: &Config) -> String {
+    let mut out = String::from("global\n");
+    if let Some(socket) = &c.global.stats_socket {
+        let _ = writeln!(
+            out,
+            "  stats socket {socket} mode 600 level admin expose-fd listeners"
+        );
+    }
+    if let Some(n) = c.global.maxconn {
+        let _ = writeln!(out, "  maxconn {n}");
+    }
+    let d = shared(&c.proxies);
+    out.push_str("defaults\n");
+    if let Some(m) = d.mode {
+        let _ = writeln!(out, "  mode {}", mode(m));
+    }
+    if let Some(n) = d.maxconn {
+        let _ = writeln!(out, "  maxconn {n}");
+    }
+    if let Some(n) = d.retries {
+        let _ = writeln!(out, "  retries {n}");
+    }
+    if d.redispatch {
+        out.push_str("  option redispatch\n");
+    }
+    for (name, t) in timeouts(&d.timeouts) {
+        if let Some(t) = t {
+            let _ = writeln!(out, "  timeout {name} {}", duration(t));
+        }
+    }
+    for p in &c.proxies {
+        proxy(&mut out, p, &d);
+    }
+    out
+}
+
+/// haproxy's time format, in the largest unit that is exact.
+pub fn duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if d.subsec_nanos() % 1_000_000 != 0 {
+        format!("{}us", d.as_micros())
+    } else if ms % 1000 != 0 {
+        format!("{ms}ms")
+    } else {
+        format!("{}s", ms / 1000)
+    }
+}
+
+fn address(a: &SocketAddr, host: Option<&str>) -> String {
+    match (host, a) {
+        (Some(h), _) => format!("{h}:{}", a.port()),
+        (None, SocketAddr::V6(v6)) if v6.ip().is_unspecified() => format!(":::{}", a.port()),
+        (None, SocketAddr::V4(v4)) if v4.ip().is_unspecified() => format!("*:{}", a.port()),
+        (None, _) => a.to_string(),
+    }
+}
+
+fn bind(out: &mut String, b: &Bind) {
+    let _ = write!(out, "  bind {}", address(&b.address, b.host.as_deref()));
+    if b.v4v6 {
+        out.push_str(" v4v6");
+    }
+    if b.v6only {
+        out.push_str(" v6only");
+    }
+    out.push('\n');
+}
+
+fn server(out: &mut String, s: &Server) {
+    let _ = write!(
+        out,
+        "  server {} {} weight {}",
+        s.name,
+        address(&s.address, None),
+        s.weight
+    );
+    if s.verify_none {
+        out.push_str(" verify none");
+    }
+    if s.check {
+        out.push_str(" check");
+    }
+    if s.check_ssl {
+        out.push_str(" check-ssl");
+    }
+    let _ = write!(
+        out,
+        " inter {} fall {} rise {}",
+        duration(s.inter),
+        s.fall,
+        s.rise
+    );
+    for (kw, d) in [
+        ("fastinter", s.fastinter),
+        ("downinter", s.downinter),
+        ("slowstart", s.slowstart),
+    ] {
+        if let Some(d) = d {
+            let _ = write!(out, " {kw} {}", duration(d));
+        }
+    }
+    if s.shutdown_sessions_on_down {
+        out.push_str(" on-marked-down shutdown-sessions");
+    }
+    if s.init_down {
+        out.push_str(" init-state down");
+    }
+    out.push('\n');
+}
+
+fn proxy(out: &mut String, p: &Proxy, d: &Shared) {
+    let kind = match p.kind {
+        Kind::Frontend => "frontend",
+        Kind::Backend => "backend",
+        Kind::Listen => "listen",
+    };
+    let _ = writeln!(out, "{kind} {}", p.name);
+    if d.mode != Some(p.mode) {
+        let _ = writeln!(out, "  mode {}", mode(p.mode));
+    }
+    if let (Some(n), None) = (p.maxconn, d.maxconn) {
+        let _ = writeln!(out, "  maxconn {n}");
+    }
+    if d.retries != Some(p.retries) {
+        let _ = writeln!(out, "  retries {}", p.retries);
+    }
+    if p.redispatch && !d.redispatch {
+        out.push_str("  option redispatch\n");
+    }
+    for ((name, t), (_, shared)) in timeouts(&p.timeouts).into_iter().zip(timeouts(&d.timeouts)) {
+        if let (Some(t), None) = (t, shared) {
+            let _ = writeln!(out, "  timeout {name} {}", duration(t));
+        }
+    }
+    for b in &p.binds {
+        bind(out, b);
+    }
+    if let Some(b) = &p.default_backend {
+        let _ = writeln!(out, "  default_backend {b}");
+    }
+    if let Some(u) = &p.monitor_uri {
+        let _ = writeln!(out, "  monitor-uri {u}");
+    }
+    if let Some(m) = &p.monitor_fail {
+        let _ = writeln!(
+            out,
+            "  monitor fail if {{ nbsrv({}) lt {} }}",
+            m.backend, m.less_than
+        );
+    }
+    let s = &p.stats;
+    if s.enabled {
+        out.push_str("  stats enable\n");
+    }
+    if s.hide_version {
+        out.push_str("  stats hide-version\n");
+    }
+    if let Some(u) = &s.uri {
+        let _ = writeln!(out, "  stats uri {u}");
+    }
+    if let Some(r) = s.refresh {
+        let _ = writeln!(out, "  stats refresh {}", duration(r));
+    }
+    for (user, pass) in &s.auth {
+        let _ = writeln!(out, "  stats auth {user}:{pass}");
+    }
+    if let Some(h) = &p.httpchk {
+        let _ = writeln!(out, "  option httpchk {} {} {}", h.method, h.uri, h.version);
+    }
+    if !p.servers.is_empty() {
+        out.push_str("  balance roundrobin\n");
+    }
+    for srv in &p.servers {
+        server(out, srv);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_in_the_largest_exact_unit() {
+        assert_eq!(duration(Duration::from_secs(86_400)), "86400s");
+        assert_eq!(duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(duration(Duration::from_micros(5)), "5us");
+        assert_eq!(duration(Duration::from_secs(1)), "1s");
+    }
+}
