@@ -16,12 +16,39 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the proxies of a haproxy.cfg, or what OpenShift runs on a control-plane node (not
-    /// built yet: exits 2).
+    /// Run the proxies of a haproxy.cfg, or what OpenShift runs on a control-plane node.
+    /// SIGHUP reloads, SIGTERM stops, SIGUSR1 stops once the last connection has ended.
     Run {
         /// Where the proxies come from.
         #[command(flatten)]
         source: Source,
+        /// Redirect VIP:6443 to the first frontend while one of its servers is UP (repeatable;
+        /// with --cluster, the cluster's API VIPs unless --no-redirect).
+        #[arg(long = "redirect-vip", value_name = "VIP")]
+        redirect_vips: Vec<std::net::IpAddr>,
+        /// With --cluster: no VIP redirect.
+        #[arg(long, conflicts_with = "redirect_vips")]
+        no_redirect: bool,
+        /// The file that exists while the redirect is on (with --cluster, keepalived's
+        /// /var/run/keepalived/iptables-rule-exists).
+        #[arg(long, value_name = "FILE")]
+        flag_file: Option<PathBuf>,
+        /// How often the redirect looks at the servers (on after 3 healthy rounds, off after 11
+        /// unhealthy ones).
+        #[arg(long, value_name = "DURATION", default_value = "1s")]
+        redirect_interval: String,
+        /// Move bytes through a buffer rather than with splice(2).
+        #[arg(long)]
+        copy: bool,
+        /// Worker threads (default: one per core).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        threads: usize,
+        /// More log lines (-v debug, -vv trace).
+        #[arg(short, long, action = clap::ArgAction::Count)]
+        verbose: u8,
+        /// Warnings and errors only.
+        #[arg(short, long)]
+        quiet: bool,
     },
     /// Print, as haproxy.cfg, the configuration `run` would use.
     Render {
@@ -35,8 +62,8 @@ pub enum Command {
         #[arg(short = 'f', long = "config", value_name = "FILE")]
         config: PathBuf,
     },
-    /// Exit 0 when URL answers 2xx or 3xx, 1 otherwise, like `curl -kLfs URL` (not built yet:
-    /// exits 2).
+    /// Exit 0 when URL answers 2xx or 3xx, 1 otherwise, like `curl -kLfs URL` (2: a bad URL or
+    /// timeout).
     Check {
         /// The URL (http or https; certificates are not verified).
         url: String,

@@ -1,10 +1,17 @@
 //! lb-proxy: the API load balancer of an on-prem cluster (stands in for haproxy).
 //!
 //! - [`cli`]: the command line (and so the man pages).
-//! - [`config`]: haproxy.cfg, read with file:line errors.
-//!
-//! Built so far (issue #4): the configuration reader, `check-config` and `render`. The proxy
-//! itself, health checks and `check` are not built yet and say so.
+//! - [`config`]: haproxy.cfg, read with file:line errors; what OpenShift runs.
+//! - [`daemon`]: `run`: listeners, sessions, checks, monitor and stats, the VIP redirect.
+//! - [`forward`]: moving bytes (splice(2), or a buffer) with haproxy's timeouts.
+//! - [`balance`]: round robin with dynamic weights and slow start.
+//! - [`health`]: haproxy's health counters and the probes.
+//! - [`http`]: the small HTTP(S) client of the checks and of `lb-proxy check`.
 
+pub mod balance;
 pub mod cli;
 pub mod config;
+pub mod daemon;
+pub mod forward;
+pub mod health;
+pub mod http;

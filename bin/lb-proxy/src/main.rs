@@ -1,10 +1,18 @@
 //! `lb-proxy`: command-line wiring only; the logic lives in the library.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use ipi_core::exit::Status;
 use lb_proxy::cli::{Cli, Command};
+use lb_proxy::config::parse::duration;
+use lb_proxy::daemon::redirect::Redirect;
+use lb_proxy::daemon::Options;
+use lb_proxy::forward::Copy;
+
+/// Where keepalived's chk_ocp_lb looks for the redirect (OpenShift's flag file).
+const OPENSHIFT_FLAG_FILE: &str = "/var/run/keepalived/iptables-rule-exists";
 
 fn main() -> ExitCode {
     match Cli::parse().command {
@@ -18,9 +26,8 @@ fn main() -> ExitCode {
                 Status::Usage.into()
             }
         },
-        Command::Run { .. } => ipi_core::exit::not_implemented("lb-proxy run", 4),
         Command::Render { source } => match lb_proxy::config::load_source(&source) {
-            Ok(c) => {
+            Ok((c, _)) => {
                 print!("{}", lb_proxy::config::write::write(&c));
                 Status::Success.into()
             }
@@ -29,6 +36,85 @@ fn main() -> ExitCode {
                 Status::Usage.into()
             }
         },
-        Command::Check { .. } => ipi_core::exit::not_implemented("lb-proxy check", 4),
+        Command::Run {
+            source,
+            redirect_vips,
+            no_redirect,
+            flag_file,
+            redirect_interval,
+            copy,
+            threads,
+            verbose,
+            quiet,
+        } => {
+            ipi_core::service::logging(verbose, quiet);
+            let Some(interval) = duration(&redirect_interval).filter(|d| !d.is_zero()) else {
+                eprintln!("--redirect-interval {redirect_interval}: not a duration (1s, 500ms...)");
+                return Status::Usage.into();
+            };
+            let (config, api_vips) = match lb_proxy::config::load_source(&source) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return Status::Usage.into();
+                }
+            };
+            let cluster = source.cluster.is_some();
+            let vips = if redirect_vips.is_empty() && cluster && !no_redirect {
+                api_vips
+            } else {
+                redirect_vips
+            };
+            let redirect = (!vips.is_empty()).then(|| Redirect {
+                vips,
+                flag_file: flag_file.or_else(|| cluster.then(|| OPENSHIFT_FLAG_FILE.into())),
+                interval,
+            });
+            let options = Options {
+                copy: if copy { Copy::Buffered } else { Copy::Splice },
+                redirect,
+                threads,
+            };
+            let reload = Box::new(move || lb_proxy::config::load_source(&source).map(|(c, _)| c));
+            match lb_proxy::daemon::run(config, options, reload) {
+                Ok(()) => Status::Success.into(),
+                Err(e) => {
+                    eprintln!("lb-proxy: {e}");
+                    Status::Failed.into()
+                }
+            }
+        }
+        Command::Check { url, timeout } => {
+            let Some(timeout) = duration(&timeout).filter(|d| !d.is_zero()) else {
+                eprintln!("--timeout {timeout}: not a duration (2s, 500ms...)");
+                return Status::Usage.into();
+            };
+            let url = match lb_proxy::http::Url::parse(&url) {
+                Ok(u) => u,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return Status::Usage.into();
+                }
+            };
+            check(&url, timeout)
+        }
+    }
+}
+
+/// `lb-proxy check`: quiet like `curl -s`; exit 0 on 2xx/3xx, 1 otherwise.
+fn check(url: &lb_proxy::http::Url, timeout: Duration) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("lb-proxy check: {e}");
+            return Status::Failed.into();
+        }
+    };
+    match runtime.block_on(lb_proxy::http::check(url, timeout)) {
+        Ok(_) => Status::Success.into(),
+        Err(_) => Status::Failed.into(),
     }
 }

@@ -138,13 +138,4 @@ fn the_check_config_command() {
         err.contains("haproxy.cfg:3: unknown keyword `use_backend` in a frontend"),
         "{err}"
     );
-    // Not built yet: says so and exits 2.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lb-proxy"))
-        .args(["check", "http://127.0.0.1:1/"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8(out.stderr)
-        .unwrap()
-        .contains("not implemented yet"));
 }

@@ -6,7 +6,7 @@
 //! - [`vrid`]: VRRP router ids derived from the cluster name, as OpenShift does.
 //! - [`vrrp`]: the VRRP advertisement codec and timers.
 //! - [`atomic`]: atomic, change-aware file writes.
-//! - [`exit`]: exit statuses.
+//! - [`exit`]: exit statuses; [`service`]: logging and systemd notification for daemons.
 //! - [`field`]: installer-style field errors; [`name`]: DNS name rules.
 
 #![warn(missing_docs)]
@@ -19,6 +19,7 @@ pub mod field;
 pub mod inventory;
 pub mod name;
 pub mod place;
+pub mod service;
 pub mod vip;
 pub mod vrid;
 pub mod vrrp;

@@ -10,7 +10,7 @@ pub mod write;
 use std::path::Path;
 
 pub use ipi_core::place::{Errors, Location};
-pub use model::{Config, Kind, Mode, Proxy, Server};
+pub use model::{Config, InitState, Kind, Mode, Proxy, Server};
 
 /// Reads haproxy.cfg text; `origin` names it in errors.
 pub fn parse_str(text: &str, origin: &str) -> Result<Config, Errors> {
@@ -89,10 +89,13 @@ fn check(c: &Config, errors: &mut Errors) {
 }
 
 /// The configuration `run` and `render` use: a haproxy.cfg (`-f`), or what OpenShift runs on a
-/// control-plane node of the cluster (`--cluster ... --nodes ...`).
-pub fn load_source(source: &crate::cli::Source) -> Result<Config, String> {
+/// control-plane node of the cluster (`--cluster ... --nodes ...`), with the cluster's API
+/// VIPs (none for a haproxy.cfg).
+pub fn load_source(source: &crate::cli::Source) -> Result<(Config, Vec<std::net::IpAddr>), String> {
     if let Some(path) = &source.config {
-        return load(path).map_err(|e| e.to_string());
+        return load(path)
+            .map(|c| (c, Vec::new()))
+            .map_err(|e| e.to_string());
     }
     let (Some(cluster), Some(nodes)) = (&source.cluster, &source.nodes) else {
         return Err("give -f FILE, or --cluster FILE --nodes INVENTORY".to_string());
@@ -113,5 +116,6 @@ pub fn load_source(source: &crate::cli::Source) -> Result<Config, String> {
         ));
     }
     // What we build must be what we would read.
-    parse_str(&write::write(&config), "(rendered)").map_err(|e| e.to_string())
+    let config = parse_str(&write::write(&config), "(rendered)").map_err(|e| e.to_string())?;
+    Ok((config, cluster.api_vips))
 }

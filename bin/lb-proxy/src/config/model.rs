@@ -77,7 +77,7 @@ pub struct Timeouts {
 }
 
 /// One `bind`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Bind {
     /// The address: `:::9445` is every IPv6 address, `*:80` or `:80` every IPv4 one.
     pub address: SocketAddr,
@@ -124,6 +124,32 @@ pub struct Stats {
     pub refresh: Option<Duration>,
 }
 
+/// `init-state`: where a server's health counter starts (haproxy's semantics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InitState {
+    /// `fully-up`: UP, and only `fall` failures in a row take it down.
+    FullyUp,
+    /// `up` (the default): UP, but the first failure takes it down.
+    #[default]
+    Up,
+    /// `down`: DOWN, and the first success brings it up.
+    Down,
+    /// `fully-down`: DOWN until `rise` successes in a row.
+    FullyDown,
+}
+
+impl InitState {
+    /// The keyword's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InitState::FullyUp => "fully-up",
+            InitState::Up => "up",
+            InitState::Down => "down",
+            InitState::FullyDown => "fully-down",
+        }
+    }
+}
+
 /// `server NAME ADDR:PORT [options]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
@@ -153,8 +179,8 @@ pub struct Server {
     pub slowstart: Option<Duration>,
     /// `on-marked-down shutdown-sessions`.
     pub shutdown_sessions_on_down: bool,
-    /// `init-state down`: start DOWN rather than UP.
-    pub init_down: bool,
+    /// `init-state`: how the server starts.
+    pub init_state: InitState,
     /// Where it was written.
     pub location: Location,
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use ipi_core::{Cluster, Family, Inventory, Role};
 
 use super::model::{
-    Bind, Config, Global, HttpCheck, Kind, Location, Mode, MonitorFail, Proxy, Server, Stats,
-    Timeouts,
+    Bind, Config, Global, HttpCheck, InitState, Kind, Location, Mode, MonitorFail, Proxy, Server,
+    Stats, Timeouts,
 };
 
 /// The API servers' port.
@@ -132,7 +132,7 @@ pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
             fall: 2,
             slowstart: None,
             shutdown_sessions_on_down: false,
-            init_down: false,
+            init_state: InitState::Up,
             location: Location::default(),
         })
         .collect();

@@ -5,7 +5,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use super::model::{
-    Bind, Config, HttpCheck, Kind, Location, Mode, MonitorFail, Proxy, Server, Stats, Timeouts,
+    Bind, Config, HttpCheck, InitState, Kind, Location, Mode, MonitorFail, Proxy, Server, Stats,
+    Timeouts,
 };
 use super::Errors;
 
@@ -459,7 +460,7 @@ impl Parser<'_> {
             fall: 3,
             slowstart: None,
             shutdown_sessions_on_down: false,
-            init_down: false,
+            init_state: InitState::Up,
             location: at.clone(),
         };
         let mut opts = w[3..].iter();
@@ -521,8 +522,10 @@ impl Parser<'_> {
                     None => {}
                 },
                 "init-state" => match value("a state").as_deref() {
-                    Some("up" | "fully-up") => s.init_down = false,
-                    Some("down" | "fully-down") => s.init_down = true,
+                    Some("fully-up") => s.init_state = InitState::FullyUp,
+                    Some("up") => s.init_state = InitState::Up,
+                    Some("down") => s.init_state = InitState::Down,
+                    Some("fully-down") => s.init_state = InitState::FullyDown,
                     Some(v) => self.errors.push(
                         at,
                         format!("server {name}: `init-state {v}` is not supported"),

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::model::{Bind, Config, Kind, Mode, Proxy, Server, Timeouts};
+use super::model::{Bind, Config, InitState, Kind, Mode, Proxy, Server, Timeouts};
 
 /// The settings every proxy has in common.
 #[derive(Debug, Default)]
@@ -170,8 +170,8 @@ fn server(out: &mut String, s: &Server) {
     if s.shutdown_sessions_on_down {
         out.push_str(" on-marked-down shutdown-sessions");
     }
-    if s.init_down {
-        out.push_str(" init-state down");
+    if s.init_state != InitState::Up {
+        let _ = write!(out, " init-state {}", s.init_state.as_str());
     }
     out.push('\n');
 }

@@ -50,7 +50,7 @@ pub fn render(source: &Source) -> ExitCode {
 /// `vrrpd run (-f FILE | --cluster ...) --state-dir DIR`: runs until SIGTERM; 2 when the
 /// configuration is wrong, 1 when it cannot start (an interface, a socket).
 pub fn run(source: &Source, state_dir: &Path, verbose: u8, quiet: bool) -> ExitCode {
-    logging(verbose, quiet);
+    ipi_core::service::logging(verbose, quiet);
     let config = match crate::config::load_source(source) {
         Ok(c) => c,
         Err(e) => {
@@ -92,22 +92,6 @@ pub fn status(json: bool, state_dir: &Path) -> ExitCode {
             Status::Failed.into()
         }
     }
-}
-
-/// Log lines on stderr: info by default, debug with -v, trace with -vv, warnings only with -q.
-fn logging(verbose: u8, quiet: bool) {
-    let level = match (quiet, verbose) {
-        (true, _) => tracing::Level::WARN,
-        (false, 0) => tracing::Level::INFO,
-        (false, 1) => tracing::Level::DEBUG,
-        _ => tracing::Level::TRACE,
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
 }
 
 /// `vrrpd watch (--interface IF | --pcap FILE) [--json]`.

@@ -92,7 +92,7 @@ impl Daemon {
         };
         d.spawn_tasks().await?;
         d.start_units().await;
-        status::notify_systemd("READY=1");
+        ipi_core::service::notify_systemd("READY=1");
         d.write_status();
         Ok(d)
     }

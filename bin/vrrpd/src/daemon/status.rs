@@ -177,25 +177,3 @@ pub fn to_text(v: &Value) -> String {
     }
     out
 }
-
-/// Tells systemd (`Type=notify`) something, when it is listening.
-pub fn notify_systemd(message: &str) {
-    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
-        return;
-    };
-    let socket = match std::os::unix::net::UnixDatagram::unbound() {
-        Ok(s) => s,
-        Err(_) => return,
-    };
-    let bytes = path.as_encoded_bytes();
-    let sent = if let Some(name) = bytes.strip_prefix(b"@") {
-        use std::os::linux::net::SocketAddrExt;
-        std::os::unix::net::SocketAddr::from_abstract_name(name)
-            .and_then(|addr| socket.send_to_addr(message.as_bytes(), &addr))
-    } else {
-        socket.send_to(message.as_bytes(), Path::new(&path))
-    };
-    if let Err(e) = sent {
-        tracing::warn!("sd_notify: {e}");
-    }
-}

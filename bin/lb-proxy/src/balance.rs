@@ -1,0 +1,116 @@
+//! `balance roundrobin` with dynamic weights: each server is picked in turn, as often as its
+//! weight says, the turns interleaved rather than in bursts (smooth weighted round robin).
+//! Weights are given at every pick, so a server that goes DOWN, comes back in `slowstart`
+//! or is given another weight takes effect at the next connection.
+
+use std::time::Duration;
+
+/// haproxy scales user weights by 16 so that slow start can ramp them smoothly.
+pub const WEIGHT_SCALE: u32 = 16;
+
+/// The state of one backend's rotation.
+#[derive(Debug, Clone, Default)]
+pub struct RoundRobin {
+    current: Vec<i64>,
+}
+
+impl RoundRobin {
+    /// Picks the next server given each server's effective weight (0: not eligible). None
+    /// when no server is eligible.
+    pub fn pick(&mut self, weights: &[u32]) -> Option<usize> {
+        self.current.resize(weights.len(), 0);
+        let total: i64 = weights.iter().map(|&w| i64::from(w)).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut best: Option<usize> = None;
+        for (i, &w) in weights.iter().enumerate() {
+            if w == 0 {
+                continue;
+            }
+            self.current[i] += i64::from(w);
+            if best.is_none_or(|b| self.current[i] > self.current[b]) {
+                best = Some(i);
+            }
+        }
+        let b = best?;
+        self.current[b] -= total;
+        Some(b)
+    }
+}
+
+/// A server's effective weight: its configured weight scaled, ramped up linearly over
+/// `slowstart` since it came UP (at least 1 so that it gets some traffic at once), 0 when it
+/// is not UP.
+pub fn effective_weight(weight: u32, up_for: Option<Duration>, slowstart: Option<Duration>) -> u32 {
+    let Some(up_for) = up_for else {
+        return 0;
+    };
+    let full = weight * WEIGHT_SCALE;
+    match slowstart {
+        Some(s) if !s.is_zero() && up_for < s && full > 0 => {
+            let ramped = (u128::from(full) * up_for.as_millis()).div_ceil(s.as_millis());
+            u32::try_from(ramped).unwrap_or(full).clamp(1, full)
+        }
+        _ => full,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sequence(weights: &[u32], n: usize) -> Vec<usize> {
+        let mut rr = RoundRobin::default();
+        (0..n).map(|_| rr.pick(weights).unwrap()).collect()
+    }
+
+    #[test]
+    fn equal_weights_take_turns() {
+        assert_eq!(sequence(&[1, 1, 1], 6), [0, 1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn weights_share_in_proportion_and_interleave() {
+        let s = sequence(&[5, 1, 1], 7);
+        assert_eq!(s, [0, 0, 1, 0, 2, 0, 0]);
+        let s = sequence(&[3, 1], 400);
+        assert_eq!(s.iter().filter(|&&i| i == 0).count(), 300);
+    }
+
+    #[test]
+    fn ineligible_servers_are_skipped_and_none_means_none() {
+        assert_eq!(sequence(&[1, 0, 1], 4), [0, 2, 0, 2]);
+        assert_eq!(RoundRobin::default().pick(&[0, 0]), None);
+        assert_eq!(RoundRobin::default().pick(&[]), None);
+    }
+
+    #[test]
+    fn weights_can_change_between_picks() {
+        let mut rr = RoundRobin::default();
+        let mut counts = [0; 3];
+        for _ in 0..30 {
+            counts[rr.pick(&[1, 1, 1]).unwrap()] += 1;
+        }
+        for _ in 0..30 {
+            counts[rr.pick(&[1, 0, 1]).unwrap()] += 1;
+        }
+        assert_eq!(counts, [25, 10, 25]);
+        // A server that was away comes back into the rotation.
+        let picks: Vec<_> = (0..3).map(|_| rr.pick(&[1, 1, 1]).unwrap()).collect();
+        assert!(picks.contains(&1), "{picks:?}");
+    }
+
+    #[test]
+    fn slowstart_ramps_the_weight() {
+        let s = Some(Duration::from_secs(10));
+        let at = |secs: u64| effective_weight(2, Some(Duration::from_secs(secs)), s);
+        assert_eq!(effective_weight(2, None, s), 0);
+        assert_eq!(effective_weight(2, Some(Duration::ZERO), s), 1);
+        assert_eq!(at(5), 16);
+        assert_eq!(at(10), 32);
+        assert_eq!(at(100), 32);
+        assert_eq!(effective_weight(2, Some(Duration::ZERO), None), 32);
+        assert_eq!(effective_weight(0, Some(Duration::from_secs(1)), s), 0);
+    }
+}

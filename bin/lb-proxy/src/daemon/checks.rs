@@ -1,0 +1,68 @@
+//! The health-check task of each checked server.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+
+use super::table::{lock, Backend, Table};
+use crate::health::{first_delay, Change};
+
+/// Starts a check task for every checked server of `table` in `tasks` (which the caller
+/// replaces on reload; the servers keep their counters).
+pub fn start(table: &Table, tasks: &mut JoinSet<()>) {
+    for backend in &table.backends {
+        let checked: Vec<_> = backend.servers.iter().filter(|s| s.cfg.check).collect();
+        let count = checked.len();
+        for (index, server) in checked.into_iter().enumerate() {
+            let backend = Arc::clone(backend);
+            let server = Arc::clone(server);
+            tasks.spawn(async move {
+                tokio::time::sleep(first_delay(index, count, server.cfg.inter)).await;
+                loop {
+                    check_once(&backend, &server).await;
+                    let next = {
+                        let h = lock(&server.health);
+                        h.interval(server.cfg.inter, server.cfg.fastinter, server.cfg.downinter)
+                    };
+                    tokio::time::sleep(next).await;
+                }
+            });
+        }
+    }
+}
+
+async fn check_once(backend: &Backend, server: &super::table::Server) {
+    let inter = server.cfg.inter;
+    // haproxy: with `timeout check`, connecting may take min(timeout connect, inter) and
+    // the answer `timeout check`; without it, `inter` bounds the whole check.
+    let (connect, answer) = match backend.check_timeout {
+        Some(t) => (backend.connect.min(inter), t),
+        None => (inter, std::time::Duration::ZERO),
+    };
+    let result = backend.probe.run(server.cfg.address, connect, answer).await;
+    let change = lock(&server.health).record(result.is_ok());
+    let name = format!("{}/{}", backend.name, server.cfg.name);
+    match &result {
+        Ok(()) => lock(&server.last_check).clear(),
+        Err(why) => {
+            server.failed_checks.fetch_add(1, Ordering::Relaxed);
+            *lock(&server.last_check) = why.clone();
+        }
+    }
+    match change {
+        Change::Up => {
+            server.set_up(true);
+            tracing::warn!("server {name} is UP");
+        }
+        Change::Down => {
+            server.set_up(false);
+            tracing::warn!(
+                "server {name} is DOWN: {}; {} server(s) left UP",
+                result.err().unwrap_or_default(),
+                backend.up_count()
+            );
+        }
+        Change::None => {}
+    }
+}

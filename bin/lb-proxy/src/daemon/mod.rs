@@ -1,0 +1,240 @@
+//! `lb-proxy run`: the proxies of a configuration at work.
+//!
+//! - [`table`]: what is served, rebuilt on reload with the servers' live state kept.
+//! - [`session`]: TCP frontends: accept, connect (retries, redispatch), forward.
+//! - [`checks`]: one health-check task per checked server.
+//! - [`web`] and [`stats`]: monitor URIs and the stats page.
+//! - [`redirect`]: VIP:6443 to the frontend while a server is UP.
+//!
+//! Signals: SIGHUP reloads (listeners stay open, established connections go on, a bad file
+//! is refused and the old one keeps serving); SIGTERM and SIGINT stop at once; SIGUSR1 stops
+//! accepting and exits when the last connection has ended (haproxy's soft stop).
+
+pub mod checks;
+pub mod redirect;
+pub mod session;
+pub mod stats;
+pub mod table;
+pub mod web;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ipi_core::service::notify_systemd;
+use tokio::net::TcpListener;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::config::model::Bind;
+use crate::config::Config;
+use crate::forward::Copy;
+use redirect::{Debounce, Redirect};
+use table::{ListenerKey, Table};
+
+/// Reads the configuration again (for SIGHUP).
+pub type Loader = Box<dyn Fn() -> Result<Config, String> + Send>;
+
+/// How `run` runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How bytes are moved.
+    pub copy: Copy,
+    /// The VIP redirect, when on.
+    pub redirect: Option<Redirect>,
+    /// Worker threads (0: one per core).
+    pub threads: usize,
+}
+
+/// Runs until a signal stops it.
+pub fn run(config: Config, options: Options, reload: Loader) -> Result<(), String> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if options.threads > 0 {
+        builder.worker_threads(options.threads);
+    }
+    let runtime = builder.enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(serve(config, options, reload))
+}
+
+/// A listening socket as haproxy opens it: SO_REUSEADDR and SO_REUSEPORT, IP_FREEBIND (a VIP
+/// need not be here yet), `v4v6` / `v6only` as written, a backlog of `backlog`.
+pub fn bind(b: &Bind, backlog: u32) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let domain = Domain::for_address(b.address);
+    let socket = Socket::new(domain, Type::STREAM, Some(socket2::Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    if b.address.is_ipv6() {
+        if b.v4v6 {
+            socket.set_only_v6(false)?;
+        } else if b.v6only {
+            socket.set_only_v6(true)?;
+        }
+        let _ = socket.set_freebind_v6(true);
+    } else {
+        let _ = socket.set_freebind_v4(true);
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&b.address.into())?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+    TcpListener::from_std(socket.into())
+}
+
+struct Running {
+    table: watch::Sender<Arc<Table>>,
+    listeners: HashMap<ListenerKey, AbortHandle>,
+    tasks: JoinSet<()>,
+    checks: JoinSet<()>,
+    copy: Copy,
+}
+
+impl Running {
+    /// Opens the listeners `table` needs that are not open yet: all of them or none.
+    fn open(&self, table: &Table) -> Result<Vec<(ListenerKey, TcpListener)>, String> {
+        let mut opened = Vec::new();
+        for key in table.listeners() {
+            if self.listeners.contains_key(&key) {
+                continue;
+            }
+            let backlog = table
+                .frontends
+                .get(&key.0)
+                .map_or(table::DEFAULT_MAXCONN, |f| f.maxconn);
+            let l = bind(&key.1, backlog)
+                .map_err(|e| format!("{}: cannot bind {}: {e}", key.0, key.1.address))?;
+            opened.push((key, l));
+        }
+        Ok(opened)
+    }
+
+    /// Makes `table` the one served: new listeners start, removed ones close, checks restart
+    /// (the servers keep their counters).
+    fn install(&mut self, table: Table, opened: Vec<(ListenerKey, TcpListener)>) {
+        let keys = table.listeners();
+        let table = Arc::new(table);
+        self.table.send_replace(Arc::clone(&table));
+        self.listeners.retain(|k, handle| {
+            let keep = keys.contains(k);
+            if !keep {
+                handle.abort();
+                tracing::info!("{}: stopped listening on {}", k.0, k.1.address);
+            }
+            keep
+        });
+        for (key, listener) in opened {
+            let rx = self.table.subscribe();
+            let name = key.0.clone();
+            tracing::info!("{name}: listening on {}", key.1.address);
+            let handle = if table.frontends.contains_key(&name) {
+                self.tasks
+                    .spawn(session::accept_loop(listener, name, rx, self.copy))
+            } else {
+                self.tasks.spawn(web::accept_loop(listener, name, rx))
+            };
+            self.listeners.insert(key, handle);
+        }
+        self.checks.abort_all();
+        self.checks = JoinSet::new();
+        checks::start(&table, &mut self.checks);
+    }
+
+    /// Connections being forwarded now.
+    fn active(&self) -> usize {
+        let t = self.table.borrow();
+        t.frontends
+            .values()
+            .map(|f| f.maxconn as usize - f.slots.available_permits().min(f.maxconn as usize))
+            .sum()
+    }
+}
+
+async fn serve(config: Config, options: Options, reload: Loader) -> Result<(), String> {
+    stats::started();
+    let table = Table::build(config, None);
+    let mut running = Running {
+        table: watch::Sender::new(Arc::new(Table::build(Config::default(), None))),
+        listeners: HashMap::new(),
+        tasks: JoinSet::new(),
+        checks: JoinSet::new(),
+        copy: options.copy,
+    };
+    let opened = running.open(&table)?;
+    running.install(table, opened);
+    let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut usr1 = signal(SignalKind::user_defined1()).map_err(|e| e.to_string())?;
+    let redirect = options.redirect.clone();
+    let redirect_task = redirect
+        .clone()
+        .map(|r| tokio::spawn(keep_redirect(r, running.table.subscribe())));
+    notify_systemd("READY=1");
+    let soft = loop {
+        tokio::select! {
+            _ = hup.recv() => {
+                notify_systemd("RELOADING=1");
+                match reload().and_then(|c| {
+                    let t = Table::build(c, Some(&running.table.borrow()));
+                    running.open(&t).map(|o| (t, o))
+                }) {
+                    Ok((t, opened)) => {
+                        running.install(t, opened);
+                        tracing::info!("reloaded");
+                    }
+                    Err(e) => tracing::error!("reload refused, the running configuration stays: {e}"),
+                }
+                notify_systemd("READY=1");
+            }
+            _ = term.recv() => break false,
+            _ = int.recv() => break false,
+            _ = usr1.recv() => break true,
+        }
+    };
+    notify_systemd("STOPPING=1");
+    for (_, handle) in running.listeners.drain() {
+        handle.abort();
+    }
+    if soft {
+        tracing::info!(
+            "soft stop: listeners closed, waiting for {} connection(s)",
+            running.active()
+        );
+        while running.active() > 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    if let (Some(task), Some(r)) = (redirect_task, redirect) {
+        task.abort();
+        if let Err(e) = redirect::set(&r, None).await {
+            tracing::warn!("redirect: {e}");
+        }
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Keeps the VIP redirect on while the redirect target's backend has a server UP.
+async fn keep_redirect(r: Redirect, table: watch::Receiver<Arc<Table>>) {
+    // Whatever an earlier run left behind goes first.
+    if let Err(e) = redirect::set(&r, None).await {
+        tracing::warn!("redirect: {e}");
+    }
+    let mut debounce = Debounce::default();
+    let mut tick = tokio::time::interval(r.interval);
+    loop {
+        tick.tick().await;
+        let target = table.borrow().redirect_target();
+        let healthy = target.as_ref().is_some_and(|(_, b)| b.up_count() > 0);
+        if let Some(on) = debounce.round(healthy) {
+            let port = target.filter(|_| on).map(|(p, _)| p);
+            match redirect::set(&r, port).await {
+                Ok(()) => tracing::warn!(
+                    "redirect of the API VIP to lb-proxy {}",
+                    if on { "on" } else { "off" }
+                ),
+                Err(e) => tracing::error!("redirect: {e}"),
+            }
+        }
+    }
+}

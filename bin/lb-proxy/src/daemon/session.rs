@@ -1,0 +1,120 @@
+//! A TCP frontend at work: accept while below `maxconn` (the rest waits in the kernel's
+//! backlog, as with haproxy), pick a server, connect with haproxy's retries and redispatch,
+//! then forward until both sides are done.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use super::table::{Backend, Frontend, Server, Table};
+use crate::forward::{self, Copy, End, Idle};
+
+/// Accepts on `listener` for the frontend called `name`, reading the current table from
+/// `table` at every connection, until the task is aborted.
+pub async fn accept_loop(
+    listener: TcpListener,
+    name: String,
+    mut table: watch::Receiver<Arc<Table>>,
+    copy: Copy,
+) {
+    loop {
+        let Some(frontend) = table.borrow_and_update().frontends.get(&name).cloned() else {
+            return;
+        };
+        // Wait for a slot, or for a reload that may change the frontend.
+        let permit = tokio::select! {
+            p = Arc::clone(&frontend.slots).acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+            changed = table.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let (client, peer) = match listener.accept().await {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of descriptors and the like: say so, breathe, go on.
+                tracing::warn!("{name}: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = client.set_nodelay(true);
+        frontend.sessions.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(async move {
+            let _permit = permit;
+            if let Some(backend) = &frontend.backend {
+                session(client, &frontend, backend, copy).await;
+            } else {
+                tracing::debug!("{}: {peer}: no backend, closed", frontend.name);
+            }
+        });
+    }
+}
+
+/// One client connection.
+async fn session(client: TcpStream, frontend: &Frontend, backend: &Backend, copy: Copy) {
+    let Some((server, upstream)) = connect(backend).await else {
+        return;
+    };
+    server.sessions.fetch_add(1, Ordering::Relaxed);
+    server.active.fetch_add(1, Ordering::Relaxed);
+    let idle = Idle {
+        client: frontend.idle.client,
+        client_fin: frontend.idle.client_fin,
+        server: backend.idle.server,
+        server_fin: backend.idle.server_fin,
+        tunnel: backend.idle.tunnel.or(frontend.idle.tunnel),
+    };
+    let end = if server.cfg.shutdown_sessions_on_down {
+        let mut down = server.down_epoch.subscribe();
+        tokio::select! {
+            end = forward::forward(client, upstream, idle, copy, &server.moved) => end,
+            _ = down.changed() => End::Error,
+        }
+    } else {
+        forward::forward(client, upstream, idle, copy, &server.moved).await
+    };
+    server.active.fetch_sub(1, Ordering::Relaxed);
+    tracing::trace!("{}/{}: {end:?}", backend.name, server.cfg.name);
+}
+
+/// Connects to a server of `backend` the way haproxy does: `retries` more attempts after a
+/// failed one, a turn-around pause of min(`timeout connect`, 1 s) before retrying the same
+/// server, and with `option redispatch` the last retry going to another server. None when
+/// no server is UP or every attempt failed: the client is closed.
+async fn connect(backend: &Backend) -> Option<(Arc<Server>, TcpStream)> {
+    let mut server = backend.pick(None)?;
+    for attempt in 0..=backend.retries {
+        let error =
+            match tokio::time::timeout(backend.connect, TcpStream::connect(server.cfg.address))
+                .await
+            {
+                Ok(Ok(s)) => {
+                    let _ = s.set_nodelay(true);
+                    return Some((server, s));
+                }
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no answer within {:?}", backend.connect),
+            };
+        server.connect_errors.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!("{}/{}: connect: {error}", backend.name, server.cfg.name);
+        if attempt == backend.retries {
+            break;
+        }
+        if backend.redispatch && attempt + 1 == backend.retries {
+            server = backend.pick(Some(&server)).unwrap_or(server);
+        } else {
+            tokio::time::sleep(backend.connect.min(Duration::from_secs(1))).await;
+        }
+    }
+    tracing::warn!("{}: no server could be reached", backend.name);
+    None
+}

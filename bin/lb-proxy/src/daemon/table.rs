@@ -1,0 +1,350 @@
+//! What a running lb-proxy serves, built from a configuration: frontends that forward to
+//! backends, web listeners (monitor URIs and stats), and servers with their live state. A
+//! reload builds a new table and keeps the live state of every server that did not change.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{watch, Semaphore};
+use tokio::time::Instant;
+
+use crate::balance::{effective_weight, RoundRobin};
+use crate::config::model::{Bind, MonitorFail, Stats};
+use crate::config::{self, Config, Kind, Mode};
+use crate::forward::{Idle, Moved};
+use crate::health::{Health, Probe};
+
+/// haproxy's frontend `maxconn` when nothing sets it.
+pub const DEFAULT_MAXCONN: u32 = 2000;
+
+/// A server and what is known about it now.
+#[derive(Debug)]
+pub struct Server {
+    /// Its configuration.
+    pub cfg: config::Server,
+    /// Its health counter.
+    pub health: Mutex<Health>,
+    /// UP (a copy of the counter's verdict, read on every connection).
+    up: AtomicBool,
+    /// When it last came UP (for slow start).
+    up_since: Mutex<Instant>,
+    /// Why the last check failed, or "" when it passed.
+    pub last_check: Mutex<String>,
+    /// Connections now.
+    pub active: AtomicU64,
+    /// Connections in all.
+    pub sessions: AtomicU64,
+    /// Connection attempts that failed.
+    pub connect_errors: AtomicU64,
+    /// Checks that failed.
+    pub failed_checks: AtomicU64,
+    /// Times it went DOWN.
+    pub downs: AtomicU64,
+    /// Bytes moved.
+    pub moved: Moved,
+    /// Bumped when it goes DOWN, for `on-marked-down shutdown-sessions`.
+    pub down_epoch: watch::Sender<u64>,
+}
+
+impl Server {
+    fn new(cfg: config::Server) -> Server {
+        let health = Health::new(cfg.rise, cfg.fall, cfg.init_state);
+        Server {
+            up: AtomicBool::new(health.is_up()),
+            health: Mutex::new(health),
+            // A server that starts UP is not slow-started.
+            up_since: Mutex::new(Instant::now() - cfg.slowstart.unwrap_or_default()),
+            last_check: Mutex::new(String::new()),
+            active: AtomicU64::new(0),
+            sessions: AtomicU64::new(0),
+            connect_errors: AtomicU64::new(0),
+            failed_checks: AtomicU64::new(0),
+            downs: AtomicU64::new(0),
+            moved: Moved::default(),
+            down_epoch: watch::Sender::new(0),
+            cfg,
+        }
+    }
+
+    /// UP or not.
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
+    }
+
+    /// Records a change the health counter made.
+    pub fn set_up(&self, up: bool) {
+        self.up.store(up, Ordering::Relaxed);
+        if up {
+            *lock(&self.up_since) = Instant::now();
+        } else {
+            self.downs.fetch_add(1, Ordering::Relaxed);
+            self.down_epoch.send_modify(|e| *e += 1);
+        }
+    }
+
+    /// The weight round robin uses now.
+    pub fn weight(&self) -> u32 {
+        let up_for = self.is_up().then(|| lock(&self.up_since).elapsed());
+        effective_weight(self.cfg.weight, up_for, self.cfg.slowstart)
+    }
+
+    /// Same server, same checks: its state can carry over a reload.
+    fn same(&self, cfg: &config::Server) -> bool {
+        let mut a = self.cfg.clone();
+        a.location = cfg.location.clone();
+        a == *cfg
+    }
+}
+
+/// Locks `m`, taking over the data if a panicking thread poisoned it.
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A backend: servers in a rotation.
+#[derive(Debug)]
+pub struct Backend {
+    /// Its name.
+    pub name: String,
+    /// Its servers, in file order.
+    pub servers: Vec<Arc<Server>>,
+    rotation: Mutex<RoundRobin>,
+    /// `retries`.
+    pub retries: u32,
+    /// `option redispatch`.
+    pub redispatch: bool,
+    /// `timeout connect` (haproxy's default: none; 5 s here rather than forever).
+    pub connect: Duration,
+    /// The probe every checked server gets.
+    pub probe: Probe,
+    /// How long a check may wait for the answer after connecting: `timeout check`, else
+    /// `inter`.
+    pub check_timeout: Option<Duration>,
+    /// The server side's inactivity timeouts.
+    pub idle: Idle,
+}
+
+impl Backend {
+    /// The next server in the rotation, other than `not` when another is available.
+    pub fn pick(&self, not: Option<&Arc<Server>>) -> Option<Arc<Server>> {
+        let mut weights: Vec<u32> = self.servers.iter().map(|s| s.weight()).collect();
+        if let Some(not) = not {
+            let others =
+                (self.servers.iter().zip(&weights)).any(|(s, &w)| w > 0 && !Arc::ptr_eq(s, not));
+            if others {
+                for (s, w) in self.servers.iter().zip(weights.iter_mut()) {
+                    if Arc::ptr_eq(s, not) {
+                        *w = 0;
+                    }
+                }
+            }
+        }
+        let i = lock(&self.rotation).pick(&weights)?;
+        Some(Arc::clone(&self.servers[i]))
+    }
+
+    /// Servers UP.
+    pub fn up_count(&self) -> usize {
+        self.servers.iter().filter(|s| s.is_up()).count()
+    }
+}
+
+/// A TCP frontend.
+#[derive(Debug)]
+pub struct Frontend {
+    /// Its name.
+    pub name: String,
+    /// Where it listens.
+    pub binds: Vec<Bind>,
+    /// Where it forwards (None: it closes what it accepts, as haproxy without a backend).
+    pub backend: Option<Arc<Backend>>,
+    /// `maxconn`: connections beyond it wait in the kernel's backlog.
+    pub slots: Arc<Semaphore>,
+    /// The configured `maxconn`.
+    pub maxconn: u32,
+    /// The client side's inactivity timeouts.
+    pub idle: Idle,
+    /// Connections in all.
+    pub sessions: AtomicU64,
+}
+
+/// A `mode http` listener: monitor URI and stats.
+#[derive(Debug)]
+pub struct Web {
+    /// Its name.
+    pub name: String,
+    /// Where it listens.
+    pub binds: Vec<Bind>,
+    /// `monitor-uri`.
+    pub monitor_uri: Option<String>,
+    /// `monitor fail if { nbsrv(B) lt N }`, with B resolved.
+    pub monitor_fail: Option<(Arc<Backend>, MonitorFail)>,
+    /// The stats page.
+    pub stats: Stats,
+    /// How long a client may take to send its request.
+    pub request_timeout: Duration,
+}
+
+impl Web {
+    /// The monitor's verdict: false when `monitor fail` holds.
+    pub fn monitor_ok(&self) -> bool {
+        self.monitor_fail
+            .as_ref()
+            .is_none_or(|(b, m)| b.up_count() as u64 >= u64::from(m.less_than))
+    }
+}
+
+/// Everything being served.
+#[derive(Debug)]
+pub struct Table {
+    /// TCP frontends by name.
+    pub frontends: HashMap<String, Arc<Frontend>>,
+    /// Web listeners by name.
+    pub webs: HashMap<String, Arc<Web>>,
+    /// Backends, in file order.
+    pub backends: Vec<Arc<Backend>>,
+    /// The configuration it came from.
+    pub config: Config,
+}
+
+/// A listening socket's identity: the proxy it serves and its bind.
+pub type ListenerKey = (String, Bind);
+
+impl Table {
+    /// Builds a table from `config`, keeping the live state of the servers of `old` that
+    /// did not change.
+    pub fn build(config: Config, old: Option<&Table>) -> Table {
+        let old_server = |backend: &str, cfg: &config::Server| {
+            old?.backends
+                .iter()
+                .find(|b| b.name == backend)?
+                .servers
+                .iter()
+                .find(|s| s.cfg.name == cfg.name && s.same(cfg))
+                .cloned()
+        };
+        let mut backends: HashMap<String, Arc<Backend>> = HashMap::new();
+        let mut order = Vec::new();
+        for p in config
+            .proxies
+            .iter()
+            .filter(|p| p.kind != Kind::Frontend && p.mode == Mode::Tcp)
+        {
+            let servers = p
+                .servers
+                .iter()
+                .map(|s| old_server(&p.name, s).unwrap_or_else(|| Arc::new(Server::new(s.clone()))))
+                .collect();
+            let tls = p.servers.iter().any(|s| s.check_ssl);
+            let b = Arc::new(Backend {
+                name: p.name.clone(),
+                servers,
+                rotation: Mutex::new(RoundRobin::default()),
+                retries: p.retries,
+                redispatch: p.redispatch,
+                connect: p.timeouts.connect.unwrap_or(Duration::from_secs(5)),
+                probe: Probe::new(p.httpchk.as_ref(), tls),
+                check_timeout: p.timeouts.check,
+                idle: Idle {
+                    server: p.timeouts.server,
+                    tunnel: p.timeouts.tunnel,
+                    server_fin: p.timeouts.server_fin,
+                    ..Idle::default()
+                },
+            });
+            order.push(Arc::clone(&b));
+            backends.insert(p.name.clone(), b);
+        }
+        let mut frontends = HashMap::new();
+        let mut webs = HashMap::new();
+        for p in config.proxies.iter().filter(|p| p.kind != Kind::Backend) {
+            if p.mode == Mode::Http {
+                webs.insert(
+                    p.name.clone(),
+                    Arc::new(Web {
+                        name: p.name.clone(),
+                        binds: p.binds.clone(),
+                        monitor_uri: p.monitor_uri.clone(),
+                        monitor_fail: p
+                            .monitor_fail
+                            .as_ref()
+                            .and_then(|m| Some((Arc::clone(backends.get(&m.backend)?), m.clone()))),
+                        stats: p.stats.clone(),
+                        request_timeout: p
+                            .timeouts
+                            .http_request
+                            .or(p.timeouts.client)
+                            .unwrap_or(Duration::from_secs(5)),
+                    }),
+                );
+                continue;
+            }
+            let backend = match p.kind {
+                Kind::Listen => backends.get(&p.name),
+                _ => p.default_backend.as_ref().and_then(|b| backends.get(b)),
+            };
+            let maxconn = p.maxconn.unwrap_or(DEFAULT_MAXCONN);
+            let slots = old
+                .and_then(|o| o.frontends.get(&p.name))
+                .filter(|f| f.maxconn == maxconn)
+                .map_or_else(
+                    || Arc::new(Semaphore::new(maxconn as usize)),
+                    |f| Arc::clone(&f.slots),
+                );
+            frontends.insert(
+                p.name.clone(),
+                Arc::new(Frontend {
+                    name: p.name.clone(),
+                    binds: p.binds.clone(),
+                    backend: backend.cloned(),
+                    slots,
+                    maxconn,
+                    idle: Idle {
+                        client: p.timeouts.client,
+                        tunnel: p.timeouts.tunnel,
+                        client_fin: p.timeouts.client_fin,
+                        ..Idle::default()
+                    },
+                    sessions: AtomicU64::new(0),
+                }),
+            );
+        }
+        Table {
+            frontends,
+            webs,
+            backends: order,
+            config,
+        }
+    }
+
+    /// Every listening socket the table needs.
+    pub fn listeners(&self) -> Vec<ListenerKey> {
+        let f = self
+            .frontends
+            .values()
+            .flat_map(|f| f.binds.iter().map(|b| (f.name.clone(), b.clone())));
+        let w = self
+            .webs
+            .values()
+            .flat_map(|w| w.binds.iter().map(|b| (w.name.clone(), b.clone())));
+        let mut all: Vec<_> = f.chain(w).collect();
+        all.sort_by_key(|(n, b)| (n.clone(), b.address));
+        all
+    }
+
+    /// The first TCP frontend's first port and its backend: what the VIP redirect serves.
+    pub fn redirect_target(&self) -> Option<(u16, Arc<Backend>)> {
+        let f = self
+            .config
+            .proxies
+            .iter()
+            .filter(|p| p.kind != Kind::Backend && p.mode == Mode::Tcp)
+            .find_map(|p| self.frontends.get(&p.name))?;
+        Some((
+            f.binds.first()?.address.port(),
+            Arc::clone(f.backend.as_ref()?),
+        ))
+    }
+}

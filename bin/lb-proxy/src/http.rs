@@ -1,0 +1,337 @@
+//! The smallest HTTP/1 client a health check needs: one GET over TCP or TLS (certificates not
+//! verified, as haproxy's `verify none` and `curl -k`), the status code and `Location`. Used by
+//! the health checks and by `lb-proxy check`, which follows redirects as `curl -kLfs`.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// How many redirects `check` follows (curl's default is 50; a health URL needs few).
+const MAX_REDIRECTS: usize = 10;
+/// The most header bytes read from an answer.
+const MAX_HEAD: usize = 16 * 1024;
+
+/// A URL of the form `http[s]://HOST[:PORT][/PATH]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    /// TLS or not.
+    pub https: bool,
+    /// The host (a name, an IPv4 address, or an IPv6 address without brackets).
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The path and query, from `/`.
+    pub path: String,
+}
+
+impl Url {
+    /// Parses `text`; the error says what is wrong.
+    pub fn parse(text: &str) -> Result<Url, String> {
+        let (https, rest) = if let Some(r) = text.strip_prefix("https://") {
+            (true, r)
+        } else if let Some(r) = text.strip_prefix("http://") {
+            (false, r)
+        } else {
+            return Err(format!("`{text}`: only http:// and https:// URLs"));
+        };
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
+            Some(i) => (&rest[..i], rest[i..].to_string()),
+            None => (rest, "/".to_string()),
+        };
+        let bad_port = |_| format!("`{text}`: bad port");
+        let default = if https { 443 } else { 80 };
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let (h, after) = v6
+                .split_once(']')
+                .ok_or_else(|| format!("`{text}`: unclosed `[`"))?;
+            match after.strip_prefix(':') {
+                Some(p) => (h, p.parse().map_err(bad_port)?),
+                None if after.is_empty() => (h, default),
+                None => return Err(format!("`{text}`: junk after `]`")),
+            }
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h, p.parse().map_err(bad_port)?),
+                None => (authority, default),
+            }
+        };
+        if host.is_empty() || host.contains(['@', ' ']) {
+            return Err(format!("`{text}`: no usable host"));
+        }
+        Ok(Url {
+            https,
+            host: host.to_string(),
+            port,
+            path,
+        })
+    }
+
+    /// A `Location` resolved against this URL.
+    pub fn join(&self, location: &str) -> Result<Url, String> {
+        if location.starts_with("http://") || location.starts_with("https://") {
+            return Url::parse(location);
+        }
+        let path = if location.starts_with('/') {
+            location.to_string()
+        } else {
+            let dir = self.path.rsplit_once('/').map_or("", |(d, _)| d);
+            format!("{dir}/{location}")
+        };
+        Ok(Url {
+            path,
+            ..self.clone()
+        })
+    }
+
+    /// The `Host` header.
+    fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Accepts any certificate (`curl -k`, haproxy's `verify none`) but still checks that the
+/// server signed the handshake with the key of the certificate it sent.
+#[derive(Debug)]
+struct NoVerify(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// One TLS client configuration for the whole process (built on first use).
+fn tls() -> Result<tokio_rustls::TlsConnector, String> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    let config = CONFIG.get_or_init(|| {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+            .with_no_client_auth();
+        Ok(Arc::new(config))
+    });
+    config.clone().map(tokio_rustls::TlsConnector::from)
+}
+
+/// What a GET got back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The status code.
+    pub status: u16,
+    /// The `Location` header, if any.
+    pub location: Option<String>,
+}
+
+/// A connection to a server, plain or TLS.
+#[derive(Debug)]
+pub enum Conn {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS over TCP.
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// Connects to `address`, and when `tls_host` is given completes a TLS handshake (SNI
+/// `tls_host` when it is a name). The caller bounds the time with a timeout.
+pub async fn connect(address: SocketAddr, tls_host: Option<&str>) -> Result<Conn, String> {
+    let tcp = TcpStream::connect(address)
+        .await
+        .map_err(|e| format!("{address}: {e}"))?;
+    let _ = tcp.set_nodelay(true);
+    let Some(host) = tls_host else {
+        return Ok(Conn::Plain(tcp));
+    };
+    let name = ServerName::try_from(host.to_string())
+        .unwrap_or_else(|_| ServerName::IpAddress(address.ip().into()));
+    let stream = tls()?
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("{address}: TLS: {e}"))?;
+    Ok(Conn::Tls(Box::new(stream)))
+}
+
+/// Sends the request `head` to `address` (over TLS when `tls_host` is given) and reads the
+/// answer's status and `Location`. The caller bounds the time with a timeout.
+pub async fn request(
+    address: SocketAddr,
+    tls_host: Option<&str>,
+    head: &str,
+) -> Result<Answer, String> {
+    match connect(address, tls_host).await? {
+        Conn::Plain(s) => exchange(s, head).await,
+        Conn::Tls(s) => exchange(s, head).await,
+    }
+}
+
+/// Writes the request head, reads the status line and headers.
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    head: &str,
+) -> Result<Answer, String> {
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    stream.flush().await.map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    let mut read = 0;
+    reader
+        .read_line(&mut line)
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = line
+        .strip_prefix("HTTP/")
+        .and_then(|rest| rest.split_whitespace().nth(1))
+        .and_then(|s| s.parse::<u16>().ok())
+        .filter(|s| (100..1000).contains(s))
+        .ok_or_else(|| format!("not an HTTP answer: {:?}", line.trim_end()))?;
+    let mut location = None;
+    loop {
+        read += line.len();
+        line.clear();
+        let n = reader
+            .read_line(&mut line)
+            .await
+            .map_err(|e| e.to_string())?;
+        if n == 0 || line.trim().is_empty() || read > MAX_HEAD {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("location") {
+                location = Some(value.trim().to_string());
+            }
+        }
+    }
+    Ok(Answer { status, location })
+}
+
+/// The request head of a health check: haproxy's `option httpchk METHOD URI VERSION`.
+pub fn head(method: &str, uri: &str, version: &str, host: Option<&str>) -> String {
+    let mut h = format!("{method} {uri} {version}\r\n");
+    if let Some(host) = host {
+        h.push_str(&format!("Host: {host}\r\n"));
+    }
+    h.push_str("User-Agent: lb-proxy\r\nAccept: */*\r\nConnection: close\r\n\r\n");
+    h
+}
+
+/// `lb-proxy check`: follows `url` as `curl -kLfs` does, within `timeout` in all. Ok(final
+/// status) when it is below 400; Err says why not.
+pub async fn check(url: &Url, timeout: Duration) -> Result<u16, String> {
+    tokio::time::timeout(timeout, follow(url.clone()))
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
+}
+
+async fn follow(mut url: Url) -> Result<u16, String> {
+    for _ in 0..=MAX_REDIRECTS {
+        let address = tokio::net::lookup_host((url.host.as_str(), url.port))
+            .await
+            .map_err(|e| format!("{}: {e}", url.host))?
+            .next()
+            .ok_or_else(|| format!("{}: no address", url.host))?;
+        let h = head("GET", &url.path, "HTTP/1.1", Some(&url.authority()));
+        let tls_host = url.https.then_some(url.host.as_str());
+        let answer = request(address, tls_host, &h).await?;
+        match (answer.status, answer.location) {
+            (300..=399, Some(next)) => url = url.join(&next)?,
+            (s, _) if s < 400 => return Ok(s),
+            (s, _) => return Err(format!("answered {s}")),
+        }
+    }
+    Err(format!("more than {MAX_REDIRECTS} redirects"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let u = Url::parse("https://localhost:9444/haproxy_ready").unwrap();
+        assert_eq!(
+            (u.https, u.host.as_str(), u.port, u.path.as_str()),
+            (true, "localhost", 9444, "/haproxy_ready")
+        );
+        let u = Url::parse("http://[2001:db8::1]/x?y").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("2001:db8::1", 80, "/x?y")
+        );
+        assert_eq!(u.authority(), "[2001:db8::1]:80");
+        assert_eq!(Url::parse("http://h").unwrap().path, "/");
+        assert_eq!(Url::parse("http://h?q").unwrap().path, "/?q");
+        assert!(Url::parse("ftp://h/").is_err());
+        assert!(Url::parse("http://:80/").is_err());
+        assert!(Url::parse("http://h:x/").is_err());
+        assert!(Url::parse("http://[::1]x/").is_err());
+        assert!(Url::parse("http://u@h/").is_err());
+        let base = Url::parse("http://h/a/b").unwrap();
+        assert_eq!(base.join("/c").unwrap().path, "/c");
+        assert_eq!(base.join("c").unwrap().path, "/a/c");
+        assert!(base.join("https://o:8443/").unwrap().https);
+    }
+
+    #[test]
+    fn check_heads_are_haproxys() {
+        assert_eq!(
+            head("GET", "/readyz", "HTTP/1.0", None),
+            "GET /readyz HTTP/1.0\r\nUser-Agent: lb-proxy\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! `lb-proxy check URL` against small servers on 127.0.0.1: plain HTTP answers, redirects,
+//! failures, and HTTPS with a self-signed certificate (`openssl s_server`), as `curl -kLfs`.
+
+// Helpers outside #[test] functions unwrap too: a panic there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Serves each of `answers` (raw HTTP responses) to one connection, in order; returns the URL.
+fn serve(answers: Vec<String>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for answer in answers {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(answer.as_bytes());
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+fn response(status: &str, extra: &str) -> String {
+    format!("HTTP/1.1 {status}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n")
+}
+
+fn check(url: &str) -> i32 {
+    Command::new(env!("CARGO_BIN_EXE_lb-proxy"))
+        .args(["check", url, "--timeout", "3s"])
+        .status()
+        .unwrap()
+        .code()
+        .unwrap()
+}
+
+#[test]
+fn http_answers_and_redirects() {
+    assert_eq!(
+        check(&format!("{}/healthz", serve(vec![response("200 OK", "")]))),
+        0
+    );
+    assert_eq!(
+        check(&format!(
+            "{}/",
+            serve(vec![response("503 Service Unavailable", "")])
+        )),
+        1
+    );
+    assert_eq!(
+        check(&format!("{}/", serve(vec![response("404 Not Found", "")]))),
+        1
+    );
+    let url = serve(vec![
+        response("302 Found", "Location: /ready\r\n"),
+        response("204 No Content", ""),
+    ]);
+    assert_eq!(check(&format!("{url}/")), 0);
+    // A 3xx with nowhere to go is a success for curl -f too.
+    assert_eq!(
+        check(&format!(
+            "{}/",
+            serve(vec![response("304 Not Modified", "")])
+        )),
+        0
+    );
+    // Nobody listening, or not HTTP at all.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    assert_eq!(check(&format!("http://127.0.0.1:{closed}/")), 1);
+    assert_eq!(
+        check(&format!("{}/", serve(vec!["SSH-2.0-x\r\n".to_string()]))),
+        1
+    );
+}
+
+#[test]
+fn a_bad_url_is_a_usage_error() {
+    assert_eq!(check("ftp://127.0.0.1/"), 2);
+}
+
+#[test]
+fn https_with_a_self_signed_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, cert) = (dir.path().join("key.pem"), dir.path().join("cert.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+        ])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: openssl cannot make a certificate");
+        return;
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new("openssl")
+        .args(["s_server", "-www", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-key")
+        .arg(&key)
+        .arg("-cert")
+        .arg(&cert)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("https://127.0.0.1:{port}/");
+    let mut code = 1;
+    for _ in 0..50 {
+        code = check(&url);
+        if code == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(code, 0, "https with a self-signed certificate, as curl -k");
+}
