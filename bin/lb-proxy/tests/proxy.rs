@@ -1,0 +1,396 @@
+//! lb-proxy run on loopback against stand-in API servers: round robin, health checks,
+//! failover under load, slow start, reload under load, maxconn, timeouts and half-close, the
+//! monitor URI and the stats.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use support::{backends, config, get, status, Kind, Load, Ports, Proxy};
+
+const CHECKS: &str = "inter 200ms fall 2 rise 2";
+
+fn until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) -> Duration {
+    ipi_lab::wait_for(timeout, Duration::from_millis(20), &mut f)
+        .unwrap_or_else(|| panic!("timed out waiting for {what}"))
+}
+
+fn names(front: SocketAddr, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| get(front, "/").unwrap().1.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn round_robin_over_servers_that_pass_their_checks() {
+    let b = backends(3);
+    let ports = Ports::new();
+    let cfg = config(ports, &b.iter().collect::<Vec<_>>(), "", CHECKS);
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    let seen = names(ports.front(), 9);
+    for n in ["a", "b", "c"] {
+        assert_eq!(seen.iter().filter(|s| *s == n).count(), 3, "{seen:?}");
+    }
+    // The checks are /readyz over TLS.
+    until("checks", Duration::from_secs(5), || {
+        b.iter().all(|s| s.readyz_requests() >= 2)
+    });
+
+    // A server that fails /readyz twice is DOWN and gets nothing; the monitor still says 200.
+    b[1].set_ready(false);
+    until("m1 DOWN", Duration::from_secs(5), || {
+        status(ports, "m1") == "DOWN"
+    });
+    let seen = names(ports.front(), 6);
+    assert!(!seen.contains(&"b".to_string()), "{seen:?}");
+    let monitor = SocketAddr::from(([127, 0, 0, 1], ports.monitor));
+    assert_eq!(get(monitor, "/haproxy_ready").unwrap().0, 200);
+
+    // Every server DOWN: the monitor says 503; the frontend closes what it accepts.
+    b[0].set_ready(false);
+    b[2].set_ready(false);
+    until("all DOWN", Duration::from_secs(5), || {
+        get(monitor, "/haproxy_ready").unwrap().0 == 503
+    });
+    assert!(get(ports.front(), "/").is_err());
+    // Back: rise 2 passes.
+    b[1].set_ready(true);
+    until("m1 UP", Duration::from_secs(5), || {
+        status(ports, "m1") == "UP"
+    });
+    assert_eq!(get(monitor, "/haproxy_ready").unwrap().0, 200);
+    assert_eq!(names(ports.front(), 2), ["b", "b"]);
+    // Anything else on the monitor port: haproxy's 503.
+    assert_eq!(get(monitor, "/other").unwrap().0, 503);
+}
+
+#[test]
+fn a_killed_server_under_load_costs_no_connection() {
+    let mut b = backends(3);
+    let ports = Ports::new();
+    let cfg = config(ports, &b.iter().collect::<Vec<_>>(), "", CHECKS);
+    let p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    let load = Load::start(ports.front(), 8);
+    std::thread::sleep(Duration::from_millis(500));
+    b[0].stop();
+    until("m0 DOWN", Duration::from_secs(5), || {
+        status(ports, "m0") == "DOWN"
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let (ok, failed, errors) = load.stop();
+    assert!(ok > 100, "only {ok} requests");
+    // Connections that were in flight to m0 when it died are cut (as with haproxy); every
+    // new connection is retried and redispatched.
+    let s = support::stats(ports);
+    let cut = failed;
+    assert!(cut <= 8, "{failed} of {ok} failed: {errors:?}\n{}", p.log());
+    eprintln!("killed server under load: {ok} requests, {cut} cut in flight, stats {s}");
+
+    // It comes back: UP after rise checks, then slow start ramps its weight.
+    b[0].restart().unwrap();
+    until("m0 UP", Duration::from_secs(5), || {
+        status(ports, "m0") == "UP"
+    });
+}
+
+#[test]
+fn with_no_retries_only_the_connections_before_the_checks_notice_fail() {
+    let mut b = backends(2);
+    let ports = Ports::new();
+    let cfg = config(
+        ports,
+        &b.iter().collect::<Vec<_>>(),
+        "  retries 0\n",
+        CHECKS,
+    );
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    b[0].stop();
+    until("m0 DOWN", Duration::from_secs(5), || {
+        status(ports, "m0") == "DOWN"
+    });
+    let load = Load::start(ports.front(), 4);
+    std::thread::sleep(Duration::from_secs(1));
+    let (ok, failed, errors) = load.stop();
+    assert!(
+        ok > 20 && failed == 0,
+        "{ok} ok, {failed} failed: {errors:?}"
+    );
+}
+
+#[test]
+fn slow_start_ramps_a_returning_server() {
+    let mut b = backends(2);
+    let ports = Ports::new();
+    let cfg = config(
+        ports,
+        &b.iter().collect::<Vec<_>>(),
+        "",
+        &format!("{CHECKS} slowstart 4s"),
+    );
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    b[0].stop();
+    until("m0 DOWN", Duration::from_secs(5), || {
+        status(ports, "m0") == "DOWN"
+    });
+    b[0].restart().unwrap();
+    until("m0 UP", Duration::from_secs(5), || {
+        status(ports, "m0") == "UP"
+    });
+    let weight = |s: &serde_json::Value| {
+        s["backends"][0]["servers"][0]["effective_weight"]
+            .as_u64()
+            .unwrap()
+    };
+    let early = weight(&support::stats(ports));
+    assert!(early < 16, "just back: weight {early} of 16");
+    // While ramping it gets less than its share.
+    let seen = names(ports.front(), 20);
+    let a = seen.iter().filter(|s| *s == "a").count();
+    assert!(a < 10, "{seen:?}");
+    until("full weight", Duration::from_secs(6), || {
+        weight(&support::stats(ports)) == 16
+    });
+}
+
+#[test]
+fn reload_under_load_changes_the_servers_without_losing_a_connection() {
+    let b = backends(3);
+    let ports = Ports::new();
+    let first = config(ports, &[&b[0], &b[1]], "", CHECKS);
+    let p = Proxy::start(Kind::LbProxy, &first, ports, &[]);
+    let load = Load::start(ports.front(), 8);
+    std::thread::sleep(Duration::from_millis(300));
+    // c joins, a leaves (its established connections drain).
+    let second = config(ports, &[&b[1], &b[2]], "", CHECKS);
+    p.reload(&second);
+    until("reloaded", Duration::from_secs(5), || {
+        p.log().contains("reloaded")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    // A broken file is refused; the running configuration keeps serving.
+    p.reload("frontend main\n  bind 127.0.0.1:1\n  what-is-this\n");
+    until("refused", Duration::from_secs(5), || {
+        p.log().contains("reload refused")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let before = b[0].requests();
+    std::thread::sleep(Duration::from_millis(300));
+    let (ok, failed, errors) = load.stop();
+    assert_eq!(failed, 0, "{errors:?}\n{}", p.log());
+    assert!(ok > 100, "only {ok}");
+    assert_eq!(b[0].requests(), before, "a is out of the rotation");
+    let seen = names(ports.front(), 4);
+    assert!(
+        seen.contains(&"c".to_string()) && !seen.contains(&"a".to_string()),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn maxconn_holds_the_excess_in_the_backlog() {
+    let b = backends(1);
+    let ports = Ports::new();
+    let cfg = config(ports, &[&b[0]], "  maxconn 2\n", CHECKS);
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    let hold = |_| {
+        let s = TcpStream::connect(ports.front()).unwrap();
+        let mut s2 = s.try_clone().unwrap();
+        s2.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        let mut buf = [0u8; 256];
+        let n = s2.read(&mut buf).unwrap();
+        assert!(n > 0);
+        s
+    };
+    let held: Vec<TcpStream> = (0..2).map(hold).collect();
+    // The third connects (the kernel's backlog) but is not served...
+    let mut third = TcpStream::connect(ports.front()).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    third.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    assert!(
+        third.read_to_string(&mut answer).is_err(),
+        "served beyond maxconn: {answer}"
+    );
+    // ...until a slot frees up.
+    drop(held);
+    third
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    third.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[test]
+fn timeouts_and_half_close() {
+    let b = backends(1);
+    let ports = Ports::new();
+    let cfg = config(
+        ports,
+        &[&b[0]],
+        "  timeout client 800ms\n  timeout client-fin 300ms\n",
+        CHECKS,
+    )
+    .replace("timeout client 30s\n", "");
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+
+    // Idle: cut after `timeout client`.
+    let mut s = TcpStream::connect(ports.front()).unwrap();
+    let start = Instant::now();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(s.read(&mut buf).unwrap_or(0), 0);
+    let idle = start.elapsed();
+    assert!(
+        idle >= Duration::from_millis(700) && idle < Duration::from_secs(3),
+        "{idle:?}"
+    );
+
+    // Half-close: the client sends its request and shuts its side; the answer still comes.
+    let mut s = TcpStream::connect(ports.front()).unwrap();
+    s.write_all(b"GET /bytes/200000 HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).unwrap();
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200") && answer.ends_with(&[b'x'; 100]),
+        "{} bytes",
+        answer.len()
+    );
+
+    // Half-closed and then idle: `timeout client-fin` rather than `timeout client`.
+    let mut s = TcpStream::connect(ports.front()).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let mut first = [0u8; 64];
+    assert!(s.read(&mut first).unwrap() > 0);
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let start = Instant::now();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    let fin = start.elapsed();
+    assert!(fin < Duration::from_millis(700), "client-fin: {fin:?}");
+}
+
+#[test]
+fn a_server_that_never_accepts_is_a_connect_timeout_then_a_redispatch() {
+    // A listener whose backlog is full drops SYNs: connecting hangs.
+    let black = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    black
+        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    black.listen(0).unwrap();
+    let addr = black.local_addr().unwrap().as_socket().unwrap();
+    let _fill: Vec<TcpStream> = (0..4)
+        .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok())
+        .collect();
+    assert!(
+        TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err(),
+        "the hole still accepts"
+    );
+    let good = backends(1);
+    let ports = Ports::new();
+    let cfg = format!(
+        "defaults\n  mode tcp\n  timeout connect 300ms\n  timeout client 5s\n  timeout server 5s\n  retries 1\n  option redispatch\n\
+         frontend main\n  bind 127.0.0.1:{}\n  default_backend masters\n\
+         frontend monitor\n  bind 127.0.0.1:{}\n  mode http\n  monitor-uri /haproxy_ready\n\
+         backend masters\n  server hole {addr}\n  server good {}\n",
+        ports.front, ports.monitor, good[0].address()
+    );
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    // Round robin sends every other connection to the hole; each of those waits one connect
+    // timeout and is redispatched (retries 1: the only retry is the last).
+    let start = Instant::now();
+    let seen = names(ports.front(), 4);
+    assert_eq!(seen, ["a", "a", "a", "a"]);
+    assert!(
+        start.elapsed() >= Duration::from_millis(550),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn stats_as_json_text_and_prometheus_with_auth() {
+    let b = backends(2);
+    let ports = Ports::new();
+    let cfg = config(ports, &b.iter().collect::<Vec<_>>(), "", CHECKS).replace(
+        "  stats uri /\n",
+        "  stats uri /\n  stats auth admin:secret\n  stats hide-version\n",
+    );
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    names(ports.front(), 4);
+    let at = SocketAddr::from(([127, 0, 0, 1], ports.stats));
+    assert_eq!(get(at, "/").unwrap().0, 401);
+    let auth = "Authorization: Basic YWRtaW46c2VjcmV0\r\n";
+    let (code, body) = support::request(at, "/;json", auth).unwrap();
+    assert_eq!(code, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(v.get("version").is_none(), "hide-version");
+    assert_eq!(v["backends"][0]["active_servers"], 2);
+    let main = v["frontends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "main")
+        .unwrap();
+    assert!(main["sessions_total"].as_u64().unwrap() >= 4);
+    let (_, text) = support::request(at, "/", auth).unwrap();
+    assert!(text.contains("backend masters: 2 server(s) UP"), "{text}");
+    let (_, metrics) = support::request(at, "/metrics", auth).unwrap();
+    assert!(
+        metrics.contains("haproxy_server_status{proxy=\"masters\",server=\"m0\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("# TYPE haproxy_server_sessions_total counter"));
+}
+
+#[test]
+fn the_portable_copy_forwards_the_same_bytes() {
+    let b = backends(1);
+    let ports = Ports::new();
+    let cfg = config(ports, &[&b[0]], "", CHECKS);
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &["--copy"]);
+    let mut s = TcpStream::connect(ports.front()).unwrap();
+    s.write_all(b"GET /bytes/1000000 HTTP/1.0\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).unwrap();
+    let body = answer.split(|&c| c == b'\n').next_back().unwrap();
+    assert_eq!(body.len(), 1_000_000);
+}
+
+#[test]
+fn sigusr1_waits_for_the_last_connection() {
+    let b = backends(1);
+    let ports = Ports::new();
+    let cfg = config(ports, &[&b[0]], "", CHECKS);
+    let mut p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    let mut held = TcpStream::connect(ports.front()).unwrap();
+    held.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let mut buf = [0u8; 128];
+    assert!(held.read(&mut buf).unwrap() > 0);
+    p.signal(nix::sys::signal::Signal::SIGUSR1);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        TcpStream::connect(ports.front()).is_err(),
+        "still listening"
+    );
+    assert!(
+        p.wait(Duration::from_millis(300)).is_none(),
+        "left with a connection open"
+    );
+    // The held connection still works, and closing it lets lb-proxy go.
+    held.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut rest = Vec::new();
+    held.read_to_end(&mut rest).unwrap();
+    assert!(!rest.is_empty());
+    drop(held);
+    assert!(p.wait(Duration::from_secs(5)).is_some_and(|s| s.success()));
+}
