@@ -49,12 +49,26 @@ pub struct Options {
 
 /// Runs until a signal stops it.
 pub fn run(config: Config, options: Options, reload: Loader) -> Result<(), String> {
+    raise_fd_limit();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if options.threads > 0 {
         builder.worker_threads(options.threads);
     }
     let runtime = builder.enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(serve(config, options, reload))
+}
+
+/// Every connection takes two descriptors and a spliced one four more: raise the soft limit
+/// on open files to the hard limit, as haproxy does.
+fn raise_fd_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+                tracing::warn!("cannot raise the open-file limit from {soft} to {hard}: {e}");
+            }
+        }
+    }
 }
 
 /// A listening socket as haproxy opens it: SO_REUSEADDR and SO_REUSEPORT, IP_FREEBIND (a VIP

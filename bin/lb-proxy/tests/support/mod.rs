@@ -64,7 +64,7 @@ pub fn config(
     server_options: &str,
 ) -> String {
     let mut s = format!(
-        "global\n  maxconn 20000\n\
+        "global\n  maxconn 4000\n\
          defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 30s\n  timeout server 30s\n  \
          retries 3\n  option redispatch\n{extra_defaults}\
          frontend main\n  bind 127.0.0.1:{}\n  default_backend masters\n\
