@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
+use crate::lab::in_netns;
 use crate::Host;
 
 /// One stand-in API server.
@@ -137,23 +138,6 @@ impl Drop for ApiServer {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Runs `f` on a thread that has entered the network namespace `ns` (sockets it opens stay
-/// in that namespace wherever they are used later).
-fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> io::Result<T> + Send) -> io::Result<T> {
-    let path = format!("/run/netns/{ns}");
-    std::thread::scope(|scope| {
-        scope
-            .spawn(move || {
-                let file = std::fs::File::open(&path)?;
-                nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET)
-                    .map_err(io::Error::from)?;
-                f()
-            })
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the namespace thread panicked")))
-    })
 }
 
 fn accept(listener: TcpListener, shared: Arc<Shared>) {
