@@ -1,26 +1,33 @@
 //! Moving bytes between a client and a server: both directions at once, each shut down on its
 //! own (a FIN one way does not cut the other), with haproxy's inactivity timeouts.
 //!
-//! On Linux the bytes go socket -> pipe -> socket with splice(2) and never enter user space;
-//! [`Copy::Buffered`] is the portable fallback through a buffer (and what `--copy` asks for).
+//! Small exchanges go through a pooled buffer; once a flow is bulk, on Linux the bytes go
+//! socket -> pipe -> socket with splice(2) and never enter user space. [`Copy::Buffered`]
+//! never splices: the portable path (and what `--copy` asks for).
 
+use std::cell::RefCell;
 use std::io;
-use std::net::Shutdown;
 use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
-use tokio::io::Interest;
+use tokio::io::{AsyncRead, AsyncWriteExt, Interest, ReadBuf};
+use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
-/// How many bytes one splice or read moves at most.
-const CHUNK: usize = 64 * 1024;
+/// The buffer of a direction that is not spliced.
+const BUFFER: usize = 16 * 1024;
+/// How many bytes one splice moves at most (a pipe's default capacity).
+const PIPE: usize = 64 * 1024;
 
 /// How the bytes are moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Copy {
-    /// splice(2) through a pipe per direction (Linux).
+    /// splice(2) through a pipe once a direction carries bulk (Linux).
     Splice,
     /// read(2) into a buffer, write(2) out of it.
     Buffered,
@@ -85,6 +92,8 @@ struct Activity {
     start: Instant,
     last_ms: AtomicU64,
     half_closed: AtomicBool,
+    /// Wakes the watchdog when a direction shuts (the limit may become shorter).
+    shut: Notify,
 }
 
 impl Activity {
@@ -101,8 +110,8 @@ impl Activity {
 /// Forwards between `client` and `server` until both directions are closed, a timeout
 /// expires or an error happens; the sockets are closed when it returns.
 pub async fn forward(
-    client: TcpStream,
-    server: TcpStream,
+    mut client: TcpStream,
+    mut server: TcpStream,
     idle: Idle,
     copy: Copy,
     moved: &Moved,
@@ -111,12 +120,15 @@ pub async fn forward(
         start: Instant::now(),
         last_ms: AtomicU64::new(0),
         half_closed: AtomicBool::new(false),
+        shut: Notify::new(),
     };
+    let (client_in, client_out) = client.split();
+    let (server_in, server_out) = server.split();
     // An error either way (a reset) ends both: the other side is closed at once.
     let both = async {
         tokio::try_join!(
-            pump(&client, &server, copy, &activity, &moved.up),
-            pump(&server, &client, copy, &activity, &moved.down)
+            pump(client_in, server_out, copy, &activity, &moved.up),
+            pump(server_in, client_out, copy, &activity, &moved.down)
         )
         .map_or(End::Error, |_| End::Closed)
     };
@@ -126,50 +138,125 @@ pub async fn forward(
     }
 }
 
-/// Returns when the connection has been idle for longer than its limit.
+/// Returns when the connection has been idle for longer than its limit. Sleeps until the
+/// deadline (or a shut direction) rather than ticking: idle connections cost no wakeups.
 async fn watchdog(activity: &Activity, idle: Idle) {
     loop {
-        let Some(limit) = idle.limit(activity.half_closed.load(Ordering::Relaxed)) else {
-            // No limit now; look again in a while (a half-close may bring one).
-            tokio::time::sleep(Duration::from_secs(1)).await;
+        let half = activity.half_closed.load(Ordering::Relaxed);
+        let Some(limit) = idle.limit(half) else {
+            if half || idle.limit(true).is_none() {
+                return std::future::pending().await;
+            }
+            activity.shut.notified().await;
             continue;
         };
         let deadline = activity.last() + limit;
         if Instant::now() >= deadline {
             return;
         }
-        tokio::time::sleep_until(deadline.min(Instant::now() + Duration::from_secs(1))).await;
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => {}
+            () = activity.shut.notified(), if !half => {}
+        }
     }
 }
 
-/// One direction: `from` to `to` until `from` ends its side, then shut `to`'s write side.
+/// One direction, `from` to `to`, until `from` ends its side; then `to`'s write side is shut.
+///
+/// Bytes go through a pooled buffer taken only while they are in flight (an idle connection
+/// holds none), read with tokio's AsyncRead, which treats a short read as "drained" and saves
+/// the read that would only say EAGAIN. Once a read fills the whole buffer the flow is bulk,
+/// and with [`Copy::Splice`] the rest goes through a pipe with splice(2).
 async fn pump(
-    from: &TcpStream,
-    to: &TcpStream,
+    mut from: ReadHalf<'_>,
+    mut to: WriteHalf<'_>,
     copy: Copy,
     activity: &Activity,
     moved: &AtomicU64,
 ) -> io::Result<()> {
-    let result = match copy {
-        Copy::Splice => match pipe() {
-            Ok(p) => splice_loop(from, to, &p, activity, moved).await,
-            Err(_) => buffered_loop(from, to, activity, moved).await,
-        },
-        Copy::Buffered => buffered_loop(from, to, activity, moved).await,
-    };
-    activity.half_closed.store(true, Ordering::Relaxed);
-    let shut = socket2::SockRef::from(to).shutdown(Shutdown::Write);
-    result.and(shut.or_else(|e| {
-        if e.kind() == io::ErrorKind::NotConnected {
-            Ok(())
-        } else {
-            Err(e)
+    let mut pipe: Option<(OwnedFd, OwnedFd)> = None;
+    loop {
+        let n = match &pipe {
+            Some(p) => splice_once(from.as_ref(), to.as_ref(), p).await?,
+            None => {
+                let (n, full) = copy_once(&mut from, &mut to).await?;
+                if full && copy == Copy::Splice {
+                    pipe = make_pipe().ok();
+                }
+                n
+            }
+        };
+        if n == 0 {
+            break;
         }
-    }))
+        activity.touch();
+        moved.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    activity.half_closed.store(true, Ordering::Relaxed);
+    activity.shut.notify_one();
+    match to.shutdown().await {
+        Err(e) if e.kind() != io::ErrorKind::NotConnected => Err(e),
+        _ => Ok(()),
+    }
+}
+
+thread_local! {
+    /// Buffers for bytes in flight, reused rather than allocated and zeroed every time.
+    static BUFFERS: RefCell<Vec<Box<[u8]>>> = const { RefCell::new(Vec::new()) };
+}
+
+fn take_buffer() -> Box<[u8]> {
+    BUFFERS
+        .with(|b| b.borrow_mut().pop())
+        .unwrap_or_else(|| vec![0u8; BUFFER].into_boxed_slice())
+}
+
+fn give_buffer(buf: Box<[u8]>) {
+    BUFFERS.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.len() < 64 {
+            b.push(buf);
+        }
+    });
+}
+
+/// Waits for bytes, then moves what is there through a buffer: (bytes, whether the read
+/// filled the buffer). 0 means `from` has ended its side.
+async fn copy_once(from: &mut ReadHalf<'_>, to: &mut WriteHalf<'_>) -> io::Result<(usize, bool)> {
+    loop {
+        from.as_ref().readable().await?;
+        let mut buf = take_buffer();
+        let read = std::future::poll_fn(|cx| {
+            let mut rb = ReadBuf::new(&mut buf);
+            match Pin::new(&mut *from).poll_read(cx, &mut rb) {
+                Poll::Ready(Ok(())) => Poll::Ready(Ok(Some(rb.filled().len()))),
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                // Readiness was stale: wait again (poll_read has registered the waker).
+                Poll::Pending => Poll::Ready(Ok(None)),
+            }
+        })
+        .await;
+        let n = match read {
+            Ok(Some(n)) => n,
+            Ok(None) => {
+                give_buffer(buf);
+                continue;
+            }
+            Err(e) => {
+                give_buffer(buf);
+                return Err(e);
+            }
+        };
+        let written = to.write_all(&buf[..n]).await;
+        let full = n == buf.len();
+        give_buffer(buf);
+        written?;
+        return Ok((n, full));
+    }
 }
 
 /// A non-blocking pipe: (read end, write end).
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+fn make_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     use nix::fcntl::OFlag;
     nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).map_err(io::Error::from)
 }
@@ -180,72 +267,27 @@ fn splice(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
     nix::fcntl::splice(from, None, to, None, len, flags).map_err(io::Error::from)
 }
 
-async fn splice_loop(
-    from: &TcpStream,
-    to: &TcpStream,
-    (pipe_out, pipe_in): &(OwnedFd, OwnedFd),
-    activity: &Activity,
-    moved: &AtomicU64,
-) -> io::Result<()> {
-    loop {
-        let n = loop {
-            from.readable().await?;
-            match from.try_io(Interest::READABLE, || splice(from, pipe_in, CHUNK)) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
-            }
-        };
-        if n == 0 {
-            return Ok(());
+/// Moves what `from` has (up to a pipe's worth) to `to` through the pipe, never through user
+/// space. 0 means `from` has ended its side.
+async fn splice_once(from: &TcpStream, to: &TcpStream, (pipe_out, pipe_in): &(OwnedFd, OwnedFd)) -> io::Result<usize> {
+    let n = loop {
+        from.readable().await?;
+        match from.try_io(Interest::READABLE, || splice(from, pipe_in, PIPE)) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
         }
-        activity.touch();
-        let mut left = n;
-        while left > 0 {
-            to.writable().await?;
-            match to.try_io(Interest::WRITABLE, || splice(pipe_out, to, left)) {
-                Ok(m) => left -= m,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
-            }
+    };
+    let mut left = n;
+    while left > 0 {
+        to.writable().await?;
+        match to.try_io(Interest::WRITABLE, || splice(pipe_out, to, left)) {
+            Ok(m) => left -= m,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
         }
-        activity.touch();
-        moved.fetch_add(n as u64, Ordering::Relaxed);
     }
-}
-
-async fn buffered_loop(
-    from: &TcpStream,
-    to: &TcpStream,
-    activity: &Activity,
-    moved: &AtomicU64,
-) -> io::Result<()> {
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        let n = loop {
-            from.readable().await?;
-            match from.try_read(&mut buf) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
-            }
-        };
-        if n == 0 {
-            return Ok(());
-        }
-        activity.touch();
-        let mut sent = 0;
-        while sent < n {
-            to.writable().await?;
-            match to.try_write(&buf[sent..n]) {
-                Ok(m) => sent += m,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        activity.touch();
-        moved.fetch_add(n as u64, Ordering::Relaxed);
-    }
+    Ok(n)
 }
 
 #[cfg(test)]
