@@ -57,7 +57,9 @@ fn main() {
     let mut lab = Lab::new().unwrap();
     let host = lab.host("bench").unwrap();
     let _nginx = nginx(&host);
-    let _iperf = host.spawn("iperf3", "iperf3", ["-s", "-p", &IPERF.to_string()]).unwrap();
+    let _iperf = host
+        .spawn("iperf3", "iperf3", ["-s", "-p", &IPERF.to_string()])
+        .unwrap();
     std::thread::sleep(Duration::from_millis(500));
 
     let direct = wrk(&host, NGINX, false);
@@ -79,18 +81,36 @@ fn main() {
         got.push(r);
     }
     let labels = [
-        ("requests/s, keep-alive, 1 KiB (wrk, 64 connections)", "req/s", true),
+        (
+            "requests/s, keep-alive, 1 KiB (wrk, 64 connections)",
+            "req/s",
+            true,
+        ),
         ("new connections/s (Connection: close)", "conn/s", true),
         ("bulk throughput (iperf3, 1 stream)", "Gbit/s", true),
-        ("p99 latency at 2,000 req/s (16 keep-alive connections)", "ms", false),
+        (
+            "p99 latency at 2,000 req/s (16 keep-alive connections)",
+            "ms",
+            false,
+        ),
         ("RSS with 9,000 idle connections", "KiB", false),
     ];
     for (i, (label, unit, higher_better)) in labels.into_iter().enumerate() {
         rows.push((label, [got[0][i], got[1][i]], unit, higher_better));
     }
     let (curl, ours) = check_vs_curl(&host);
-    rows.push(("check vs curl -kLfs: wall time per call", [curl.0, ours.0], "ms", false));
-    rows.push(("check vs curl -kLfs: peak RSS per call", [curl.1, ours.1], "KiB", false));
+    rows.push((
+        "check vs curl -kLfs: wall time per call",
+        [curl.0, ours.0],
+        "ms",
+        false,
+    ));
+    rows.push((
+        "check vs curl -kLfs: peak RSS per call",
+        [curl.1, ours.1],
+        "KiB",
+        false,
+    ));
 
     println!("\nwrk straight to nginx (the ceiling): {direct:.0} req/s\n");
     println!("| benchmark | haproxy / curl | lb-proxy | ratio | better |");
@@ -116,7 +136,8 @@ fn raise_fd_limit() {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
     let want = hard.max(100_000);
-    let _ = setrlimit(Resource::RLIMIT_NOFILE, want, want).or_else(|_| setrlimit(Resource::RLIMIT_NOFILE, hard, hard));
+    let _ = setrlimit(Resource::RLIMIT_NOFILE, want, want)
+        .or_else(|_| setrlimit(Resource::RLIMIT_NOFILE, hard, hard));
 }
 
 fn nginx(host: &Host) -> Daemon {
@@ -134,7 +155,12 @@ fn nginx(host: &Host) -> Daemon {
     );
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
     let conf = dir.join("nginx.conf");
-    host.spawn("nginx", "nginx", ["-c", conf.to_str().unwrap(), "-e", "stderr"]).unwrap()
+    host.spawn(
+        "nginx",
+        "nginx",
+        ["-c", conf.to_str().unwrap(), "-e", "stderr"],
+    )
+    .unwrap()
 }
 
 fn config() -> String {
@@ -154,17 +180,21 @@ fn start(host: &Host, p: Proxy) -> Daemon {
     std::fs::write(&path, config()).unwrap();
     let path = path.to_str().unwrap();
     let d = match p {
-        Proxy::Haproxy => host.spawn("haproxy", "haproxy", ["-db", "-f", path]).unwrap(),
+        Proxy::Haproxy => host
+            .spawn("haproxy", "haproxy", ["-db", "-f", path])
+            .unwrap(),
         Proxy::LbProxy => {
             // LB_PROXY_ARGS: extra `run` options, to compare lb-proxy's own modes.
             let extra = std::env::var("LB_PROXY_ARGS").unwrap_or_default();
             let mut args = vec!["run", "-q", "-f", path];
             args.extend(extra.split_whitespace());
-            host.spawn("lb-proxy", env!("CARGO_BIN_EXE_lb-proxy"), args).unwrap()
+            host.spawn("lb-proxy", env!("CARGO_BIN_EXE_lb-proxy"), args)
+                .unwrap()
         }
     };
     let ready = ipi_lab::wait_for(Duration::from_secs(10), Duration::from_millis(50), || {
-        host.within(|| TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], MONITOR)))).is_ok()
+        host.within(|| TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], MONITOR))))
+            .is_ok()
     });
     assert!(ready.is_some(), "{p:?} did not start: {}", d.log());
     d
@@ -189,10 +219,16 @@ fn wrk(host: &Host, port: u16, close: bool) -> f64 {
 /// iperf3's received Gbit/s through the bulk frontend.
 fn iperf(host: &Host) -> f64 {
     let out = host
-        .run("iperf3", ["-c", "127.0.0.1", "-p", &BULK.to_string(), "-t", "5", "-J"])
+        .run(
+            "iperf3",
+            ["-c", "127.0.0.1", "-p", &BULK.to_string(), "-t", "5", "-J"],
+        )
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() / 1e9
+    v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap()
+        / 1e9
 }
 
 /// p99 latency in ms at a fixed rate, measured from each request's scheduled time.
@@ -226,7 +262,9 @@ fn p99(host: &Host) -> f64 {
                             loop {
                                 let mut line = String::new();
                                 r.read_line(&mut line)?;
-                                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                                if let Some(v) =
+                                    line.to_ascii_lowercase().strip_prefix("content-length:")
+                                {
                                     length = v.trim().parse().unwrap_or(0);
                                 }
                                 if line == "\r\n" {
@@ -266,7 +304,10 @@ fn idle_rss(host: &Host, proxy: &Daemon) -> f64 {
     // Every connection reaches nginx (one request each proves it), then all go idle.
     std::thread::sleep(Duration::from_secs(3));
     let rss = proxy.usage().rss_kib;
-    eprintln!("idle connections: {} open, RSS {before} -> {rss} KiB", conns.len());
+    eprintln!(
+        "idle connections: {} open, RSS {before} -> {rss} KiB",
+        conns.len()
+    );
     drop(conns);
     std::thread::sleep(Duration::from_secs(1));
     rss as f64
@@ -287,7 +328,11 @@ fn check_vs_curl(host: &Host) -> ((f64, f64), (f64, f64)) {
             wall += start.elapsed().as_secs_f64() * 1000.0;
             assert!(out.success, "{program} failed: {}", out.stderr);
             let last = out.stderr.lines().last().unwrap_or("").to_string();
-            rss += last.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+            rss += last
+                .split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0);
         }
         (wall / CALLS as f64, rss / CALLS as f64)
     };

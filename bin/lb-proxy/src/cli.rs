@@ -40,9 +40,13 @@ pub enum Command {
         /// Move bytes through a buffer rather than with splice(2).
         #[arg(long)]
         copy: bool,
-        /// Worker threads (default: one per core).
+        /// Threads that forward (default: one per core).
         #[arg(long, value_name = "N", default_value_t = 0)]
         threads: usize,
+        /// How connections are spread over the threads: work-stealing measured faster for
+        /// established connections, per-core a little faster for new ones (README).
+        #[arg(long, value_enum, default_value = "work-stealing")]
+        runtime: crate::daemon::Runtime,
         /// More log lines (-v debug, -vv trace).
         #[arg(short, long, action = clap::ArgAction::Count)]
         verbose: u8,

@@ -192,7 +192,11 @@ async fn pump(
         activity.touch();
         moved.fetch_add(n as u64, Ordering::Relaxed);
     }
-    activity.half_closed.store(true, Ordering::Relaxed);
+    // The first direction to end passes the FIN on; when the other has already ended, both
+    // sockets are about to be closed and the close sends it.
+    if activity.half_closed.swap(true, Ordering::Relaxed) {
+        return Ok(());
+    }
     activity.shut.notify_one();
     match to.shutdown().await {
         Err(e) if e.kind() != io::ErrorKind::NotConnected => Err(e),
@@ -269,7 +273,11 @@ fn splice(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
 
 /// Moves what `from` has (up to a pipe's worth) to `to` through the pipe, never through user
 /// space. 0 means `from` has ended its side.
-async fn splice_once(from: &TcpStream, to: &TcpStream, (pipe_out, pipe_in): &(OwnedFd, OwnedFd)) -> io::Result<usize> {
+async fn splice_once(
+    from: &TcpStream,
+    to: &TcpStream,
+    (pipe_out, pipe_in): &(OwnedFd, OwnedFd),
+) -> io::Result<usize> {
     let n = loop {
         from.readable().await?;
         match from.try_io(Interest::READABLE, || splice(from, pipe_in, PIPE)) {

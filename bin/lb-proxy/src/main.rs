@@ -44,6 +44,7 @@ fn main() -> ExitCode {
             redirect_interval,
             copy,
             threads,
+            runtime,
             verbose,
             quiet,
         } => {
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
                 copy: if copy { Copy::Buffered } else { Copy::Splice },
                 redirect,
                 threads,
+                runtime,
             };
             let reload = Box::new(move || lb_proxy::config::load_source(&source).map(|(c, _)| c));
             match lb_proxy::daemon::run(config, options, reload) {

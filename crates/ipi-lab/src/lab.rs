@@ -226,7 +226,10 @@ impl Host {
 
     /// Runs `f` on a thread that has entered this host's network namespace: sockets it opens
     /// belong to the host, wherever they are used afterwards.
-    pub fn within<T: Send>(&self, f: impl FnOnce() -> std::io::Result<T> + Send) -> std::io::Result<T> {
+    pub fn within<T: Send>(
+        &self,
+        f: impl FnOnce() -> std::io::Result<T> + Send,
+    ) -> std::io::Result<T> {
         in_netns(&self.netns, f)
     }
 
@@ -405,6 +408,25 @@ fn stale_owner(netns: &str) -> Option<u32> {
     netns.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
 }
 
+/// Runs `f` on a thread inside the network namespace `ns` (a name under /run/netns).
+pub(crate) fn in_netns<T: Send>(
+    ns: &str,
+    f: impl FnOnce() -> std::io::Result<T> + Send,
+) -> std::io::Result<T> {
+    let path = format!("/run/netns/{ns}");
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                let file = std::fs::File::open(&path)?;
+                nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET)
+                    .map_err(std::io::Error::from)?;
+                f()
+            })
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the namespace thread panicked")))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,19 +452,4 @@ mod tests {
         assert_eq!(stale_owner("someone-else"), None);
         assert_eq!(stale_owner("ipilab-x-0"), None);
     }
-}
-
-/// Runs `f` on a thread inside the network namespace `ns` (a name under /run/netns).
-pub(crate) fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> std::io::Result<T> + Send) -> std::io::Result<T> {
-    let path = format!("/run/netns/{ns}");
-    std::thread::scope(|scope| {
-        scope
-            .spawn(move || {
-                let file = std::fs::File::open(&path)?;
-                nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;
-                f()
-            })
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the namespace thread panicked")))
-    })
 }

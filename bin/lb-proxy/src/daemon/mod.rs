@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use ipi_core::service::notify_systemd;
 use tokio::net::TcpListener;
+use tokio::runtime::Handle;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinSet};
@@ -43,19 +44,73 @@ pub struct Options {
     pub copy: Copy,
     /// The VIP redirect, when on.
     pub redirect: Option<Redirect>,
-    /// Worker threads (0: one per core).
+    /// Threads that forward (0: one per core).
     pub threads: usize,
+    /// How connections are spread over them.
+    pub runtime: Runtime,
+}
+
+/// How connections are spread over the cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Runtime {
+    /// One event loop per thread, each with its own listening sockets (SO_REUSEPORT: the
+    /// kernel spreads new connections), a connection never leaves its thread; checks, monitor
+    /// and stats run on the main thread.
+    PerCore,
+    /// One work-stealing runtime for everything.
+    WorkStealing,
 }
 
 /// Runs until a signal stops it.
 pub fn run(config: Config, options: Options, reload: Loader) -> Result<(), String> {
+    use tokio::runtime::Builder;
     raise_fd_limit();
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if options.threads > 0 {
-        builder.worker_threads(options.threads);
+    let threads = match options.threads {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n => n,
+    };
+    match options.runtime {
+        Runtime::WorkStealing => {
+            let runtime = Builder::new_multi_thread()
+                .worker_threads(threads)
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            let workers = vec![runtime.handle().clone()];
+            runtime.block_on(serve(config, options, reload, workers))
+        }
+        Runtime::PerCore => {
+            let workers = (0..threads).map(core).collect::<Result<Vec<_>, _>>()?;
+            let runtime = Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            runtime.block_on(serve(config, options, reload, workers))
+        }
     }
-    let runtime = builder.enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(serve(config, options, reload))
+}
+
+/// Starts the event loop of core `index` on a thread of its own; returns its handle.
+fn core(index: usize) -> Result<Handle, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(format!("lb-proxy-{index}"))
+        .spawn(move || {
+            match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => {
+                    let _ = tx.send(Ok(runtime.handle().clone()));
+                    runtime.block_on(std::future::pending::<()>());
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string()));
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    rx.recv().map_err(|e| e.to_string())?
 }
 
 /// Every connection takes two descriptors and a spliced one four more: raise the soft limit
@@ -72,13 +127,15 @@ fn raise_fd_limit() {
 }
 
 /// A listening socket as haproxy opens it: SO_REUSEADDR and SO_REUSEPORT, IP_FREEBIND (a VIP
-/// need not be here yet), `v4v6` / `v6only` as written, a backlog of `backlog`.
-pub fn bind(b: &Bind, backlog: u32) -> std::io::Result<TcpListener> {
+/// need not be here yet), `v4v6` / `v6only` as written, a backlog of `backlog`; TCP_NODELAY,
+/// which accepted sockets inherit (one system call less per connection).
+pub fn bind(b: &Bind, backlog: u32) -> std::io::Result<std::net::TcpListener> {
     use socket2::{Domain, Socket, Type};
     let domain = Domain::for_address(b.address);
     let socket = Socket::new(domain, Type::STREAM, Some(socket2::Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
+    socket.set_tcp_nodelay(true)?;
     if b.address.is_ipv6() {
         if b.v4v6 {
             socket.set_only_v6(false)?;
@@ -92,61 +149,86 @@ pub fn bind(b: &Bind, backlog: u32) -> std::io::Result<TcpListener> {
     socket.set_nonblocking(true)?;
     socket.bind(&b.address.into())?;
     socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
-    TcpListener::from_std(socket.into())
+    Ok(socket.into())
 }
 
 struct Running {
     table: watch::Sender<Arc<Table>>,
-    listeners: HashMap<ListenerKey, AbortHandle>,
-    tasks: JoinSet<()>,
+    listeners: HashMap<ListenerKey, Vec<AbortHandle>>,
     checks: JoinSet<()>,
     copy: Copy,
+    /// The event loops that forward: one per core, or the one work-stealing runtime.
+    workers: Vec<Handle>,
 }
+
+/// Listening sockets opened for a listener: one per worker for a TCP frontend, one for a web
+/// listener.
+type Opened = Vec<(ListenerKey, Vec<std::net::TcpListener>)>;
 
 impl Running {
     /// Opens the listeners `table` needs that are not open yet: all of them or none.
-    fn open(&self, table: &Table) -> Result<Vec<(ListenerKey, TcpListener)>, String> {
+    fn open(&self, table: &Table) -> Result<Opened, String> {
         let mut opened = Vec::new();
         for key in table.listeners() {
             if self.listeners.contains_key(&key) {
                 continue;
             }
-            let backlog = table
-                .frontends
-                .get(&key.0)
-                .map_or(table::DEFAULT_MAXCONN, |f| f.maxconn);
-            let l = bind(&key.1, backlog)
+            let (count, backlog) = match table.frontends.get(&key.0) {
+                Some(f) => (self.workers.len(), f.maxconn),
+                None => (1, table::DEFAULT_MAXCONN),
+            };
+            let sockets = (0..count)
+                .map(|_| bind(&key.1, backlog))
+                .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| format!("{}: cannot bind {}: {e}", key.0, key.1.address))?;
-            opened.push((key, l));
+            opened.push((key, sockets));
         }
         Ok(opened)
     }
 
     /// Makes `table` the one served: new listeners start, removed ones close, checks restart
     /// (the servers keep their counters).
-    fn install(&mut self, table: Table, opened: Vec<(ListenerKey, TcpListener)>) {
+    fn install(&mut self, table: Table, opened: Opened) {
         let keys = table.listeners();
         let table = Arc::new(table);
         self.table.send_replace(Arc::clone(&table));
-        self.listeners.retain(|k, handle| {
+        self.listeners.retain(|k, handles| {
             let keep = keys.contains(k);
             if !keep {
-                handle.abort();
+                handles.iter().for_each(AbortHandle::abort);
                 tracing::info!("{}: stopped listening on {}", k.0, k.1.address);
             }
             keep
         });
-        for (key, listener) in opened {
-            let rx = self.table.subscribe();
-            let name = key.0.clone();
-            tracing::info!("{name}: listening on {}", key.1.address);
-            let handle = if table.frontends.contains_key(&name) {
-                self.tasks
-                    .spawn(session::accept_loop(listener, name, rx, self.copy))
-            } else {
-                self.tasks.spawn(web::accept_loop(listener, name, rx))
-            };
-            self.listeners.insert(key, handle);
+        for (key, sockets) in opened {
+            tracing::info!("{}: listening on {}", key.0, key.1.address);
+            let tcp = table.frontends.contains_key(&key.0);
+            let control = Handle::current();
+            let handles = sockets
+                .into_iter()
+                .zip(if tcp {
+                    self.workers.clone()
+                } else {
+                    vec![control]
+                })
+                .map(|(socket, worker)| {
+                    let (name, rx, copy) = (key.0.clone(), self.table.subscribe(), self.copy);
+                    worker
+                        .spawn(async move {
+                            let listener = match TcpListener::from_std(socket) {
+                                Ok(l) => l,
+                                Err(e) => return tracing::error!("{name}: {e}"),
+                            };
+                            if tcp {
+                                session::accept_loop(listener, name, rx, copy).await;
+                            } else {
+                                web::accept_loop(listener, name, rx).await;
+                            }
+                        })
+                        .abort_handle()
+                })
+                .collect();
+            self.listeners.insert(key, handles);
         }
         self.checks.abort_all();
         self.checks = JoinSet::new();
@@ -163,15 +245,20 @@ impl Running {
     }
 }
 
-async fn serve(config: Config, options: Options, reload: Loader) -> Result<(), String> {
+async fn serve(
+    config: Config,
+    options: Options,
+    reload: Loader,
+    workers: Vec<Handle>,
+) -> Result<(), String> {
     stats::started();
     let table = Table::build(config, None);
     let mut running = Running {
         table: watch::Sender::new(Arc::new(Table::build(Config::default(), None))),
         listeners: HashMap::new(),
-        tasks: JoinSet::new(),
         checks: JoinSet::new(),
         copy: options.copy,
+        workers,
     };
     let opened = running.open(&table)?;
     running.install(table, opened);
@@ -206,8 +293,8 @@ async fn serve(config: Config, options: Options, reload: Loader) -> Result<(), S
         }
     };
     notify_systemd("STOPPING=1");
-    for (_, handle) in running.listeners.drain() {
-        handle.abort();
+    for (_, handles) in running.listeners.drain() {
+        handles.iter().for_each(AbortHandle::abort);
     }
     if soft {
         tracing::info!(

@@ -46,7 +46,6 @@ pub async fn accept_loop(
                 continue;
             }
         };
-        let _ = client.set_nodelay(true);
         frontend.sessions.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             let _permit = permit;
