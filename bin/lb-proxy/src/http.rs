@@ -217,8 +217,9 @@ pub async fn request(
     }
 }
 
-/// Writes the request head, reads the status line and headers.
-async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+/// Writes the request head on `stream`, reads the answer's status line and headers (at most
+/// 16 KiB of them).
+pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     head: &str,
 ) -> Result<Answer, String> {

@@ -129,3 +129,70 @@ fn the_redirect_follows_the_servers_health() {
         "left behind on exit"
     );
 }
+
+#[test]
+fn run_cluster_is_what_openshift_runs_with_the_redirect_on() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let master = lab.host("master-0").unwrap();
+    let client = lab.host("client").unwrap();
+    assert!(
+        master
+            .run("ip", ["addr", "add", &format!("{VIP}/32"), "dev", "eth0"])
+            .unwrap()
+            .success
+    );
+    let ip = master.ipv4();
+    let api =
+        ApiServer::start_in(&master, SocketAddr::new(IpAddr::V4(ip), 6443), "master-0").unwrap();
+    let dir = master.dir();
+    let cluster = dir.join("install-config.yaml");
+    std::fs::write(
+        &cluster,
+        format!(
+            "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  \
+             machineNetwork:\n  - cidr: 192.0.2.0/24\nplatform:\n  baremetal:\n    apiVIPs:\n    \
+             - {VIP}\n    ingressVIPs:\n    - 192.0.2.101\n"
+        ),
+    )
+    .unwrap();
+    let nodes = dir.join("nodes");
+    std::fs::write(&nodes, format!("master-0 master {ip}\n")).unwrap();
+    let flag = dir.join("flag");
+    let mut proxy = master
+        .spawn(
+            "lb-proxy",
+            env!("CARGO_BIN_EXE_lb-proxy"),
+            [
+                "run",
+                "--cluster",
+                cluster.to_str().unwrap(),
+                "--nodes",
+                nodes.to_str().unwrap(),
+                "--flag-file",
+                flag.to_str().unwrap(),
+                "--redirect-interval",
+                "100ms",
+            ],
+        )
+        .unwrap();
+    // The checks are /readyz over TLS every second, rise 3 after the first fall: the server
+    // starts UP, so the redirect comes after three rounds.
+    wait_for(Duration::from_secs(10), Duration::from_millis(50), || {
+        flag.exists()
+    })
+    .unwrap_or_else(|| panic!("no redirect:\n{}", proxy.log()));
+    assert!(reaches_the_api(&client), "{}", proxy.log());
+    let ready = master
+        .run(
+            env!("CARGO_BIN_EXE_lb-proxy"),
+            ["check", "http://127.0.0.1:9444/haproxy_ready"],
+        )
+        .unwrap();
+    assert!(ready.success);
+    assert!(api.readyz_requests() > 0, "checked over TLS");
+    proxy.stop();
+    assert!(!flag.exists() && !table_exists(&master));
+}
