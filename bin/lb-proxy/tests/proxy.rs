@@ -394,3 +394,54 @@ fn sigusr1_waits_for_the_last_connection() {
     drop(held);
     assert!(p.wait(Duration::from_secs(5)).is_some_and(|s| s.success()));
 }
+
+#[test]
+fn on_marked_down_shutdown_sessions_cuts_established_connections() {
+    let b = backends(2);
+    let ports = Ports::new();
+    let mut cfg = config(
+        ports,
+        &[&b[0]],
+        "",
+        &format!("{CHECKS} on-marked-down shutdown-sessions"),
+    );
+    cfg.push_str(&format!(
+        "  server m1 {} verify none check check-ssl {CHECKS}\n",
+        b[1].address()
+    ));
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    // Two keep-alive connections: round robin puts one on each server.
+    let open = || {
+        let mut s = TcpStream::connect(ports.front()).unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        let mut buf = [0u8; 256];
+        let n = s.read(&mut buf).unwrap();
+        let text = String::from_utf8_lossy(&buf[..n]).to_string();
+        (s, text.trim_end().ends_with('a'))
+    };
+    let (mut one, one_on_a) = open();
+    let (mut two, _) = open();
+    let (on_a, on_b) = if one_on_a {
+        (&mut one, &mut two)
+    } else {
+        (&mut two, &mut one)
+    };
+    b[0].set_ready(false);
+    until("m0 DOWN", Duration::from_secs(5), || {
+        status(ports, "m0") == "DOWN"
+    });
+    // m0 has shutdown-sessions: its connection is cut; m1's goes on.
+    on_a.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut buf = [0u8; 64];
+    assert_eq!(
+        on_a.read(&mut buf).unwrap_or(0),
+        0,
+        "the connection to m0 is cut"
+    );
+    on_b.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    on_b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    assert!(
+        on_b.read(&mut buf).unwrap() > 0,
+        "the connection to m1 goes on"
+    );
+}
