@@ -1,8 +1,163 @@
-//! `mdns-publish`: advertise and discover nodes over multicast DNS.
-//!
-//! Not built yet (issue #5): it says so and exits with the usage/configuration
-//! status, so that nothing mistakes it for a working program.
+//! `mdns-publish`: command-line wiring only; the logic lives in the library.
 
-fn main() -> std::process::ExitCode {
-    ipi_core::exit::not_implemented("mdns-publish", 5)
+use std::process::ExitCode;
+
+use clap::Parser;
+use ipi_core::exit::Status;
+use mdns_publish::cli::{Cli, Command, NodeRole};
+use mdns_publish::config::{self, Config};
+use mdns_publish::lookup::{self, Browse};
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Run {
+            config,
+            cluster,
+            hostname,
+            role,
+            bind,
+            on_conflict,
+            verbose,
+            quiet,
+        } => {
+            ipi_core::service::logging(verbose, quiet);
+            let (bind, publication): (std::net::IpAddr, Publisher) = if let Some(path) = config {
+                let c = match Config::load(&path) {
+                    Ok(c) => c,
+                    Err(e) => return usage(&e),
+                };
+                let host = nix::unistd::gethostname()
+                    .map(|h| h.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let bind = bind.unwrap_or(c.bind_address);
+                (
+                    bind,
+                    Box::new(move |a: &[std::net::IpAddr]| Ok(c.publication(a, &host))),
+                )
+            } else {
+                let (Some(cluster), Some(hostname), Some(role), Some(bind)) =
+                    (cluster, hostname, role, bind)
+                else {
+                    return usage("--cluster needs --hostname, --role and --bind");
+                };
+                let c = match ipi_core::Cluster::load(&cluster, None) {
+                    Ok(c) => c,
+                    Err(e) => return usage(&e.to_string()),
+                };
+                let role = match role {
+                    NodeRole::Bootstrap => "bootstrap",
+                    NodeRole::Master => "master",
+                    NodeRole::Worker => "worker",
+                };
+                if let Err(e) = config::openshift(&c.name, &hostname, role, &[bind]) {
+                    return usage(&e);
+                }
+                (
+                    bind,
+                    Box::new(move |a: &[std::net::IpAddr]| {
+                        config::openshift(&c.name, &hostname, role, a)
+                    }),
+                )
+            };
+            match mdns_publish::publish::run(bind, publication, on_conflict) {
+                Ok(()) => Status::Success.into(),
+                Err(e) => {
+                    eprintln!("mdns-publish: {e}");
+                    Status::Failed.into()
+                }
+            }
+        }
+        Command::Browse {
+            kind,
+            filter,
+            min_srv,
+            timeout,
+            json,
+            output,
+            watch,
+            bind,
+        } => {
+            let Some(round) = parse_duration(&timeout) else {
+                return usage(&format!(
+                    "--timeout {timeout}: not a duration (2s, 500ms...)"
+                ));
+            };
+            let b = Browse {
+                kind,
+                filter,
+                min_srv,
+                round,
+                bind,
+            };
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => return usage(&e.to_string()),
+            };
+            runtime.block_on(browse(&b, json, output.as_deref(), watch))
+        }
+    }
+}
+
+async fn browse(b: &Browse, json: bool, output: Option<&std::path::Path>, watch: bool) -> ExitCode {
+    let mut last: Option<String> = None;
+    loop {
+        let found = match lookup::round(b).await {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("mdns-publish browse: {e}");
+                if watch {
+                    continue;
+                }
+                return Status::Failed.into();
+            }
+        };
+        let text = lookup::render(&found, json);
+        if last.as_deref() != Some(text.as_str()) {
+            match output {
+                Some(path) => {
+                    if let Err(e) = lookup::write(path, &text) {
+                        eprintln!("mdns-publish browse: {e}");
+                        return Status::Failed.into();
+                    }
+                }
+                None => print!("{text}"),
+            }
+            last = Some(text);
+        }
+        if !watch {
+            return if found.inventory.nodes().is_empty() {
+                Status::Failed.into()
+            } else {
+                Status::Success.into()
+            };
+        }
+    }
+}
+
+/// `2s`, `500ms`, `1m`, or plain seconds.
+fn parse_duration(text: &str) -> Option<std::time::Duration> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (n, unit) = text.split_at(split);
+    let n: f64 = n.parse().ok()?;
+    let secs = match unit {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" => n * 60.0,
+        _ => return None,
+    };
+    (secs > 0.0 && secs.is_finite()).then(|| std::time::Duration::from_secs_f64(secs))
+}
+
+/// What a node publishes, given its interface's addresses.
+type Publisher =
+    Box<dyn Fn(&[std::net::IpAddr]) -> Result<mdns_publish::records::Publication, String>>;
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("mdns-publish: {message}");
+    Status::Usage.into()
 }

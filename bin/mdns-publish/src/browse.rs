@@ -1,0 +1,191 @@
+//! Browsing: one-shot queries (RFC 6762 5.1, from a port other than 5353, so that every
+//! responder answers us directly) and what the answers say, as a node inventory.
+//!
+//! coredns-mdns semantics: only instances whose name contains the filter count, and the etcd
+//! SRV targets are withheld until at least `min_srv` of them are seen.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+use ipi_core::{Inventory, Node, Role};
+
+use crate::records::name;
+
+/// The type whose instances point at etcd members.
+pub const ETCD_TYPE: &str = "_etcd-server-ssl._tcp";
+
+/// What the answers said so far.
+#[derive(Debug, Default, Clone)]
+pub struct Seen {
+    records: Vec<Record>,
+}
+
+/// What a browse found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The nodes.
+    pub inventory: Inventory,
+    /// The etcd SRV targets (`etcd-0.local.`), when at least `min_srv` were seen.
+    pub etcd: Vec<String>,
+}
+
+impl Seen {
+    /// Takes in the records of a response (a goodbye removes what it names).
+    pub fn receive(&mut self, message: &Message) {
+        if message.message_type() != MessageType::Response {
+            return;
+        }
+        for r in message.answers().iter().chain(message.additionals()) {
+            let same = |k: &Record| {
+                k.name() == r.name() && k.record_type() == r.record_type() && k.data() == r.data()
+            };
+            self.records.retain(|k| !same(k));
+            if r.ttl() > 0 {
+                self.records.push(r.clone());
+            }
+        }
+    }
+
+    fn data(&self, owner: &Name, kind: RecordType) -> impl Iterator<Item = &RData> {
+        let owner = owner.clone();
+        self.records
+            .iter()
+            .filter(move |r| *r.name() == owner && r.record_type() == kind)
+            .map(|r| r.data())
+    }
+
+    fn instances(&self, kind: &Name, filter: &str) -> Vec<Name> {
+        let mut out: Vec<Name> = self
+            .data(kind, RecordType::PTR)
+            .filter_map(|d| match d {
+                RData::PTR(p) => Some(p.0.clone()),
+                _ => None,
+            })
+            .filter(|i| instance_label(i).contains(filter))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    fn target(&self, instance: &Name) -> Option<Name> {
+        self.data(instance, RecordType::SRV).find_map(|d| match d {
+            RData::SRV(s) => Some(s.target().clone()),
+            _ => None,
+        })
+    }
+
+    fn addresses(&self, host: &Name) -> Vec<IpAddr> {
+        let mut a: Vec<IpAddr> = self
+            .data(host, RecordType::A)
+            .chain(self.data(host, RecordType::AAAA))
+            .filter_map(|d| d.ip_addr())
+            .collect();
+        a.dedup();
+        a
+    }
+
+    fn role(&self, instance: &Name) -> Option<Role> {
+        self.data(instance, RecordType::TXT).find_map(|d| match d {
+            RData::TXT(t) => t.txt_data().iter().find_map(|s| {
+                let s = std::str::from_utf8(s).ok()?;
+                Role::from_name(s.strip_prefix("role=")?)
+            }),
+            _ => None,
+        })
+    }
+
+    /// The questions still open for the instances of `kinds`: PTRs, then the SRV and TXT of
+    /// every instance, then the addresses of every target.
+    pub fn query(&self, kinds: &[Name]) -> Message {
+        let mut m = Message::new();
+        m.set_message_type(MessageType::Query)
+            .set_op_code(OpCode::Query)
+            .set_id(0x1f1f);
+        for k in kinds {
+            m.add_query(Query::query(k.clone(), RecordType::PTR));
+            for i in self.instances(k, "") {
+                match self.target(&i) {
+                    None => {
+                        m.add_query(Query::query(i.clone(), RecordType::SRV));
+                    }
+                    Some(t) if self.addresses(&t).is_empty() => {
+                        m.add_query(Query::query(t.clone(), RecordType::A));
+                        m.add_query(Query::query(t, RecordType::AAAA));
+                    }
+                    Some(_) => {}
+                }
+                if self.data(&i, RecordType::TXT).next().is_none() {
+                    m.add_query(Query::query(i, RecordType::TXT));
+                }
+            }
+        }
+        m
+    }
+
+    /// The inventory of the instances of `kind` whose names contain `filter`, and the etcd
+    /// targets when at least `min_srv` instances of [`ETCD_TYPE`] are seen.
+    pub fn found(&self, kind: &Name, filter: &str, min_srv: usize) -> Result<Found, String> {
+        let mut nodes: BTreeMap<String, (BTreeSet<Role>, Vec<IpAddr>)> = BTreeMap::new();
+        for i in self.instances(kind, filter) {
+            let Some(target) = self.target(&i) else {
+                continue;
+            };
+            let addresses = self.addresses(&target);
+            if addresses.is_empty() {
+                continue;
+            }
+            let entry = nodes.entry(host_label(&target)).or_default();
+            entry.0.extend(self.role(&i));
+            for a in addresses {
+                if !entry.1.contains(&a) {
+                    entry.1.push(a);
+                }
+            }
+        }
+        let etcd_kind = name(&format!("{ETCD_TYPE}.local."))?;
+        let etcd_instances = self.instances(&etcd_kind, filter);
+        let mut etcd: Vec<String> = etcd_instances
+            .iter()
+            .filter_map(|i| self.target(i))
+            .map(|t| t.to_utf8())
+            .collect();
+        etcd.sort();
+        etcd.dedup();
+        if etcd.len() < min_srv {
+            etcd.clear();
+        }
+        let nodes = nodes
+            .into_iter()
+            .map(|(name, (roles, addresses))| Node {
+                name,
+                roles,
+                addresses,
+            })
+            .collect();
+        let inventory = Inventory::new(nodes).map_err(|problems| {
+            problems
+                .iter()
+                .map(|p| format!("{}: {}", p.place, p.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        Ok(Found { inventory, etcd })
+    }
+}
+
+/// An instance's own label (`lab master-0` of `lab master-0._workstation._tcp.local.`).
+fn instance_label(instance: &Name) -> String {
+    instance
+        .iter()
+        .next()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .unwrap_or_default()
+}
+
+/// A host's short name (`master-0` of `master-0.local.`).
+fn host_label(host: &Name) -> String {
+    instance_label(host).to_ascii_lowercase()
+}

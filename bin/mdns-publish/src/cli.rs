@@ -1,0 +1,120 @@
+//! The command line of mdns-publish.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Advertise this node over multicast DNS, and browse the others into a node inventory
+/// (a stand-in for mdns-publisher and the browse side of coredns-mdns).
+#[derive(Debug, Parser)]
+#[command(name = "mdns-publish", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to do when another host owns one of our names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnConflict {
+    /// Log it and exit with status 1.
+    Exit,
+    /// Log it, wait ten seconds and probe again, until the name is free.
+    Wait,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Publish this node: from an mdns-publisher config (-f), or what OpenShift publishes for a
+    /// node of the cluster (--cluster). SIGTERM sends goodbyes and exits 0; a name another host
+    /// owns exits 1 (never a silent rename).
+    Run {
+        /// An mdns-publisher config file, YAML or JSON (mdns-publish.conf(5)).
+        #[arg(
+            short = 'f',
+            long = "config",
+            value_name = "FILE",
+            conflicts_with = "cluster",
+            required_unless_present = "cluster"
+        )]
+        config: Option<PathBuf>,
+        /// The cluster's install-config.yaml.
+        #[arg(long, value_name = "FILE", requires_all = ["hostname", "role", "bind"])]
+        cluster: Option<PathBuf>,
+        /// This node's host name (with --cluster).
+        #[arg(long, value_name = "NAME")]
+        hostname: Option<String>,
+        /// This node's role (with --cluster).
+        #[arg(long, value_enum)]
+        role: Option<NodeRole>,
+        /// The address whose interface is published (with --cluster; the config's
+        /// bind_address otherwise).
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<IpAddr>,
+        /// What to do when another host owns one of our names.
+        #[arg(long, value_enum, default_value = "exit")]
+        on_conflict: OnConflict,
+        /// More log lines (-v debug, -vv trace).
+        #[arg(short, long, action = clap::ArgAction::Count)]
+        verbose: u8,
+        /// Warnings and errors only.
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// Ask the link who is there and print the node inventory (ipi-nodes(5)); exit 0 when
+    /// something was found, 1 when nothing was.
+    Browse {
+        /// The service type whose instances are nodes.
+        #[arg(
+            long = "type",
+            value_name = "TYPE",
+            default_value = "_workstation._tcp"
+        )]
+        kind: String,
+        /// Keep only instances whose name contains this (the cluster name).
+        #[arg(long, value_name = "TEXT", default_value = "")]
+        filter: String,
+        /// Withhold the etcd SRV targets until at least this many are seen.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        min_srv: usize,
+        /// How long to listen for answers (one round with --watch).
+        #[arg(long, value_name = "DURATION", default_value = "2s")]
+        timeout: String,
+        /// The inventory as JSON (with the etcd targets).
+        #[arg(long)]
+        json: bool,
+        /// Write the inventory to this file, atomically, rather than to standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Keep browsing; rewrite the output only when the inventory changes.
+        #[arg(long)]
+        watch: bool,
+        /// The address to query from (its interface; default: any).
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<IpAddr>,
+    },
+}
+
+/// A node's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NodeRole {
+    /// The bootstrap node.
+    Bootstrap,
+    /// A control-plane node.
+    Master,
+    /// A worker.
+    Worker,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,18 @@
+//! mdns-publish: advertise a node over multicast DNS (RFC 6762 / 6763) and browse the others
+//! into a node inventory.
+//!
+//! - [`cli`]: the command line (and so the man pages).
+//! - [`config`]: mdns-publisher's config file, and what OpenShift publishes for a node.
+//! - [`records`]: the records a node publishes.
+//! - [`responder`]: the responder as plain data (probing, announcing, answering, conflicts).
+//! - [`browse`]: what answers say, as an inventory; [`lookup`]: browsing on the wire.
+//! - [`net`]: sockets and interfaces; [`publish`]: `run` on the wire.
+
+pub mod browse;
+pub mod cli;
+pub mod config;
+pub mod lookup;
+pub mod net;
+pub mod publish;
+pub mod records;
+pub mod responder;

@@ -1,0 +1,151 @@
+//! mDNS sockets and the interface that holds the bind address.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::UdpSocket;
+
+use crate::responder::PORT;
+
+/// The IPv4 mDNS group.
+pub const GROUP_V4: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 251);
+/// The IPv6 mDNS group.
+pub const GROUP_V6: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0xfb);
+
+/// An interface: its name, index and the addresses worth publishing (no loopback, no
+/// IPv6 link-local), the bind address first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    /// Its name (`eth0`).
+    pub name: String,
+    /// Its index.
+    pub index: u32,
+    /// Its addresses.
+    pub addresses: Vec<IpAddr>,
+    /// Up and running.
+    pub up: bool,
+}
+
+/// The interface that holds `bind`, or the one called `name` when given.
+pub fn interface(bind: IpAddr, name: Option<&str>) -> Result<Interface, String> {
+    use nix::net::if_::InterfaceFlags;
+    let all: Vec<_> = nix::ifaddrs::getifaddrs()
+        .map_err(|e| format!("getifaddrs: {e}"))?
+        .collect();
+    let owner = match name {
+        Some(n) => n.to_string(),
+        None => all
+            .iter()
+            .find(|i| ip_of(i) == Some(bind))
+            .map(|i| i.interface_name.clone())
+            .ok_or_else(|| format!("no interface holds {bind}"))?,
+    };
+    let mut addresses = vec![];
+    let mut up = false;
+    for i in all.iter().filter(|i| i.interface_name == owner) {
+        up |= i.flags.contains(InterfaceFlags::IFF_UP)
+            && i.flags.contains(InterfaceFlags::IFF_RUNNING);
+        if let Some(a) = ip_of(i) {
+            let link_local = matches!(a, IpAddr::V6(v6) if (v6.segments()[0] & 0xffc0) == 0xfe80);
+            if !a.is_loopback() && !link_local && !addresses.contains(&a) {
+                addresses.push(a);
+            }
+        }
+    }
+    addresses.sort_by_key(|a| *a != bind);
+    let index =
+        nix::net::if_::if_nametoindex(owner.as_str()).map_err(|e| format!("{owner}: {e}"))?;
+    Ok(Interface {
+        name: owner,
+        index,
+        addresses,
+        up,
+    })
+}
+
+fn ip_of(i: &nix::ifaddrs::InterfaceAddress) -> Option<IpAddr> {
+    let a = i.address.as_ref()?;
+    if let Some(v4) = a.as_sockaddr_in() {
+        return Some(IpAddr::V4(v4.ip()));
+    }
+    a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip()))
+}
+
+/// The mDNS sockets of one interface: port 5353, both groups joined where the interface has
+/// an address of the family, TTL / hop limit 255.
+pub fn mdns_sockets(iface: &Interface) -> Result<(Option<UdpSocket>, Option<UdpSocket>), String> {
+    let v4 = iface.addresses.iter().find_map(|a| match a {
+        IpAddr::V4(v4) => Some(*v4),
+        IpAddr::V6(_) => None,
+    });
+    let has_v6 = iface.addresses.iter().any(IpAddr::is_ipv6);
+    let at = |e: std::io::Error| format!("{}: mDNS socket: {e}", iface.name);
+    let s4 = match v4 {
+        None => None,
+        Some(local) => {
+            let s = socket(Domain::IPV4).map_err(at)?;
+            s.bind(&SocketAddr::from((Ipv4Addr::UNSPECIFIED, PORT)).into())
+                .map_err(at)?;
+            s.join_multicast_v4(&GROUP_V4, &local).map_err(at)?;
+            s.set_multicast_if_v4(&local).map_err(at)?;
+            s.set_multicast_ttl_v4(255).map_err(at)?;
+            s.set_ttl_v4(255).map_err(at)?;
+            Some(UdpSocket::from_std(s.into()).map_err(at)?)
+        }
+    };
+    let s6 = if has_v6 {
+        let s = socket(Domain::IPV6).map_err(at)?;
+        s.set_only_v6(true).map_err(at)?;
+        s.bind(&SocketAddr::from((Ipv6Addr::UNSPECIFIED, PORT)).into())
+            .map_err(at)?;
+        s.join_multicast_v6(&GROUP_V6, iface.index).map_err(at)?;
+        s.set_multicast_if_v6(iface.index).map_err(at)?;
+        s.set_multicast_hops_v6(255).map_err(at)?;
+        s.set_unicast_hops_v6(255).map_err(at)?;
+        Some(UdpSocket::from_std(s.into()).map_err(at)?)
+    } else {
+        None
+    };
+    Ok((s4, s6))
+}
+
+fn socket(domain: Domain) -> std::io::Result<Socket> {
+    let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.set_nonblocking(true)?;
+    Ok(s)
+}
+
+/// A socket on an ephemeral port for one-shot queries (answers come straight back to it),
+/// sending its multicast out of `iface`.
+pub fn query_socket(iface: Option<&Interface>, v6: bool) -> Result<UdpSocket, String> {
+    let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
+    let at = |e: std::io::Error| format!("query socket: {e}");
+    let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP)).map_err(at)?;
+    s.set_nonblocking(true).map_err(at)?;
+    if v6 {
+        s.set_only_v6(true).map_err(at)?;
+        s.bind(&SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)).into())
+            .map_err(at)?;
+        if let Some(i) = iface {
+            s.set_multicast_if_v6(i.index).map_err(at)?;
+        }
+    } else {
+        s.bind(&SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)).into())
+            .map_err(at)?;
+        if let Some(IpAddr::V4(a)) = iface.and_then(|i| i.addresses.iter().find(|a| a.is_ipv4())) {
+            s.set_multicast_if_v4(a).map_err(at)?;
+        }
+    }
+    UdpSocket::from_std(s.into()).map_err(at)
+}
+
+/// Where multicast goes for a family.
+pub fn group(v6: bool, index: u32) -> SocketAddr {
+    if v6 {
+        SocketAddr::V6(SocketAddrV6::new(GROUP_V6, PORT, 0, index))
+    } else {
+        SocketAddr::from((GROUP_V4, PORT))
+    }
+}

@@ -1,0 +1,466 @@
+//! The RFC 6762 responder as plain data, driven by the caller's clock: probing (three probes
+//! 250 ms apart after a random wait of up to 250 ms, simultaneous-probe tie-breaking),
+//! announcing (twice, a second apart), answering (QM, QU and legacy unicast, known-answer
+//! suppression, at most one multicast of a record per second, the cache-flush bit on unique
+//! records), conflicts, and the goodbye.
+//!
+//! It never renames: a lost name is a [`Responder::conflict`] for the caller to act on.
+
+use std::cmp::Ordering;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, Record, RecordType};
+use hickory_proto::serialize::binary::BinEncodable;
+
+use crate::records::{answers, unique_names, Owned};
+
+/// The mDNS port.
+pub const PORT: u16 = 5353;
+/// Time between probes, and the longest random wait before the first.
+const PROBE_INTERVAL: Duration = Duration::from_millis(250);
+/// Probes sent before a name is ours.
+const PROBES: u8 = 3;
+/// Announcements, and the time between them.
+const ANNOUNCEMENTS: u8 = 2;
+const ANNOUNCE_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a loser of a simultaneous probe waits before probing again (RFC 6762 8.2).
+const LOST_TIEBREAK_WAIT: Duration = Duration::from_secs(1);
+/// The TTL of answers to legacy unicast queries.
+const LEGACY_TTL: u32 = 10;
+
+/// Where a message goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum To {
+    /// The mDNS group of the interface (224.0.0.251 / ff02::fb, port 5353).
+    Multicast,
+    /// One querier.
+    Unicast(SocketAddr),
+}
+
+/// A message to send.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// Where.
+    pub to: To,
+    /// What.
+    pub message: Message,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    Probing { sent: u8, next: Instant },
+    Announcing { sent: u8, next: Instant },
+    Running,
+    Conflict(String),
+}
+
+/// One node's responder.
+#[derive(Debug)]
+pub struct Responder {
+    records: Vec<Owned>,
+    phase: Phase,
+    last_multicast: Vec<Option<Instant>>,
+    delayed: Vec<(Instant, Outgoing)>,
+    random: u64,
+}
+
+impl Responder {
+    /// Starts probing for `records` after a random wait of up to 250 ms; `seed` feeds the
+    /// random waits (the process id and the time will do).
+    pub fn new(records: Vec<Owned>, now: Instant, seed: u64) -> Responder {
+        let mut r = Responder {
+            last_multicast: vec![None; records.len()],
+            records,
+            phase: Phase::Running,
+            delayed: Vec::new(),
+            random: seed | 1,
+        };
+        let wait = r.random_duration(PROBE_INTERVAL);
+        r.phase = Phase::Probing {
+            sent: 0,
+            next: now + wait,
+        };
+        r
+    }
+
+    /// What is published.
+    pub fn records(&self) -> &[Owned] {
+        &self.records
+    }
+
+    /// The conflict that lost us a name, if any.
+    pub fn conflict(&self) -> Option<&str> {
+        match &self.phase {
+            Phase::Conflict(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Probing and announcing are done.
+    pub fn established(&self) -> bool {
+        self.phase == Phase::Running
+    }
+
+    /// Publishes `records` instead (an address changed, the link came back): goodbyes for
+    /// the records that went, then probing and announcing again.
+    pub fn replace(&mut self, records: Vec<Owned>, now: Instant) -> Vec<Outgoing> {
+        let gone: Vec<Owned> = self
+            .records
+            .iter()
+            .filter(|o| !records.contains(o))
+            .cloned()
+            .collect();
+        self.records = records;
+        self.last_multicast = vec![None; self.records.len()];
+        self.delayed.clear();
+        self.phase = Phase::Probing { sent: 0, next: now };
+        if gone.is_empty() {
+            Vec::new()
+        } else {
+            vec![goodbye_of(&gone)]
+        }
+    }
+
+    /// Probes again after a lost conflict, when the caller chose to wait it out.
+    pub fn retry(&mut self, now: Instant) {
+        self.phase = Phase::Probing { sent: 0, next: now };
+    }
+
+    /// When [`poll`](Self::poll) next has something to do.
+    pub fn next_timeout(&self) -> Option<Instant> {
+        let phase = match &self.phase {
+            Phase::Probing { next, .. } | Phase::Announcing { next, .. } => Some(*next),
+            _ => None,
+        };
+        let delayed = self.delayed.iter().map(|(t, _)| *t).min();
+        match (phase, delayed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// What is due at `now`: probes, announcements, delayed answers.
+    pub fn poll(&mut self, now: Instant) -> Vec<Outgoing> {
+        let mut out = Vec::new();
+        match self.phase.clone() {
+            Phase::Probing { sent, next } if now >= next => {
+                if sent < PROBES {
+                    out.push(self.probe(sent == 0));
+                    self.phase = Phase::Probing {
+                        sent: sent + 1,
+                        next: now + PROBE_INTERVAL,
+                    };
+                } else {
+                    self.phase = Phase::Announcing { sent: 0, next: now };
+                    return self.poll(now);
+                }
+            }
+            Phase::Announcing { sent, next } if now >= next => {
+                out.push(self.announcement(now));
+                self.phase = if sent + 1 < ANNOUNCEMENTS {
+                    Phase::Announcing {
+                        sent: sent + 1,
+                        next: now + ANNOUNCE_INTERVAL,
+                    }
+                } else {
+                    Phase::Running
+                };
+            }
+            _ => {}
+        }
+        let (due, later): (Vec<_>, Vec<_>) = self.delayed.drain(..).partition(|(t, _)| *t <= now);
+        self.delayed = later;
+        out.extend(due.into_iter().map(|(_, o)| o));
+        out
+    }
+
+    /// All records with TTL 0, to send on shutdown.
+    pub fn goodbye(&self) -> Outgoing {
+        goodbye_of(&self.records)
+    }
+
+    /// Handles a message received from `from`; returns what to send.
+    pub fn receive(&mut self, message: &Message, from: SocketAddr, now: Instant) -> Vec<Outgoing> {
+        if matches!(self.phase, Phase::Conflict(_)) {
+            return Vec::new();
+        }
+        match message.message_type() {
+            MessageType::Response => {
+                // RFC 6762 6: responses from another port are not mDNS.
+                if from.port() == PORT {
+                    self.check_response(message);
+                }
+                Vec::new()
+            }
+            MessageType::Query => {
+                if let Phase::Probing { .. } = self.phase {
+                    self.tiebreak(message, now);
+                    return Vec::new();
+                }
+                self.answer(message, from, now)
+            }
+        }
+    }
+
+    fn random_duration(&mut self, max: Duration) -> Duration {
+        // xorshift64: enough to spread waits, no more.
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        max.mul_f64((self.random % 1000) as f64 / 1000.0)
+    }
+
+    fn unique_records<'a>(&'a self, name: &'a Name) -> impl Iterator<Item = &'a Record> + 'a {
+        self.records
+            .iter()
+            .filter(move |o| o.unique && o.record.name() == name)
+            .map(|o| &o.record)
+    }
+
+    fn probe(&self, unicast: bool) -> Outgoing {
+        let mut m = Message::new();
+        m.set_message_type(MessageType::Query)
+            .set_op_code(OpCode::Query);
+        for n in unique_names(&self.records) {
+            let mut q = Query::query(n, RecordType::ANY);
+            q.set_mdns_unicast_response(unicast);
+            m.add_query(q);
+        }
+        for o in self.records.iter().filter(|o| o.unique) {
+            m.add_name_server(o.record.clone());
+        }
+        Outgoing {
+            to: To::Multicast,
+            message: m,
+        }
+    }
+
+    fn announcement(&mut self, now: Instant) -> Outgoing {
+        let mut m = response();
+        for (i, o) in self.records.iter().enumerate() {
+            m.add_answer(flagged(o));
+            self.last_multicast[i] = Some(now);
+        }
+        Outgoing {
+            to: To::Multicast,
+            message: m,
+        }
+    }
+
+    /// A response that claims one of our unique names with other data is a conflict (during
+    /// probing: any record with the name at all, RFC 6762 8.1 and 9).
+    fn check_response(&mut self, message: &Message) {
+        let probing = matches!(self.phase, Phase::Probing { .. });
+        // Goodbyes (TTL 0) claim nothing, ours from before an address change included.
+        for r in message
+            .answers()
+            .iter()
+            .chain(message.additionals())
+            .filter(|r| r.ttl() > 0)
+        {
+            let ours: Vec<&Record> = self.unique_records(r.name()).collect();
+            if ours.is_empty() {
+                continue;
+            }
+            let same_type: Vec<&&Record> = ours
+                .iter()
+                .filter(|o| o.record_type() == r.record_type())
+                .collect();
+            let consistent = if probing {
+                same_type.iter().any(|o| o.data() == r.data())
+            } else {
+                same_type.is_empty() || same_type.iter().any(|o| o.data() == r.data())
+            };
+            if !consistent {
+                self.phase = Phase::Conflict(format!(
+                    "another host answers for {} ({} {})",
+                    r.name(),
+                    r.record_type(),
+                    r.data()
+                ));
+                return;
+            }
+        }
+    }
+
+    /// Simultaneous probes (RFC 6762 8.2): the lexicographically later authority data wins;
+    /// the loser waits a second and probes again. Identical data is our own probe.
+    fn tiebreak(&mut self, message: &Message, now: Instant) {
+        for n in unique_names(&self.records) {
+            let mut theirs: Vec<Vec<u8>> = message
+                .name_servers()
+                .iter()
+                .filter(|r| *r.name() == n)
+                .map(sort_key)
+                .collect();
+            if theirs.is_empty() {
+                continue;
+            }
+            let mut ours: Vec<Vec<u8>> = self.unique_records(&n).map(sort_key).collect();
+            theirs.sort();
+            ours.sort();
+            if ours.cmp(&theirs) == Ordering::Less {
+                self.phase = Phase::Probing {
+                    sent: 0,
+                    next: now + LOST_TIEBREAK_WAIT,
+                };
+                return;
+            }
+        }
+    }
+
+    fn answer(&mut self, message: &Message, from: SocketAddr, now: Instant) -> Vec<Outgoing> {
+        let legacy = from.port() != PORT;
+        let mut chosen: Vec<usize> = Vec::new();
+        let mut unicast = legacy;
+        let mut defending = false;
+        for q in message.queries() {
+            let mut matched = false;
+            for (i, o) in self.records.iter().enumerate() {
+                if answers(&o.record, q.name(), q.query_type())
+                    && !chosen.contains(&i)
+                    && !known(message, &o.record)
+                {
+                    chosen.push(i);
+                    matched = true;
+                }
+            }
+            if matched {
+                unicast |= q.mdns_unicast_response();
+                defending |= !message.name_servers().is_empty();
+            }
+        }
+        if chosen.is_empty() {
+            return Vec::new();
+        }
+        // At most one multicast of a record per second (a quarter of that when defending a
+        // name against a probe).
+        let gap = if defending {
+            PROBE_INTERVAL
+        } else {
+            Duration::from_secs(1)
+        };
+        if !unicast {
+            chosen.retain(|&i| self.last_multicast[i].is_none_or(|t| now.duration_since(t) >= gap));
+            if chosen.is_empty() {
+                return Vec::new();
+            }
+        }
+        let mut m = response();
+        if legacy {
+            // Legacy unicast: the querier's id and question, short TTLs, no mDNS bits.
+            m.set_id(message.id());
+            for q in message.queries() {
+                m.add_query(q.clone());
+            }
+        }
+        let shared_only = chosen.iter().all(|&i| !self.records[i].unique);
+        for &i in &chosen {
+            m.add_answer(self.on_wire(i, legacy));
+            if !unicast {
+                self.last_multicast[i] = Some(now);
+            }
+        }
+        for i in self.additionals(&chosen) {
+            m.add_additional(self.on_wire(i, legacy));
+        }
+        let to = if unicast {
+            To::Unicast(from)
+        } else {
+            To::Multicast
+        };
+        let out = Outgoing { to, message: m };
+        if shared_only && !legacy && !unicast {
+            // Shared answers wait 20-120 ms, so that answers from many hosts spread out.
+            let wait = Duration::from_millis(20) + self.random_duration(Duration::from_millis(100));
+            self.delayed.push((now + wait, out));
+            return Vec::new();
+        }
+        vec![out]
+    }
+
+    fn on_wire(&self, i: usize, legacy: bool) -> Record {
+        let o = &self.records[i];
+        if legacy {
+            let mut r = o.record.clone();
+            r.set_ttl(r.ttl().min(LEGACY_TTL));
+            r
+        } else {
+            flagged(o)
+        }
+    }
+
+    /// RFC 6763 12: with a PTR, the instance's SRV and TXT and the target's addresses; with an
+    /// SRV, the target's addresses.
+    fn additionals(&self, chosen: &[usize]) -> Vec<usize> {
+        let mut names: Vec<Name> = Vec::new();
+        for &i in chosen {
+            let r = &self.records[i].record;
+            match r.data() {
+                hickory_proto::rr::RData::PTR(p) => names.push(p.0.clone()),
+                hickory_proto::rr::RData::SRV(s) => names.push(s.target().clone()),
+                _ => {}
+            }
+        }
+        let mut out: Vec<usize> = Vec::new();
+        let mut k = 0;
+        while k < names.len() {
+            for (i, o) in self.records.iter().enumerate() {
+                if o.record.name() == &names[k] && !chosen.contains(&i) && !out.contains(&i) {
+                    out.push(i);
+                    if let hickory_proto::rr::RData::SRV(s) = o.record.data() {
+                        names.push(s.target().clone());
+                    }
+                }
+            }
+            k += 1;
+        }
+        out
+    }
+}
+
+/// Known-answer suppression (RFC 6762 7.1): the querier already has it with at least half
+/// our TTL left.
+fn known(message: &Message, ours: &Record) -> bool {
+    message
+        .answers()
+        .iter()
+        .any(|k| k.name() == ours.name() && k.data() == ours.data() && k.ttl() >= ours.ttl() / 2)
+}
+
+fn response() -> Message {
+    let mut m = Message::new();
+    m.set_message_type(MessageType::Response)
+        .set_op_code(OpCode::Query)
+        .set_authoritative(true);
+    m
+}
+
+fn flagged(o: &Owned) -> Record {
+    let mut r = o.record.clone();
+    r.set_mdns_cache_flush(o.unique);
+    r
+}
+
+fn goodbye_of(records: &[Owned]) -> Outgoing {
+    let mut m = response();
+    for o in records {
+        let mut r = flagged(o);
+        r.set_ttl(0);
+        m.add_answer(r);
+    }
+    Outgoing {
+        to: To::Multicast,
+        message: m,
+    }
+}
+
+/// How RFC 6762 8.2 orders records: class, type, then rdata bytes.
+fn sort_key(r: &Record) -> Vec<u8> {
+    let mut key = u16::from(r.dns_class()).to_be_bytes().to_vec();
+    key.extend(u16::from(r.record_type()).to_be_bytes());
+    key.extend(r.data().to_bytes().unwrap_or_default());
+    key
+}

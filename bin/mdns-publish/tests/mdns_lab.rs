@@ -1,0 +1,161 @@
+//! mdns-publish in the lab: nodes publish what OpenShift publishes, a browse from another host
+//! finds them all with their addresses and roles; a node that stops sends its goodbye and is
+//! gone; a second host claiming a node's name loses and exits non-zero without renaming.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use ipi_lab::{wait_for, Daemon, Host, Lab};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mdns-publish");
+
+fn cluster(host: &Host) -> String {
+    let path = host.dir().join("install-config.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  \
+         machineNetwork:\n  - cidr: 192.0.2.0/24\nplatform:\n  baremetal:\n    apiVIPs:\n    \
+         - 192.0.2.100\n    ingressVIPs:\n    - 192.0.2.101\n",
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+fn publish(host: &Host, hostname: &str, role: &str) -> Daemon {
+    let cluster = cluster(host);
+    let bind = host.ipv4().to_string();
+    host.spawn(
+        "mdns-publish",
+        BIN,
+        [
+            "run",
+            "--cluster",
+            &cluster,
+            "--hostname",
+            hostname,
+            "--role",
+            role,
+            "--bind",
+            &bind,
+        ],
+    )
+    .unwrap()
+}
+
+fn browse(host: &Host, extra: &[&str]) -> (bool, String) {
+    let bind = host.ipv4().to_string();
+    let mut args = vec![
+        "browse",
+        "--filter",
+        "lab",
+        "--timeout",
+        "1500ms",
+        "--bind",
+        bind.as_str(),
+    ];
+    args.extend_from_slice(extra);
+    let out = host.command(BIN, &args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn five_nodes_are_found_and_a_stopped_one_is_gone() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let names = [
+        ("master-0", "master"),
+        ("master-1", "master"),
+        ("master-2", "master"),
+        ("worker-0", "worker"),
+        ("worker-1", "worker"),
+    ];
+    let hosts: Vec<Host> = names.iter().map(|(n, _)| lab.host(n).unwrap()).collect();
+    let client = lab.host("client").unwrap();
+    let mut daemons: Vec<Daemon> = hosts
+        .iter()
+        .zip(names)
+        .map(|(h, (n, r))| publish(h, n, r))
+        .collect();
+    let logs = |d: &[Daemon]| d.iter().map(Daemon::log).collect::<Vec<_>>().join("\n");
+    // Probing and announcing take about 0.75 + 1 s.
+    let mut last = String::new();
+    let found = wait_for(Duration::from_secs(15), Duration::from_millis(200), || {
+        let (ok, text) = browse(&client, &[]);
+        last = text;
+        ok && last.lines().filter(|l| !l.starts_with('#')).count() == 5
+    });
+    assert!(found.is_some(), "browse found:\n{last}\n{}", logs(&daemons));
+    for (h, (n, r)) in hosts.iter().zip(names) {
+        let line = format!("{n} {r} {}", h.ipv4());
+        assert!(
+            last.lines().any(|l| l.starts_with(&line)),
+            "{line} missing from:\n{last}"
+        );
+    }
+    // JSON with the etcd targets, withheld below --min-srv.
+    let (_, json) = browse(&client, &["--json", "--min-srv", "3"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["etcd"],
+        serde_json::json!(["etcd-0.local.", "etcd-1.local.", "etcd-2.local."])
+    );
+    let (_, json) = browse(&client, &["--json", "--min-srv", "4"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["etcd"], serde_json::json!([]));
+
+    // worker-1 stops: goodbye, and the next browse no longer has it.
+    let mut gone = daemons.pop().unwrap();
+    assert_eq!(gone.stop(), Some(0), "{}", gone.log());
+    assert!(gone.log().contains("goodbye sent"));
+    let (_, text) = browse(&client, &[]);
+    assert!(!text.contains("worker-1"), "{text}");
+
+    // Nothing matching the filter: exit 1.
+    let out = client
+        .command(BIN, ["browse", "--filter", "other", "--timeout", "500ms"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_second_host_claiming_a_name_loses_and_does_not_rename() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b, client) = (
+        lab.host("a").unwrap(),
+        lab.host("b").unwrap(),
+        lab.host("client").unwrap(),
+    );
+    let mut first = publish(&a, "master-0", "master");
+    wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
+        first.log().contains("published")
+    })
+    .unwrap_or_else(|| panic!("{}", first.log()));
+    let mut second = publish(&b, "master-0", "master");
+    let exited = second.wait(Duration::from_secs(10));
+    assert_eq!(
+        exited.ok().flatten(),
+        Some(1),
+        "the loser must exit 1:\n{}",
+        second.log()
+    );
+    assert!(second.log().contains("name conflict"), "{}", second.log());
+    // The winner still holds the name with its own address; nobody is called master-1.
+    let (_, text) = browse(&client, &[]);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(&format!("master-0 master {}", a.ipv4()))),
+        "{text}"
+    );
+    assert!(!text.contains("master-1"), "{text}");
+    assert!(first.running());
+}
