@@ -159,3 +159,40 @@ fn a_second_host_claiming_a_name_loses_and_does_not_rename() {
     assert!(!text.contains("master-1"), "{text}");
     assert!(first.running());
 }
+
+#[test]
+fn dig_gets_a_legacy_unicast_answer_with_a_short_ttl() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (node, client) = (lab.host("master-0").unwrap(), lab.host("client").unwrap());
+    let d = publish(&node, "master-0", "master");
+    wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
+        d.log().contains("published")
+    })
+    .unwrap_or_else(|| panic!("{}", d.log()));
+    let server = format!("@{}", node.ipv4());
+    let out = client
+        .run(
+            "dig",
+            [
+                "-p",
+                "5353",
+                server.as_str(),
+                "master-0.local",
+                "A",
+                "+noall",
+                "+answer",
+                "+tries=1",
+                "+time=2",
+            ],
+        )
+        .unwrap();
+    // master-0.local.  10  IN  A  192.0.2.1
+    let answer: Vec<&str> = out.stdout.split_whitespace().collect();
+    assert_eq!(answer.len(), 5, "{}", out.stdout);
+    assert_eq!(answer[0], "master-0.local.");
+    assert!(answer[1].parse::<u32>().unwrap() <= 10, "TTL {}", answer[1]);
+    assert_eq!(answer[4], node.ipv4().to_string());
+}
