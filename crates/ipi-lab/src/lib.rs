@@ -18,13 +18,14 @@
 //! a process that died (kill -9) are swept by the next [`Lab::new`]. Names carry the process id
 //! and a counter, so labs in parallel tests never collide.
 //!
-//! [`api::ApiServer`] stands in for a Kubernetes API server (HTTPS `/readyz`), in a host or on
+//! [`avahi::Avahi`] runs the real avahi-daemon on a host. [`api::ApiServer`] stands in for a Kubernetes API server (HTTPS `/readyz`), in a host or on
 //! loopback. [`man::check`] keeps every program's man pages in step with its command line.
 //!
 //! Tests call [`available`] first: without CAP_NET_ADMIN they are skipped with a message, except
 //! under `CI=true`, where a lab that cannot be built is a failure.
 
 pub mod api;
+pub mod avahi;
 mod cmd;
 mod daemon;
 mod lab;
