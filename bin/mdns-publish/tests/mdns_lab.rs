@@ -1,6 +1,7 @@
 //! mdns-publish in the lab: nodes publish what OpenShift publishes, a browse from another host
 //! finds them all with their addresses and roles; a node that stops sends its goodbye and is
-//! gone; a second host claiming a node's name loses and exits non-zero without renaming.
+//! gone; a second host claiming a node's name loses and exits non-zero without renaming; an
+//! address change is seen; junk on the wire changes nothing; dig gets a legacy unicast answer.
 
 #![allow(clippy::unwrap_used)]
 
@@ -161,17 +162,33 @@ fn a_second_host_claiming_a_name_loses_and_does_not_rename() {
 }
 
 #[test]
-fn dig_gets_a_legacy_unicast_answer_with_a_short_ttl() {
+fn malformed_datagrams_change_nothing_and_dig_gets_a_legacy_answer() {
     if !ipi_lab::available() {
         return;
     }
     let mut lab = Lab::new().unwrap();
     let (node, client) = (lab.host("master-0").unwrap(), lab.host("client").unwrap());
-    let d = publish(&node, "master-0", "master");
+    let mut d = publish(&node, "master-0", "master");
     wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
         d.log().contains("published")
     })
     .unwrap_or_else(|| panic!("{}", d.log()));
+    // Malformed datagrams, multicast and unicast, first: they change nothing.
+    let target = std::net::SocketAddr::from((node.ipv4(), 5353));
+    client
+        .within(|| {
+            let s = std::net::UdpSocket::bind("0.0.0.0:5353")?;
+            let mut junk = vec![0u8; 12];
+            for i in 0..200u32 {
+                junk[2] = 0x84; // a response header...
+                junk[7] = (i % 7) as u8; // ...announcing answers that are not there
+                junk.extend_from_slice(&i.to_be_bytes());
+                s.send_to(&junk, "224.0.0.251:5353")?;
+                s.send_to(&junk[..(i as usize % junk.len())], target)?;
+            }
+            Ok(())
+        })
+        .unwrap();
     let server = format!("@{}", node.ipv4());
     let out = client
         .run(
@@ -195,4 +212,55 @@ fn dig_gets_a_legacy_unicast_answer_with_a_short_ttl() {
     assert_eq!(answer[0], "master-0.local.");
     assert!(answer[1].parse::<u32>().unwrap() <= 10, "TTL {}", answer[1]);
     assert_eq!(answer[4], node.ipv4().to_string());
+    assert!(d.running(), "{}", d.log());
+}
+
+#[test]
+fn watch_rewrites_the_inventory_only_when_it_changes_and_sees_an_address_change() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (node, client) = (lab.host("master-0").unwrap(), lab.host("client").unwrap());
+    let d = publish(&node, "master-0", "master");
+    let out = client.dir().join("nodes");
+    let bind = client.ipv4().to_string();
+    let _watch = client
+        .spawn(
+            "browse",
+            BIN,
+            [
+                "browse",
+                "--filter",
+                "lab",
+                "--timeout",
+                "500ms",
+                "--watch",
+                "-o",
+                out.to_str().unwrap(),
+                "--bind",
+                &bind,
+            ],
+        )
+        .unwrap();
+    let read = || std::fs::read_to_string(&out).unwrap_or_default();
+    wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
+        read().contains("master-0 master")
+    })
+    .unwrap_or_else(|| panic!("{}\n{}", read(), d.log()));
+    // Unchanged rounds leave the file alone.
+    let mtime = || std::fs::metadata(&out).unwrap().modified().unwrap();
+    let before = mtime();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(mtime(), before, "rewritten without a change");
+    // A new address on the node: probed, announced, and in the inventory.
+    assert!(
+        node.run("ip", ["addr", "add", "192.0.2.77/24", "dev", "eth0"])
+            .unwrap()
+            .success
+    );
+    wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
+        read().contains("192.0.2.77")
+    })
+    .unwrap_or_else(|| panic!("{}\n{}", read(), d.log()));
 }
