@@ -29,6 +29,8 @@ pub struct Found {
     pub inventory: Inventory,
     /// The etcd SRV targets (`etcd-0.local.`), when at least `min_srv` were seen.
     pub etcd: Vec<String>,
+    /// Instances of the type that matched the filter.
+    pub instances: usize,
 }
 
 impl Seen {
@@ -129,8 +131,9 @@ impl Seen {
     /// targets when at least `min_srv` instances of [`ETCD_TYPE`] are seen.
     pub fn found(&self, kind: &Name, filter: &str, min_srv: usize) -> Result<Found, String> {
         let mut nodes: BTreeMap<String, (BTreeSet<Role>, Vec<IpAddr>)> = BTreeMap::new();
-        for i in self.instances(kind, filter) {
-            let Some(target) = self.target(&i) else {
+        let instances = self.instances(kind, filter);
+        for i in &instances {
+            let Some(target) = self.target(i) else {
                 continue;
             };
             let addresses = self.addresses(&target);
@@ -138,7 +141,7 @@ impl Seen {
                 continue;
             }
             let entry = nodes.entry(host_label(&target)).or_default();
-            entry.0.extend(self.role(&i));
+            entry.0.extend(self.role(i));
             for a in addresses {
                 if !entry.1.contains(&a) {
                     entry.1.push(a);
@@ -172,7 +175,11 @@ impl Seen {
                 .collect::<Vec<_>>()
                 .join("; ")
         })?;
-        Ok(Found { inventory, etcd })
+        Ok(Found {
+            inventory,
+            etcd,
+            instances: instances.len(),
+        })
     }
 }
 

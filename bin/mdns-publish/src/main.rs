@@ -114,6 +114,12 @@ async fn browse(b: &Browse, json: bool, output: Option<&std::path::Path>, watch:
                 return Status::Failed.into();
             }
         };
+        eprintln!(
+            "mdns-publish browse: {} instance(s) of {}, {} node(s)",
+            found.instances,
+            b.kind,
+            found.inventory.nodes().len()
+        );
         let text = lookup::render(&found, json);
         if last.as_deref() != Some(text.as_str()) {
             match output {

@@ -149,3 +149,45 @@ pub fn group(v6: bool, index: u32) -> SocketAddr {
         SocketAddr::from((GROUP_V4, PORT))
     }
 }
+
+/// A route netlink socket subscribed to link and address changes: it becomes readable when an
+/// interface goes up or down or an address comes or goes (no polling while nothing happens).
+pub fn link_watch() -> Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>, String> {
+    use nix::sys::socket::{
+        bind, socket, AddressFamily, NetlinkAddr, SockFlag, SockProtocol, SockType,
+    };
+    use std::os::fd::AsRawFd;
+    let at = |e: nix::Error| format!("netlink: {e}");
+    let fd = socket(
+        AddressFamily::Netlink,
+        SockType::Raw,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        SockProtocol::NetlinkRoute,
+    )
+    .map_err(at)?;
+    let groups = (libc::RTMGRP_LINK | libc::RTMGRP_IPV4_IFADDR | libc::RTMGRP_IPV6_IFADDR) as u32;
+    bind(fd.as_raw_fd(), &NetlinkAddr::new(0, groups)).map_err(at)?;
+    // AsyncFd::new is deprecated because it cannot know that nobody else closes the
+    // descriptor while it is registered; here it owns the only handle (an OwnedFd), and its
+    // replacement, AsyncFd::register, is unsafe, which this workspace does not allow.
+    #[allow(deprecated)]
+    let watch = tokio::io::unix::AsyncFd::new(fd);
+    watch.map_err(|e| format!("netlink: {e}"))
+}
+
+/// Waits until the watch says something changed, and reads what it said.
+pub async fn link_changed(watch: &tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>) {
+    use std::os::fd::AsRawFd;
+    let Ok(mut guard) = watch.readable().await else {
+        return std::future::pending().await;
+    };
+    let mut buf = [0u8; 8192];
+    while nix::sys::socket::recv(
+        watch.get_ref().as_raw_fd(),
+        &mut buf,
+        nix::sys::socket::MsgFlags::empty(),
+    )
+    .is_ok_and(|n| n > 0)
+    {}
+    guard.clear_ready();
+}

@@ -13,8 +13,8 @@ use crate::net::{self, Interface};
 use crate::records::Publication;
 use crate::responder::{Outgoing, Responder, To};
 
-/// How often the interface's addresses are looked at.
-const ADDRESS_POLL: Duration = Duration::from_secs(1);
+/// How long address changes may take to settle before the interface is read again.
+const SETTLE: Duration = Duration::from_millis(200);
 /// How long `--on-conflict wait` waits before probing again.
 const CONFLICT_WAIT: Duration = Duration::from_secs(10);
 
@@ -55,8 +55,10 @@ impl Wire {
             }
         };
         for (to, socket) in targets {
-            if let Err(e) = socket.send_to(&bytes, to).await {
-                tracing::debug!("send to {to}: {e}");
+            for packet in crate::responder::packets(&out.message, &bytes) {
+                if let Err(e) = socket.send_to(&packet, to).await {
+                    tracing::debug!("send to {to}: {e}");
+                }
             }
         }
     }
@@ -90,7 +92,7 @@ async fn serve(
     tracing::info!("publishing on {} ({:?})", iface.name, iface.addresses);
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
-    let mut poll = tokio::time::interval(ADDRESS_POLL);
+    let watch = net::link_watch()?;
     let (mut b4, mut b6) = (vec![0u8; 9000], vec![0u8; 9000]);
     let mut ready = false;
     loop {
@@ -102,7 +104,8 @@ async fn serve(
             r = recv(&wire.v4, &mut b4) => r.ok().map(|(n, from)| (b4[..n].to_vec(), from)),
             r = recv(&wire.v6, &mut b6) => r.ok().map(|(n, from)| (b6[..n].to_vec(), from)),
             () = tokio::time::sleep_until(wake) => None,
-            _ = poll.tick() => {
+            () = net::link_changed(&watch) => {
+                tokio::time::sleep(SETTLE).await;
                 if let Ok(n) = net::interface(bind, Some(&iface.name)) {
                     if n.up && !n.addresses.is_empty() && (n.addresses != iface.addresses || !iface.up) {
                         tracing::warn!("{}: addresses {:?}: probing and announcing again", n.name, n.addresses);

@@ -188,8 +188,8 @@ mod tests {
                 "master-0.local. 120 AAAA true",
                 "_services._dns-sd._udp.local. 4500 PTR false",
                 "_workstation._tcp.local. 4500 PTR false",
-                "lab\\ master-0._workstation._tcp.local. 120 SRV true",
-                "lab\\ master-0._workstation._tcp.local. 4500 TXT true",
+                "lab\\040master-0._workstation._tcp.local. 120 SRV true",
+                "lab\\040master-0._workstation._tcp.local. 4500 TXT true",
             ]
         );
         assert_eq!(unique_names(&r).len(), 2);

@@ -457,6 +457,60 @@ fn goodbye_of(records: &[Owned]) -> Outgoing {
     }
 }
 
+/// The largest datagram sent: what fits in a 1500-byte Ethernet frame under IPv6 and UDP.
+pub const MAX_PACKET: usize = 1400;
+
+/// `message` (already encoded as `encoded`) as datagrams of at most [`MAX_PACKET`] bytes: the
+/// answers (and a probe's authority records) spread over as many as it takes, each with the
+/// header and questions; additional records go where there is room, and are left out where
+/// there is not (they are optional).
+pub fn packets(message: &Message, encoded: &[u8]) -> Vec<Vec<u8>> {
+    if encoded.len() <= MAX_PACKET {
+        return vec![encoded.to_vec()];
+    }
+    let fresh = || {
+        let mut m = Message::new();
+        m.set_id(message.id())
+            .set_message_type(message.message_type())
+            .set_op_code(message.op_code())
+            .set_authoritative(message.authoritative());
+        for q in message.queries() {
+            m.add_query(q.clone());
+        }
+        m
+    };
+    let size = |m: &Message| m.to_vec().map_or(usize::MAX, |b| b.len());
+    fn list(m: &mut Message, section: u8) -> &mut Vec<Record> {
+        if section == 0 {
+            m.answers_mut()
+        } else {
+            m.name_servers_mut()
+        }
+    }
+    let mut out: Vec<Message> = Vec::new();
+    let mut current = fresh();
+    // Answers and authority records (a probe's) are spread over packets, in their sections.
+    for (section, records) in [(0, message.answers()), (1, message.name_servers())] {
+        for r in records {
+            list(&mut current, section).push(r.clone());
+            let held = current.answers().len() + current.name_servers().len();
+            if size(&current) > MAX_PACKET && held > 1 {
+                list(&mut current, section).pop();
+                out.push(std::mem::replace(&mut current, fresh()));
+                list(&mut current, section).push(r.clone());
+            }
+        }
+    }
+    for r in message.additionals() {
+        current.add_additional(r.clone());
+        if size(&current) > MAX_PACKET {
+            current.additionals_mut().pop();
+        }
+    }
+    out.push(current);
+    out.iter().filter_map(|m| m.to_vec().ok()).collect()
+}
+
 /// How RFC 6762 8.2 orders records: class, type, then rdata bytes.
 fn sort_key(r: &Record) -> Vec<u8> {
     let mut key = u16::from(r.dns_class()).to_be_bytes().to_vec();

@@ -274,3 +274,45 @@ fn goodbye_and_address_changes() {
     let (sent, _) = establish(&mut r, now);
     assert_eq!(sent.len(), 5);
 }
+
+#[test]
+fn large_answers_are_split_into_packets_that_fit() {
+    let services = (0..200)
+        .map(|i| Service {
+            instance: format!("instance {i}"),
+            kind: "_http._tcp".into(),
+            domain: "local.".into(),
+            port: 8000,
+            target: "many.local.".into(),
+            txt: vec![],
+            ttl: OTHER_TTL,
+        })
+        .collect();
+    let p = Publication {
+        hosts: vec![Host {
+            name: "many.local.".into(),
+            addresses: vec!["192.0.2.10".parse().unwrap()],
+        }],
+        services,
+    };
+    let start = Instant::now();
+    let mut r = Responder::new(p.records().unwrap(), start, 1);
+    let (sent, _) = establish(&mut r, start);
+    for (_, o) in sent {
+        let whole = o.message.to_vec().unwrap();
+        assert!(whole.len() > 1400);
+        let parts = mdns_publish::responder::packets(&o.message, &whole);
+        assert!(parts.len() > 1);
+        let mut records = 0;
+        for part in &parts {
+            assert!(part.len() <= 1400, "{}", part.len());
+            let m = Message::from_vec(part).unwrap();
+            assert_eq!(m.queries().len(), o.message.queries().len());
+            records += m.answers().len() + m.name_servers().len();
+        }
+        assert_eq!(
+            records,
+            o.message.answers().len() + o.message.name_servers().len()
+        );
+    }
+}

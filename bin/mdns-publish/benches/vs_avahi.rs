@@ -1,0 +1,251 @@
+//! mdns-publish beside avahi-daemon, in the same lab, one run, ratios printed
+//! (mdns-publish / avahi; below 1.0 is better for every row).
+//!
+//! - Query-to-answer latency: a one-shot (legacy unicast) A query from another host, 200
+//!   times; median and p99.
+//! - Start to resolvable: from starting the responder until another host gets an answer for
+//!   its name (probing and announcing included).
+//! - Idle CPU and RSS over 10 s, publishing a host name and one instance.
+//! - A browse of 200 instances: `mdns-publish browse` against `avahi-browse -rt`, both finding
+//!   the 200 instances one publisher holds; wall time and instances found.
+//!
+//! `sudo cargo bench -p mdns-publish --bench vs_avahi` (it builds network namespaces; needs
+//! avahi-daemon, avahi-utils and dbus: `scripts/bench` installs them).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RecordType};
+use ipi_lab::avahi::Avahi;
+use ipi_lab::{Daemon, Host, Lab};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mdns-publish");
+
+fn main() {
+    if !ipi_lab::has_net_admin() {
+        eprintln!("vs_avahi: needs CAP_NET_ADMIN (run as root)");
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let ours_host = lab.host("ours").unwrap();
+    let avahi_host = lab.host("theirs").unwrap();
+    let client = lab.host("client").unwrap();
+
+    // Start to resolvable.
+    let start = Instant::now();
+    let ours = publish(&ours_host, "node-1");
+    let ours_ready = until_answered(&client, ours_host.ipv4().into(), "node-1.local.", start);
+    let start = Instant::now();
+    let avahi = Avahi::start(&avahi_host, "node-2").unwrap();
+    let avahi_ready = until_answered(&client, avahi_host.ipv4().into(), "node-2.local.", start);
+
+    // Latency.
+    let ours_latency = latency(&client, ours_host.ipv4().into(), "node-1.local.");
+    let avahi_latency = latency(&client, avahi_host.ipv4().into(), "node-2.local.");
+
+    // Idle.
+    let idle = |d: &Daemon| {
+        let before = d.usage();
+        std::thread::sleep(Duration::from_secs(10));
+        let after = d.usage();
+        (
+            (after.cpu - before.cpu).as_secs_f64() * 1000.0,
+            after.rss_kib as f64,
+        )
+    };
+    let (ours_cpu, ours_rss) = idle(&ours);
+    let (avahi_cpu, avahi_rss) = idle(avahi.daemon());
+
+    // A browse of 200 instances, all held by one mdns-publish.
+    let many = lab.host("many").unwrap();
+    let _many = publish_many(&many, 200);
+    std::thread::sleep(Duration::from_secs(3));
+    let bind = client.ipv4().to_string();
+    let t = Instant::now();
+    let out = client
+        .command(
+            BIN,
+            [
+                "browse",
+                "--type",
+                "_http._tcp",
+                "--timeout",
+                "1s",
+                "--bind",
+                &bind,
+            ],
+        )
+        .output()
+        .unwrap();
+    let ours_browse = t.elapsed().as_secs_f64() * 1000.0;
+    // "mdns-publish browse: N instance(s) of _http._tcp, 1 node(s)"
+    let ours_found: usize = String::from_utf8_lossy(&out.stderr)
+        .split_whitespace()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let browser = Avahi::start(&client, "client").unwrap();
+    let t = Instant::now();
+    let out = browser.run("avahi-browse", ["-rtp", "_http._tcp"]).unwrap();
+    let avahi_browse = t.elapsed().as_secs_f64() * 1000.0;
+    let avahi_found = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("=;") && l.contains(";IPv4;"))
+        .count();
+
+    println!("\n| benchmark | avahi | mdns-publish | ratio |");
+    println!("| --- | --- | --- | --- |");
+    let row = |label: &str, theirs: f64, mine: f64, unit: &str| {
+        println!(
+            "| {label} | {theirs:.2} {unit} | {mine:.2} {unit} | {:.2} |",
+            mine / theirs
+        );
+    };
+    row(
+        "start until another host resolves the name",
+        avahi_ready,
+        ours_ready,
+        "ms",
+    );
+    row(
+        "query-to-answer, median (legacy unicast A)",
+        avahi_latency.0,
+        ours_latency.0,
+        "ms",
+    );
+    row(
+        "query-to-answer, p99",
+        avahi_latency.1,
+        ours_latency.1,
+        "ms",
+    );
+    row("idle CPU over 10 s", avahi_cpu, ours_cpu, "ms");
+    row("RSS", avahi_rss, ours_rss, "KiB");
+    row(
+        "browse of 200 instances: wall time",
+        avahi_browse,
+        ours_browse,
+        "ms",
+    );
+    println!(
+        "\nbrowse of 200 instances: avahi-browse resolved {avahi_found}, mdns-publish browse found {ours_found} \
+         (mdns-publish browse listens for a fixed --timeout, here 1 s; avahi-browse -t stops when its cache is exhausted)"
+    );
+}
+
+fn cluster(host: &Host) -> String {
+    let path = host.dir().join("install-config.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  \
+         machineNetwork:\n  - cidr: 192.0.2.0/24\nplatform:\n  baremetal:\n    apiVIPs:\n    \
+         - 192.0.2.100\n    ingressVIPs:\n    - 192.0.2.101\n",
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+fn publish(host: &Host, name: &str) -> Daemon {
+    let cluster = cluster(host);
+    let bind = host.ipv4().to_string();
+    host.spawn(
+        "mdns-publish",
+        BIN,
+        [
+            "run",
+            "-q",
+            "--cluster",
+            &cluster,
+            "--hostname",
+            name,
+            "--role",
+            "worker",
+            "--bind",
+            &bind,
+        ],
+    )
+    .unwrap()
+}
+
+fn publish_many(host: &Host, n: usize) -> Daemon {
+    let mut conf = format!("bind_address: {}\nservices:\n", host.ipv4());
+    for i in 0..n {
+        conf.push_str(&format!(
+            "- name: instance {i}\n  host_name: many.local.\n  type: _http._tcp\n  port: {}\n",
+            8000 + i
+        ));
+    }
+    let path = host.dir().join("many.yaml");
+    std::fs::write(&path, conf).unwrap();
+    host.spawn(
+        "mdns-many",
+        BIN,
+        ["run", "-q", "-f", path.to_str().unwrap()],
+    )
+    .unwrap()
+}
+
+/// A one-shot A query for `name` to `server`, from `client`: the round trip, or None.
+fn ask(socket: &UdpSocket, server: SocketAddr, name: &str, id: u16) -> Option<Duration> {
+    let mut m = Message::new();
+    m.set_message_type(MessageType::Query)
+        .set_op_code(OpCode::Query)
+        .set_id(id);
+    m.add_query(Query::query(Name::from_ascii(name).unwrap(), RecordType::A));
+    let bytes = m.to_vec().unwrap();
+    let t = Instant::now();
+    socket.send_to(&bytes, server).ok()?;
+    let mut buf = [0u8; 1500];
+    loop {
+        let (n, _) = socket.recv_from(&mut buf).ok()?;
+        if let Ok(a) = Message::from_vec(&buf[..n]) {
+            if a.id() == id && !a.answers().is_empty() {
+                return Some(t.elapsed());
+            }
+        }
+    }
+}
+
+fn client_socket(client: &Host) -> UdpSocket {
+    client
+        .within(|| {
+            let s = UdpSocket::bind("0.0.0.0:0")?;
+            s.set_read_timeout(Some(Duration::from_millis(50)))?;
+            Ok(s)
+        })
+        .unwrap()
+}
+
+/// ms from `start` until `server` answers for `name`.
+fn until_answered(client: &Host, server: std::net::IpAddr, name: &str, start: Instant) -> f64 {
+    let s = client_socket(client);
+    let to = SocketAddr::new(server, 5353);
+    let mut id = 1;
+    while ask(&s, to, name, id).is_none() {
+        id += 1;
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{name} never answered"
+        );
+    }
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
+/// (median, p99) ms of 200 one-shot queries.
+fn latency(client: &Host, server: std::net::IpAddr, name: &str) -> (f64, f64) {
+    let s = client_socket(client);
+    s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let to = SocketAddr::new(server, 5353);
+    let mut all: Vec<f64> = (0..200u16)
+        .filter_map(|i| {
+            std::thread::sleep(Duration::from_millis(5));
+            ask(&s, to, name, 1000 + i).map(|d| d.as_secs_f64() * 1000.0)
+        })
+        .collect();
+    all.sort_by(f64::total_cmp);
+    (all[all.len() / 2], all[all.len() * 99 / 100])
+}
