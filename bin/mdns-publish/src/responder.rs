@@ -468,38 +468,69 @@ pub fn packets(message: &Message, encoded: &[u8]) -> Vec<Vec<u8>> {
     if encoded.len() <= MAX_PACKET {
         return vec![encoded.to_vec()];
     }
+    // A response repeats its questions (a legacy answer echoes one) in every packet; a probe,
+    // which may ask for hundreds of names, spreads them like its records.
+    let spread_questions = message.message_type() == MessageType::Query;
     let fresh = || {
         let mut m = Message::new();
         m.set_id(message.id())
             .set_message_type(message.message_type())
             .set_op_code(message.op_code())
             .set_authoritative(message.authoritative());
-        for q in message.queries() {
-            m.add_query(q.clone());
+        if !spread_questions {
+            for q in message.queries() {
+                m.add_query(q.clone());
+            }
         }
         m
     };
     let size = |m: &Message| m.to_vec().map_or(usize::MAX, |b| b.len());
-    fn list(m: &mut Message, section: u8) -> &mut Vec<Record> {
-        if section == 0 {
-            m.answers_mut()
-        } else {
-            m.name_servers_mut()
-        }
-    }
+    let held = |m: &Message| m.queries().len() + m.answers().len() + m.name_servers().len();
     let mut out: Vec<Message> = Vec::new();
     let mut current = fresh();
-    // Answers and authority records (a probe's) are spread over packets, in their sections.
-    for (section, records) in [(0, message.answers()), (1, message.name_servers())] {
-        for r in records {
-            list(&mut current, section).push(r.clone());
-            let held = current.answers().len() + current.name_servers().len();
-            if size(&current) > MAX_PACKET && held > 1 {
-                list(&mut current, section).pop();
-                out.push(std::mem::replace(&mut current, fresh()));
-                list(&mut current, section).push(r.clone());
+    let mut place =
+        |current: &mut Message, add: &dyn Fn(&mut Message), remove: &dyn Fn(&mut Message)| {
+            add(current);
+            if size(current) > MAX_PACKET && held(current) > 1 {
+                remove(current);
+                out.push(std::mem::replace(current, fresh()));
+                add(current);
             }
+        };
+    if spread_questions {
+        for q in message.queries() {
+            place(
+                &mut current,
+                &|m| {
+                    m.add_query(q.clone());
+                },
+                &|m| {
+                    m.queries_mut().pop();
+                },
+            );
         }
+    }
+    for r in message.answers() {
+        place(
+            &mut current,
+            &|m| {
+                m.add_answer(r.clone());
+            },
+            &|m| {
+                m.answers_mut().pop();
+            },
+        );
+    }
+    for r in message.name_servers() {
+        place(
+            &mut current,
+            &|m| {
+                m.add_name_server(r.clone());
+            },
+            &|m| {
+                m.name_servers_mut().pop();
+            },
+        );
     }
     for r in message.additionals() {
         current.add_additional(r.clone());
