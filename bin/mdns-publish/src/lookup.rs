@@ -79,10 +79,14 @@ pub async fn round(b: &Browse) -> Result<Found, String> {
                     break;
                 }
                 asks.next();
-                let q = seen.query(&kinds).to_vec().map_err(|e| e.to_string())?;
-                let _ = v4.send_to(&q, net::group(false, 0)).await;
-                if let Some((s, index)) = &v6 {
-                    let _ = s.send_to(&q, net::group(true, *index)).await;
+                let query = seen.query(&kinds);
+                let whole = query.to_vec().map_err(|e| e.to_string())?;
+                // Hundreds of open questions do not fit one datagram: spread them.
+                for q in crate::responder::packets(&query, &whole) {
+                    let _ = v4.send_to(&q, net::group(false, 0)).await;
+                    if let Some((s, index)) = &v6 {
+                        let _ = s.send_to(&q, net::group(true, *index)).await;
+                    }
                 }
             }
         }

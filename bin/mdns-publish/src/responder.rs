@@ -7,6 +7,7 @@
 //! It never renames: a lost name is a [`Responder::conflict`] for the caller to act on.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -60,6 +61,10 @@ enum Phase {
 #[derive(Debug)]
 pub struct Responder {
     records: Vec<Owned>,
+    /// The records by owner name (hashing and comparing without regard to case).
+    index: HashMap<Name, Vec<usize>>,
+    /// The unique names, in order.
+    unique: Vec<Name>,
     phase: Phase,
     last_multicast: Vec<Option<Instant>>,
     delayed: Vec<(Instant, Outgoing)>,
@@ -72,11 +77,14 @@ impl Responder {
     pub fn new(records: Vec<Owned>, now: Instant, seed: u64) -> Responder {
         let mut r = Responder {
             last_multicast: vec![None; records.len()],
+            index: HashMap::new(),
+            unique: Vec::new(),
             records,
             phase: Phase::Running,
             delayed: Vec::new(),
             random: seed | 1,
         };
+        r.reindex();
         let wait = r.random_duration(PROBE_INTERVAL);
         r.phase = Phase::Probing {
             sent: 0,
@@ -113,6 +121,7 @@ impl Responder {
             .cloned()
             .collect();
         self.records = records;
+        self.reindex();
         self.last_multicast = vec![None; self.records.len()];
         self.delayed.clear();
         self.phase = Phase::Probing { sent: 0, next: now };
@@ -204,6 +213,22 @@ impl Responder {
         }
     }
 
+    fn reindex(&mut self) {
+        self.index.clear();
+        for (i, o) in self.records.iter().enumerate() {
+            self.index
+                .entry(o.record.name().clone())
+                .or_default()
+                .push(i);
+        }
+        self.unique = unique_names(&self.records);
+    }
+
+    /// The indices of the records owned by `name`.
+    fn named(&self, name: &Name) -> impl Iterator<Item = usize> + '_ {
+        self.index.get(name).into_iter().flatten().copied()
+    }
+
     fn random_duration(&mut self, max: Duration) -> Duration {
         // xorshift64: enough to spread waits, no more.
         self.random ^= self.random << 13;
@@ -213,9 +238,9 @@ impl Responder {
     }
 
     fn unique_records<'a>(&'a self, name: &'a Name) -> impl Iterator<Item = &'a Record> + 'a {
-        self.records
-            .iter()
-            .filter(move |o| o.unique && o.record.name() == name)
+        self.named(name)
+            .map(|i| &self.records[i])
+            .filter(|o| o.unique)
             .map(|o| &o.record)
     }
 
@@ -223,7 +248,7 @@ impl Responder {
         let mut m = Message::new();
         m.set_message_type(MessageType::Query)
             .set_op_code(OpCode::Query);
-        for n in unique_names(&self.records) {
+        for n in self.unique.clone() {
             let mut q = Query::query(n, RecordType::ANY);
             q.set_mdns_unicast_response(unicast);
             m.add_query(q);
@@ -286,22 +311,28 @@ impl Responder {
     }
 
     /// Simultaneous probes (RFC 6762 8.2): the lexicographically later authority data wins;
-    /// the loser waits a second and probes again. Identical data is our own probe.
+    /// the loser waits a second and probes again. Data we hold ourselves is our own probe.
     fn tiebreak(&mut self, message: &Message, now: Instant) {
-        for n in unique_names(&self.records) {
+        for n in &self.unique {
             let mut theirs: Vec<Vec<u8>> = message
                 .name_servers()
                 .iter()
-                .filter(|r| *r.name() == n)
+                .filter(|r| r.name() == n)
                 .map(sort_key)
                 .collect();
             if theirs.is_empty() {
                 continue;
             }
-            let mut ours: Vec<Vec<u8>> = self.unique_records(&n).map(sort_key).collect();
+            let mut ours: Vec<Vec<u8>> = self.unique_records(n).map(sort_key).collect();
+            // Records we hold ourselves are our own probe coming back (a big probe is split
+            // over packets, so a part may carry only some of them): no contest.
+            if theirs.iter().all(|t| ours.contains(t)) {
+                continue;
+            }
             theirs.sort();
             ours.sort();
             if ours.cmp(&theirs) == Ordering::Less {
+                tracing::warn!("another host probes for {n} with other data and wins the tie-break: probing again in a second");
                 self.phase = Phase::Probing {
                     sent: 0,
                     next: now + LOST_TIEBREAK_WAIT,
@@ -314,15 +345,18 @@ impl Responder {
     fn answer(&mut self, message: &Message, from: SocketAddr, now: Instant) -> Vec<Outgoing> {
         let legacy = from.port() != PORT;
         let mut chosen: Vec<usize> = Vec::new();
+        let mut taken = vec![false; self.records.len()];
         let mut unicast = legacy;
         let mut defending = false;
         for q in message.queries() {
             let mut matched = false;
-            for (i, o) in self.records.iter().enumerate() {
+            for i in self.named(q.name()) {
+                let o = &self.records[i];
                 if answers(&o.record, q.name(), q.query_type())
-                    && !chosen.contains(&i)
+                    && !taken[i]
                     && !known(message, &o.record)
                 {
+                    taken[i] = true;
                     chosen.push(i);
                     matched = true;
                 }
@@ -395,24 +429,26 @@ impl Responder {
     /// RFC 6763 12: with a PTR, the instance's SRV and TXT and the target's addresses; with an
     /// SRV, the target's addresses.
     fn additionals(&self, chosen: &[usize]) -> Vec<usize> {
+        use hickory_proto::rr::RData;
+        let mut taken = vec![false; self.records.len()];
         let mut names: Vec<Name> = Vec::new();
         for &i in chosen {
-            let r = &self.records[i].record;
-            match r.data() {
-                hickory_proto::rr::RData::PTR(p) => names.push(p.0.clone()),
-                hickory_proto::rr::RData::SRV(s) => names.push(s.target().clone()),
+            taken[i] = true;
+            match self.records[i].record.data() {
+                RData::PTR(p) => names.push(p.0.clone()),
+                RData::SRV(s) => names.push(s.target().clone()),
                 _ => {}
             }
         }
         let mut out: Vec<usize> = Vec::new();
         let mut k = 0;
         while k < names.len() {
-            for (i, o) in self.records.iter().enumerate() {
-                if o.record.name() == &names[k] && !chosen.contains(&i) && !out.contains(&i) {
-                    out.push(i);
-                    if let hickory_proto::rr::RData::SRV(s) = o.record.data() {
-                        names.push(s.target().clone());
-                    }
+            let found: Vec<usize> = self.named(&names[k]).filter(|&i| !taken[i]).collect();
+            for i in found {
+                taken[i] = true;
+                out.push(i);
+                if let RData::SRV(s) = self.records[i].record.data() {
+                    names.push(s.target().clone());
                 }
             }
             k += 1;
@@ -484,58 +520,51 @@ pub fn packets(message: &Message, encoded: &[u8]) -> Vec<Vec<u8>> {
         }
         m
     };
-    let size = |m: &Message| m.to_vec().map_or(usize::MAX, |b| b.len());
-    let held = |m: &Message| m.queries().len() + m.answers().len() + m.name_servers().len();
-    let mut out: Vec<Message> = Vec::new();
-    let mut current = fresh();
-    let mut place =
-        |current: &mut Message, add: &dyn Fn(&mut Message), remove: &dyn Fn(&mut Message)| {
-            add(current);
-            if size(current) > MAX_PACKET && held(current) > 1 {
-                remove(current);
-                out.push(std::mem::replace(current, fresh()));
-                add(current);
-            }
+    // Sizes are counted without name compression: each item is encoded once, and a packet
+    // only shrinks when compressed.
+    let len = |b: Result<Vec<u8>, _>| b.map_or(MAX_PACKET, |b: Vec<u8>| b.len());
+    let header = 12
+        + if spread_questions {
+            0
+        } else {
+            message.queries().iter().map(|q| len(q.to_bytes())).sum()
         };
-    if spread_questions {
-        for q in message.queries() {
-            place(
-                &mut current,
-                &|m| {
-                    m.add_query(q.clone());
-                },
-                &|m| {
-                    m.queries_mut().pop();
-                },
-            );
+    enum Item<'a> {
+        Question(&'a Query),
+        Answer(&'a Record),
+        Authority(&'a Record),
+    }
+    let questions = message
+        .queries()
+        .iter()
+        .filter(|_| spread_questions)
+        .map(Item::Question);
+    let records = message.answers().iter().map(Item::Answer);
+    let authority = message.name_servers().iter().map(Item::Authority);
+    let mut out: Vec<Message> = Vec::new();
+    let (mut current, mut used, mut held) = (fresh(), header, 0);
+    for item in questions.chain(records).chain(authority) {
+        let size = match &item {
+            Item::Question(q) => len(q.to_bytes()),
+            Item::Answer(r) | Item::Authority(r) => len(r.to_bytes()),
+        };
+        if used + size > MAX_PACKET && held > 0 {
+            out.push(std::mem::replace(&mut current, fresh()));
+            (used, held) = (header, 0);
         }
-    }
-    for r in message.answers() {
-        place(
-            &mut current,
-            &|m| {
-                m.add_answer(r.clone());
-            },
-            &|m| {
-                m.answers_mut().pop();
-            },
-        );
-    }
-    for r in message.name_servers() {
-        place(
-            &mut current,
-            &|m| {
-                m.add_name_server(r.clone());
-            },
-            &|m| {
-                m.name_servers_mut().pop();
-            },
-        );
+        match item {
+            Item::Question(q) => current.add_query(q.clone()),
+            Item::Answer(r) => current.add_answer(r.clone()),
+            Item::Authority(r) => current.add_name_server(r.clone()),
+        };
+        used += size;
+        held += 1;
     }
     for r in message.additionals() {
-        current.add_additional(r.clone());
-        if size(&current) > MAX_PACKET {
-            current.additionals_mut().pop();
+        let size = len(r.to_bytes());
+        if used + size <= MAX_PACKET {
+            current.add_additional(r.clone());
+            used += size;
         }
     }
     out.push(current);

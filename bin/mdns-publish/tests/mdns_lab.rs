@@ -264,3 +264,50 @@ fn watch_rewrites_the_inventory_only_when_it_changes_and_sees_an_address_change(
     })
     .unwrap_or_else(|| panic!("{}\n{}", read(), d.log()));
 }
+
+#[test]
+fn two_hundred_instances_in_many_packets_are_all_browsed() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (node, client) = (lab.host("many").unwrap(), lab.host("client").unwrap());
+    let mut conf = format!("bind_address: {}\nservices:\n", node.ipv4());
+    for i in 0..200 {
+        conf.push_str(&format!(
+            "- name: instance {i}\n  host_name: many.local.\n  type: _http._tcp\n  port: {}\n",
+            8000 + i
+        ));
+    }
+    let path = node.dir().join("many.yaml");
+    std::fs::write(&path, conf).unwrap();
+    let d = node
+        .spawn("mdns-publish", BIN, ["run", "-f", path.to_str().unwrap()])
+        .unwrap();
+    wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
+        d.log().contains("published")
+    })
+    .unwrap_or_else(|| panic!("{}", d.log()));
+    let bind = client.ipv4().to_string();
+    let out = client
+        .command(
+            BIN,
+            [
+                "browse",
+                "--type",
+                "_http._tcp",
+                "--timeout",
+                "3s",
+                "--bind",
+                &bind,
+            ],
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("200 instance(s) of _http._tcp, 1 node(s)"),
+        "{err}\n{}",
+        d.log()
+    );
+}
