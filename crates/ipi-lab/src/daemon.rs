@@ -273,8 +273,20 @@ impl Capture {
         Ok(Capture { daemon, file })
     }
 
-    /// Stops capturing and returns the file.
+    /// Stops capturing and returns the file. tcpdump may not have read the last packets the
+    /// kernel holds for it when the caller is done (SIGINT ends its loop without draining):
+    /// first wait, up to a second, until the file has stopped growing for 100 ms.
     pub fn stop(mut self) -> Result<PathBuf, LabError> {
+        let size = || std::fs::metadata(&self.file).map_or(0, |m| m.len());
+        let mut last = (size(), std::time::Instant::now());
+        let give_up = std::time::Instant::now() + Duration::from_secs(1);
+        while std::time::Instant::now() < give_up && last.1.elapsed() < Duration::from_millis(100) {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = size();
+            if now != last.0 {
+                last = (now, std::time::Instant::now());
+            }
+        }
         self.daemon.signal(Signal::SIGINT)?;
         self.daemon.wait(Duration::from_secs(10))?;
         Ok(self.file.clone())
