@@ -1,0 +1,14 @@
+//! dns-render: the cluster's DNS (CoreDNS, dnsmasq, hosts, resolv.conf) from the cluster model
+//! and the node inventory.
+//!
+//! - [`cli`]: the command line (and so the man pages).
+//! - [`render`]: the model the templates see, and the built-in minijinja templates.
+//! - [`resolv`]: upstream servers from resolv.conf, and the resolv-prepender.
+//! - [`dnsdata`]: the infra-operator's DNSData as a hosts file.
+//! - [`job`]: one run: everything rendered first, then written atomically.
+
+pub mod cli;
+pub mod dnsdata;
+pub mod job;
+pub mod render;
+pub mod resolv;

@@ -1,0 +1,135 @@
+//! The outputs: one minijinja template each (built in, or from a directory given on the
+//! command line), filled from the cluster model, the inventory and the upstream servers.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use ipi_core::{Cluster, Family, Inventory};
+use minijinja::{context, Environment};
+use serde::Serialize;
+
+/// The built-in templates: (name, text).
+pub const BUILT_IN: &[(&str, &str)] = &[
+    ("Corefile", include_str!("templates/Corefile")),
+    ("dnsmasq.conf", include_str!("templates/dnsmasq.conf")),
+    ("hosts", include_str!("templates/hosts")),
+];
+
+/// A node as the templates see it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct NodeView {
+    /// Its short name.
+    pub name: String,
+    /// Its addresses, both families.
+    pub addresses: Vec<String>,
+}
+
+/// A VIP name as the templates see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct VipView {
+    /// The name's pattern (`.*.apps.DOMAIN`, `api.DOMAIN`).
+    pub pattern: String,
+    /// The IPv4 VIP, if the cluster has one.
+    pub v4: Option<String>,
+    /// The IPv6 VIP, if the cluster has one.
+    pub v6: Option<String>,
+}
+
+/// Everything the templates are filled from.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// `<name>.<baseDomain>`.
+    pub domain: String,
+    /// The API VIPs by family.
+    pub api: (Option<IpAddr>, Option<IpAddr>),
+    /// The Ingress VIPs by family.
+    pub ingress: (Option<IpAddr>, Option<IpAddr>),
+    /// The nodes, sorted by name.
+    pub nodes: Vec<NodeView>,
+    /// Upstream servers, in resolv.conf's order.
+    pub upstreams: Vec<IpAddr>,
+}
+
+impl Model {
+    /// The model of `cluster` with `nodes` and `upstreams`.
+    pub fn new(cluster: &Cluster, nodes: &Inventory, upstreams: Vec<IpAddr>) -> Model {
+        let mut views: Vec<NodeView> = nodes
+            .nodes()
+            .iter()
+            .map(|n| NodeView {
+                name: n.name.split('.').next().unwrap_or(&n.name).to_string(),
+                addresses: n.addresses.iter().map(IpAddr::to_string).collect(),
+            })
+            .collect();
+        views.sort_by(|a, b| a.name.cmp(&b.name));
+        Model {
+            domain: cluster.domain(),
+            api: (cluster.api_vip(Family::V4), cluster.api_vip(Family::V6)),
+            ingress: (cluster.ingress_vip(Family::V4), cluster.ingress_vip(Family::V6)),
+            nodes: views,
+            upstreams,
+        }
+    }
+
+    fn vips(&self) -> Vec<VipView> {
+        let s = |a: Option<IpAddr>| a.map(|a| a.to_string());
+        vec![
+            VipView {
+                pattern: format!(".*.apps.{}", self.domain),
+                v4: s(self.ingress.0),
+                v6: s(self.ingress.1),
+            },
+            VipView {
+                pattern: format!("api.{}", self.domain),
+                v4: s(self.api.0),
+                v6: s(self.api.1),
+            },
+            VipView {
+                pattern: format!("api-int.{}", self.domain),
+                v4: s(self.api.0),
+                v6: s(self.api.1),
+            },
+        ]
+    }
+}
+
+/// The templates: the built-in ones, each replaced by a file of the same name in `dir`.
+pub fn environment(dir: Option<&Path>) -> Result<Environment<'static>, String> {
+    let mut env = Environment::new();
+    env.set_keep_trailing_newline(true);
+    for (name, text) in BUILT_IN {
+        let text = match dir.map(|d| d.join(name)).filter(|p| p.exists()) {
+            Some(path) => std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?,
+            None => (*text).to_string(),
+        };
+        env.add_template_owned(*name, text).map_err(|e| format!("template {name}: {e}"))?;
+    }
+    Ok(env)
+}
+
+/// Renders template `name` of `env` for `model`; `conf` and `hosts_file` name the dnsmasq
+/// files, `listen` its listen addresses.
+pub fn render(env: &Environment<'_>, name: &str, model: &Model, conf: &Path, hosts_file: &Path, listen: &[IpAddr]) -> Result<String, String> {
+    let s = |a: Option<IpAddr>| a.map(|a| a.to_string());
+    let ctx = context! {
+        domain => model.domain,
+        upstreams => model.upstreams.iter().map(IpAddr::to_string).collect::<Vec<_>>(),
+        nodes => model.nodes,
+        vips => model.vips(),
+        api_v4 => s(model.api.0),
+        api_v6 => s(model.api.1),
+        ingress_v4 => s(model.ingress.0),
+        ingress_v6 => s(model.ingress.1),
+        conf => conf.display().to_string(),
+        hosts_file => hosts_file.display().to_string(),
+        listen => listen.iter().map(IpAddr::to_string).collect::<Vec<_>>(),
+    };
+    env.get_template(name)
+        .and_then(|t| t.render(ctx))
+        .map_err(|e| format!("template {name}: {e}"))
+}
+
+/// Where `dnsmasq` writes its two files.
+pub fn dnsmasq_paths(dir: &Path) -> (PathBuf, PathBuf) {
+    (dir.join("dnsmasq.conf"), dir.join("hosts"))
+}
