@@ -27,19 +27,27 @@ struct HostEntry {
 /// The hosts file of DNSData YAML `text`; errors name `origin` and the entry.
 pub fn hosts(text: &str, origin: &str) -> Result<String, String> {
     let d: DnsData = serde_norway::from_str(text).map_err(|e| {
-        let at = e.location().map(|l| format!("{}:{}: ", l.line(), l.column())).unwrap_or_default();
+        let at = e
+            .location()
+            .map(|l| format!("{}:{}: ", l.line(), l.column()))
+            .unwrap_or_default();
         format!("{origin}:{at}{e}")
     })?;
     let mut by_ip: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
     for (i, h) in d.spec.hosts.iter().enumerate() {
-        let ip: IpAddr = h
-            .ip
-            .parse()
-            .map_err(|_| format!("{origin}: spec.hosts[{i}].ip: `{}` is not an IP address", h.ip))?;
+        let ip: IpAddr = h.ip.parse().map_err(|_| {
+            format!(
+                "{origin}: spec.hosts[{i}].ip: `{}` is not an IP address",
+                h.ip
+            )
+        })?;
         for (j, name) in h.hostnames.iter().enumerate() {
             ipi_core::name::check_name(name)
                 .map_err(|e| format!("{origin}: spec.hosts[{i}].hostnames[{j}]: `{name}`: {e}"))?;
-            by_ip.entry(ip).or_default().insert(name.to_ascii_lowercase());
+            by_ip
+                .entry(ip)
+                .or_default()
+                .insert(name.to_ascii_lowercase());
         }
     }
     let mut out = String::new();

@@ -23,12 +23,25 @@ pub enum Target {
 pub fn render(command: &Command) -> Result<Vec<(Target, String)>, String> {
     let to = |o: &Option<PathBuf>| o.clone().map_or(Target::Stdout, Target::File);
     Ok(match command {
-        Command::Corefile { inputs, resolv, node_ip, output, .. } => {
+        Command::Corefile {
+            inputs,
+            resolv,
+            node_ip,
+            output,
+            ..
+        } => {
             let (model, env) = model(inputs, Some((resolv, node_ip)))?;
             let text = render::render(&env, "Corefile", &model, Path::new(""), Path::new(""), &[])?;
             vec![(to(output), text)]
         }
-        Command::Dnsmasq { inputs, resolv, node_ip, out_dir, listen, .. } => {
+        Command::Dnsmasq {
+            inputs,
+            resolv,
+            node_ip,
+            out_dir,
+            listen,
+            ..
+        } => {
             let (model, env) = model(inputs, Some((resolv, node_ip)))?;
             let (conf, hosts) = render::dnsmasq_paths(out_dir);
             let c = render::render(&env, "dnsmasq.conf", &model, &conf, &hosts, listen)?;
@@ -43,10 +56,21 @@ pub fn render(command: &Command) -> Result<Vec<(Target, String)>, String> {
         }
         Command::Dnsdata { input, output, .. } => {
             let text = ipi_core::place::read(input).map_err(|e| e.to_string())?;
-            vec![(to(output), dnsdata::hosts(&text, &input.display().to_string())?)]
+            vec![(
+                to(output),
+                dnsdata::hosts(&text, &input.display().to_string())?,
+            )]
         }
-        Command::Resolv { nameserver, search, input, resolved, output, .. } => {
-            ipi_core::name::check_name(search.trim_end_matches('.')).map_err(|e| format!("--search {search}: {e}"))?;
+        Command::Resolv {
+            nameserver,
+            search,
+            input,
+            resolved,
+            output,
+            ..
+        } => {
+            ipi_core::name::check_name(search.trim_end_matches('.'))
+                .map_err(|e| format!("--search {search}: {e}"))?;
             let text = if *resolved {
                 resolv::resolved_dropin(*nameserver, search)
             } else {
@@ -79,13 +103,20 @@ pub fn inputs(command: &Command) -> Vec<PathBuf> {
     v
 }
 
-fn model(inputs: &Inputs, upstream: Option<(&PathBuf, &Vec<IpAddr>)>) -> Result<(Model, minijinja::Environment<'static>), String> {
+fn model(
+    inputs: &Inputs,
+    upstream: Option<(&PathBuf, &Vec<IpAddr>)>,
+) -> Result<(Model, minijinja::Environment<'static>), String> {
     let nodes = Inventory::load(&inputs.nodes).map_err(|e| e.to_string())?;
     let cluster = Cluster::load(&inputs.cluster, Some(&nodes)).map_err(|e| e.to_string())?;
     let upstreams = match upstream {
         None => Vec::new(),
         Some((path, node_ip)) => {
-            let own = if node_ip.is_empty() { local_addresses() } else { node_ip.clone() };
+            let own = if node_ip.is_empty() {
+                local_addresses()
+            } else {
+                node_ip.clone()
+            };
             let text = ipi_core::place::read(path).map_err(|e| e.to_string())?;
             resolv::upstreams(&text, &path.display().to_string(), &own)?
         }
@@ -118,7 +149,8 @@ pub fn write(outputs: &[(Target, String)]) -> Result<bool, String> {
                 changed = true;
             }
             Target::File(path) => {
-                let outcome = ipi_core::atomic::write(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+                let outcome = ipi_core::atomic::write(path, text.as_bytes())
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
                 changed |= outcome == ipi_core::atomic::Outcome::Changed;
             }
         }

@@ -65,7 +65,10 @@ impl Model {
         Model {
             domain: cluster.domain(),
             api: (cluster.api_vip(Family::V4), cluster.api_vip(Family::V6)),
-            ingress: (cluster.ingress_vip(Family::V4), cluster.ingress_vip(Family::V6)),
+            ingress: (
+                cluster.ingress_vip(Family::V4),
+                cluster.ingress_vip(Family::V6),
+            ),
             nodes: views,
             upstreams,
         }
@@ -99,17 +102,27 @@ pub fn environment(dir: Option<&Path>) -> Result<Environment<'static>, String> {
     env.set_keep_trailing_newline(true);
     for (name, text) in BUILT_IN {
         let text = match dir.map(|d| d.join(name)).filter(|p| p.exists()) {
-            Some(path) => std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?,
+            Some(path) => {
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?
+            }
             None => (*text).to_string(),
         };
-        env.add_template_owned(*name, text).map_err(|e| format!("template {name}: {e}"))?;
+        env.add_template_owned(*name, text)
+            .map_err(|e| format!("template {name}: {e}"))?;
     }
     Ok(env)
 }
 
 /// Renders template `name` of `env` for `model`; `conf` and `hosts_file` name the dnsmasq
 /// files, `listen` its listen addresses.
-pub fn render(env: &Environment<'_>, name: &str, model: &Model, conf: &Path, hosts_file: &Path, listen: &[IpAddr]) -> Result<String, String> {
+pub fn render(
+    env: &Environment<'_>,
+    name: &str,
+    model: &Model,
+    conf: &Path,
+    hosts_file: &Path,
+    listen: &[IpAddr],
+) -> Result<String, String> {
     let s = |a: Option<IpAddr>| a.map(|a| a.to_string());
     let ctx = context! {
         domain => model.domain,

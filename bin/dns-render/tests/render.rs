@@ -1,0 +1,394 @@
+//! dns-render from the fixtures and from made-up clusters: the managed Corefile byte for byte,
+//! dual-stack and IPv6-only answers, the other outputs, idempotence, and bad input that names
+//! its place and leaves the previous output alone.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_dns-render");
+
+fn seeds(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/seeds")
+        .join(name)
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn the_managed_corefile_byte_for_byte() {
+    let (code, out, err) = run(&[
+        "corefile",
+        "--cluster",
+        s(&seeds("managed-install-config.yaml")),
+        "--nodes",
+        s(&seeds("managed-nodes.kubectl.json")),
+        "--resolv",
+        s(&seeds("managed-upstream-resolv.conf")),
+        "--node-ip",
+        "10.0.3.211",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        std::fs::read_to_string(seeds("managed-Corefile")).unwrap()
+    );
+}
+
+/// A lab cluster: `vips` are (api, ingress) per family.
+fn cluster(dir: &Path, networks: &[&str], api: &[&str], ingress: &[&str]) -> PathBuf {
+    let list = |v: &[&str]| v.iter().map(|x| format!("\n    - {x}")).collect::<String>();
+    let nets = networks
+        .iter()
+        .map(|n| format!("\n  - cidr: {n}"))
+        .collect::<String>();
+    let path = dir.join("install-config.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  machineNetwork:{nets}\n\
+             platform:\n  baremetal:\n    apiVIPs:{}\n    ingressVIPs:{}\n",
+            list(api),
+            list(ingress)
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn files(dir: &Path, nodes: &str) -> (PathBuf, PathBuf) {
+    let n = dir.join("nodes");
+    std::fs::write(&n, nodes).unwrap();
+    let r = dir.join("resolv.conf");
+    std::fs::write(
+        &r,
+        "nameserver 127.0.0.53\nnameserver 192.0.2.1\nnameserver 198.51.100.53\n",
+    )
+    .unwrap();
+    (n, r)
+}
+
+#[test]
+fn dual_stack_answers_both_families_and_single_stack_answers_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(
+        dir.path(),
+        &["192.0.2.0/24", "2001:db8::/64"],
+        &["192.0.2.5", "2001:db8::5"],
+        &["192.0.2.7", "2001:db8::7"],
+    );
+    let (n, r) = files(
+        dir.path(),
+        "master-0 master 192.0.2.1 2001:db8::1\nworker-0 worker 192.0.2.2\n",
+    );
+    let (code, out, err) = run(&[
+        "corefile",
+        "--cluster",
+        s(&c),
+        "--nodes",
+        s(&n),
+        "--resolv",
+        s(&r),
+        "--node-ip",
+        "192.0.2.1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("forward . 198.51.100.53 {"), "{out}");
+    assert!(out.contains("match api.lab.example.com\n        answer \"{{ .Name }} 60 in {{ .Type }} 2001:db8::5\""), "{out}");
+    assert!(out.contains(
+        "match .*.apps.lab.example.com\n        answer \"{{ .Name }} 60 in {{ .Type }} 192.0.2.7\""
+    ));
+    assert!(out.contains("        2001:db8::1 master-0 master-0.lab.example.com\n"));
+    assert!(out.contains("        192.0.2.2 worker-0 worker-0.lab.example.com\n"));
+
+    // IPv6 only: A gets an empty answer, AAAA the VIP.
+    let c = cluster(
+        dir.path(),
+        &["2001:db8::/64"],
+        &["2001:db8::5"],
+        &["2001:db8::7"],
+    );
+    let (n, r) = files(dir.path(), "master-0 master 2001:db8::1\n");
+    let (code, out, err) = run(&[
+        "corefile",
+        "--cluster",
+        s(&c),
+        "--nodes",
+        s(&n),
+        "--resolv",
+        s(&r),
+        "--node-ip",
+        "2001:db8::1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("    template IN A lab.example.com {\n        match api.lab.example.com\n        fallthrough\n"), "{out}");
+    assert!(out.contains("    template IN AAAA lab.example.com {\n        match api.lab.example.com\n        answer"), "{out}");
+}
+
+#[test]
+fn hosts_dnsdata_and_resolv() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(
+        dir.path(),
+        &["192.0.2.0/24"],
+        &["192.0.2.5"],
+        &["192.0.2.7"],
+    );
+    let (n, r) = files(
+        dir.path(),
+        "worker-0 worker 192.0.2.2\nmaster-0 master 192.0.2.1\n",
+    );
+    let (code, out, _) = run(&["hosts", "--cluster", s(&c), "--nodes", s(&n)]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        lines,
+        [
+            "192.0.2.5 api.lab.example.com api-int.lab.example.com",
+            "192.0.2.1 master-0.lab.example.com master-0",
+            "192.0.2.2 worker-0.lab.example.com worker-0"
+        ]
+    );
+
+    let (code, out, err) = run(&["dnsdata", s(&seeds("dnsdata.yaml"))]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l == "192.168.122.100 edpm-compute-0.ctlplane"),
+        "{out}"
+    );
+    let ips: Vec<std::net::IpAddr> = out
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    let mut sorted = ips.clone();
+    sorted.sort();
+    assert_eq!(ips, sorted);
+
+    let (code, out, _) = run(&[
+        "resolv",
+        "--nameserver",
+        "192.0.2.1",
+        "--search",
+        "lab.example.com",
+        "--in",
+        s(&r),
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("search lab.example.com\nnameserver 192.0.2.1\nnameserver 127.0.0.53\nnameserver 198.51.100.53\n"), "{out}");
+    let (_, out, _) = run(&[
+        "resolv",
+        "--nameserver",
+        "192.0.2.1",
+        "--search",
+        "lab.example.com",
+        "--resolved",
+    ]);
+    assert!(out.contains("[Resolve]\nDNS=192.0.2.1\nDomains=lab.example.com\n"));
+}
+
+#[test]
+fn an_unchanged_output_is_left_alone_and_the_exit_status_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(
+        dir.path(),
+        &["192.0.2.0/24"],
+        &["192.0.2.5"],
+        &["192.0.2.7"],
+    );
+    let (n, r) = files(dir.path(), "master-0 master 192.0.2.1\n");
+    let out = dir.path().join("Corefile");
+    let args = [
+        "corefile",
+        "--cluster",
+        s(&c),
+        "--nodes",
+        s(&n),
+        "--resolv",
+        s(&r),
+        "--node-ip",
+        "192.0.2.1",
+        "-o",
+        s(&out),
+        "--exit-changed",
+    ];
+    assert_eq!(run(&args).0, 0, "written: changed");
+    let mtime = std::fs::metadata(&out).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(run(&args).0, 1, "unchanged");
+    assert_eq!(std::fs::metadata(&out).unwrap().modified().unwrap(), mtime);
+    // A new node: changed again.
+    std::fs::write(&n, "master-0 master 192.0.2.1\nmaster-1 master 192.0.2.3\n").unwrap();
+    assert_eq!(run(&args).0, 0);
+    assert!(std::fs::read_to_string(&out).unwrap().contains("master-1"));
+
+    // dnsmasq: both files, the config naming the hosts file.
+    let d = dir.path().join("dnsmasq");
+    std::fs::create_dir(&d).unwrap();
+    let (code, _, err) = run(&[
+        "dnsmasq",
+        "--cluster",
+        s(&c),
+        "--nodes",
+        s(&n),
+        "--resolv",
+        s(&r),
+        "--node-ip",
+        "192.0.2.1",
+        "--out-dir",
+        s(&d),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let conf = std::fs::read_to_string(d.join("dnsmasq.conf")).unwrap();
+    assert!(
+        conf.contains(&format!("addn-hosts={}", d.join("hosts").display())),
+        "{conf}"
+    );
+    assert!(
+        conf.contains("server=198.51.100.53\n")
+            && conf.contains("address=/apps.lab.example.com/192.0.2.7\n")
+    );
+}
+
+#[test]
+fn bad_input_names_its_place_and_keeps_the_previous_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(
+        dir.path(),
+        &["192.0.2.0/24"],
+        &["192.0.2.5"],
+        &["192.0.2.7"],
+    );
+    let (n, r) = files(dir.path(), "master-0 master 192.0.2.1\n");
+    let out = dir.path().join("Corefile");
+    let args = |c: &Path, n: &Path, r: &Path| {
+        let (code, _, err) = run(&[
+            "corefile",
+            "--cluster",
+            s(c),
+            "--nodes",
+            s(n),
+            "--resolv",
+            s(r),
+            "--node-ip",
+            "192.0.2.1",
+            "-o",
+            s(&out),
+        ]);
+        (code, err)
+    };
+    assert_eq!(args(&c, &n, &r).0, 0);
+    let good = std::fs::read_to_string(&out).unwrap();
+    let bad = |what: &str, c: &Path, n: &Path, r: &Path, expect: &str| {
+        let (code, err) = args(c, n, r);
+        assert_eq!(code, 2, "{what}: {err}");
+        assert!(err.contains(expect), "{what}: {err}");
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            good,
+            "{what}: the output changed"
+        );
+    };
+    let nodes = dir.path().join("bad-nodes");
+    std::fs::write(&nodes, "master-0 master 192.0.2.300\n").unwrap();
+    bad("a bad address", &c, &nodes, &r, "bad-nodes:1");
+    std::fs::write(&nodes, "master_0! master 192.0.2.1\n").unwrap();
+    bad("a bad name", &c, &nodes, &r, "bad-nodes:1");
+    bad(
+        "an unreadable inventory",
+        &c,
+        &dir.path().join("missing"),
+        &r,
+        "missing",
+    );
+    let outside = cluster(
+        &dir.path().join("o").tap_mkdir(),
+        &["192.0.2.0/24"],
+        &["198.51.100.5"],
+        &["192.0.2.7"],
+    );
+    bad(
+        "a VIP outside the machine network",
+        &outside,
+        &n,
+        &r,
+        "198.51.100.5",
+    );
+    let unnamed = dir.path().join("unnamed.yaml");
+    std::fs::write(
+        &unnamed,
+        std::fs::read_to_string(&c)
+            .unwrap()
+            .replace("metadata:\n  name: lab\n", ""),
+    )
+    .unwrap();
+    bad("no cluster name", &unnamed, &n, &r, "metadata.name");
+    let resolv = dir.path().join("loop.conf");
+    std::fs::write(&resolv, "nameserver 127.0.0.1\nnameserver 192.0.2.1\n").unwrap();
+    bad("no upstream left", &c, &n, &resolv, "no upstream");
+}
+
+trait TapMkdir {
+    fn tap_mkdir(self) -> Self;
+}
+
+impl TapMkdir for PathBuf {
+    fn tap_mkdir(self) -> Self {
+        std::fs::create_dir_all(&self).unwrap();
+        self
+    }
+}
+
+#[test]
+fn a_template_directory_replaces_a_built_in_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(
+        dir.path(),
+        &["192.0.2.0/24"],
+        &["192.0.2.5"],
+        &["192.0.2.7"],
+    );
+    let (n, _) = files(dir.path(), "master-0 master 192.0.2.1\n");
+    let t = dir.path().join("templates").tap_mkdir();
+    std::fs::write(
+        t.join("hosts"),
+        "{% for n in nodes %}{{ n.name }}={{ n.addresses | join(\",\") }}\n{% endfor %}",
+    )
+    .unwrap();
+    let (code, out, err) = run(&[
+        "hosts",
+        "--cluster",
+        s(&c),
+        "--nodes",
+        s(&n),
+        "--templates",
+        s(&t),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "master-0=192.0.2.1\n");
+    std::fs::write(t.join("hosts"), "{% for n in nodes %}").unwrap();
+    let (code, _, err) = run(&[
+        "hosts",
+        "--cluster",
+        s(&c),
+        "--nodes",
+        s(&n),
+        "--templates",
+        s(&t),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("template hosts"), "{err}");
+}
