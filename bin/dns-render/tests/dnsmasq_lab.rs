@@ -1,0 +1,155 @@
+//! What dns-render writes, served by a real dnsmasq in the lab and asked with dig from another
+//! host: api, api-int, any name under apps, every node, AAAA per family (an empty answer where
+//! the cluster has no VIP of that family), and a name outside the cluster that a second
+//! dnsmasq, the upstream, answers.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use ipi_lab::{wait_for, Host, Lab};
+
+const BIN: &str = env!("CARGO_BIN_EXE_dns-render");
+
+fn dig(client: &Host, server: &Host, name: &str, kind: &str) -> Vec<String> {
+    let at = format!("@{}", server.ipv4());
+    let out = client
+        .run(
+            "dig",
+            [at.as_str(), name, kind, "+short", "+tries=1", "+time=2"],
+        )
+        .unwrap();
+    out.stdout.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn dnsmasq_serves_what_dns_render_writes() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (dns, upstream, client) = (
+        lab.host("dns").unwrap(),
+        lab.host("upstream").unwrap(),
+        lab.host("client").unwrap(),
+    );
+    // The upstream answers one name outside the cluster.
+    let up = upstream
+        .spawn(
+            "upstream-dnsmasq",
+            "dnsmasq",
+            [
+                "--keep-in-foreground",
+                "--no-resolv",
+                "--no-hosts",
+                "--conf-file=/dev/null",
+                "--address=/outside.example.org/198.51.100.77",
+                &format!("--listen-address={}", upstream.ipv4()),
+                "--bind-interfaces",
+            ],
+        )
+        .unwrap();
+    let dir = dns.dir();
+    let cluster = dir.join("install-config.yaml");
+    std::fs::write(
+        &cluster,
+        "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  machineNetwork:\n  \
+         - cidr: 192.0.2.0/24\n  - cidr: 2001:db8::/64\nplatform:\n  baremetal:\n    apiVIPs:\n    - 192.0.2.100\n    \
+         - 2001:db8::100\n    ingressVIPs:\n    - 192.0.2.101\n",
+    )
+    .unwrap();
+    let nodes = dir.join("nodes");
+    std::fs::write(
+        &nodes,
+        "master-0 master 192.0.2.10 2001:db8::10\nworker-0 worker 192.0.2.20\n",
+    )
+    .unwrap();
+    let resolv = dir.join("resolv.conf");
+    std::fs::write(
+        &resolv,
+        format!("nameserver 127.0.0.1\nnameserver {}\n", upstream.ipv4()),
+    )
+    .unwrap();
+    let out = dir.join("dnsmasq");
+    std::fs::create_dir_all(&out).unwrap();
+    let listen = dns.ipv4().to_string();
+    // On the node itself: its own addresses are found and left out of the upstreams.
+    let rendered = dns
+        .command(
+            BIN,
+            [
+                "dnsmasq",
+                "--cluster",
+                cluster.to_str().unwrap(),
+                "--nodes",
+                nodes.to_str().unwrap(),
+            ],
+        )
+        .args([
+            "--resolv",
+            resolv.to_str().unwrap(),
+            "--out-dir",
+            out.to_str().unwrap(),
+            "--listen",
+            &listen,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let conf = format!("--conf-file={}", out.join("dnsmasq.conf").display());
+    let d = dns
+        .spawn(
+            "dnsmasq",
+            "dnsmasq",
+            ["--keep-in-foreground", conf.as_str()],
+        )
+        .unwrap();
+    wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
+        !dig(&client, &dns, "api.lab.example.com", "A").is_empty()
+    })
+    .unwrap_or_else(|| panic!("dnsmasq does not answer:\n{}\n{}", d.log(), up.log()));
+
+    assert_eq!(
+        dig(&client, &dns, "api.lab.example.com", "A"),
+        ["192.0.2.100"]
+    );
+    assert_eq!(
+        dig(&client, &dns, "api-int.lab.example.com", "A"),
+        ["192.0.2.100"]
+    );
+    assert_eq!(
+        dig(&client, &dns, "api.lab.example.com", "AAAA"),
+        ["2001:db8::100"]
+    );
+    assert_eq!(
+        dig(&client, &dns, "console-openshift.apps.lab.example.com", "A"),
+        ["192.0.2.101"]
+    );
+    assert_eq!(
+        dig(&client, &dns, "x.apps.lab.example.com", "A"),
+        ["192.0.2.101"]
+    );
+    // No IPv6 Ingress VIP: an empty answer, not another address.
+    assert!(dig(&client, &dns, "x.apps.lab.example.com", "AAAA").is_empty());
+    assert_eq!(
+        dig(&client, &dns, "master-0.lab.example.com", "A"),
+        ["192.0.2.10"]
+    );
+    assert_eq!(
+        dig(&client, &dns, "master-0.lab.example.com", "AAAA"),
+        ["2001:db8::10"]
+    );
+    assert_eq!(
+        dig(&client, &dns, "worker-0.lab.example.com", "A"),
+        ["192.0.2.20"]
+    );
+    assert_eq!(
+        dig(&client, &dns, "outside.example.org", "A"),
+        ["198.51.100.77"],
+        "forwarded upstream"
+    );
+}
