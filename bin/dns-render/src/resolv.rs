@@ -75,7 +75,8 @@ pub fn prepend(text: &str, nameserver: IpAddr, search: &str) -> String {
                 }
             }
             _ if line.starts_with("# dns-render:") => {}
-            _ => other.push(line.to_string()),
+            // CRLF or a stray CR: resolv.conf lines end at the newline alone.
+            _ => other.push(line.trim_end_matches('\r').to_string()),
         }
     }
     let mut out = String::from("# dns-render: this node's DNS server first\n");
