@@ -392,3 +392,50 @@ fn a_template_directory_replaces_a_built_in_template() {
     assert_eq!(code, 2);
     assert!(err.contains("template hosts"), "{err}");
 }
+
+#[test]
+fn watch_renders_again_when_an_input_changes_and_keeps_the_output_on_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(
+        dir.path(),
+        &["192.0.2.0/24"],
+        &["192.0.2.5"],
+        &["192.0.2.7"],
+    );
+    let (n, _) = files(dir.path(), "master-0 master 192.0.2.1\n");
+    let out = dir.path().join("hosts");
+    let mut child = Command::new(BIN)
+        .args([
+            "hosts",
+            "--cluster",
+            s(&c),
+            "--nodes",
+            s(&n),
+            "-o",
+            s(&out),
+            "--watch",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let read = || std::fs::read_to_string(&out).unwrap_or_default();
+    let wait = |f: &dyn Fn(&str) -> bool| {
+        ipi_lab::wait_for(
+            std::time::Duration::from_secs(10),
+            std::time::Duration::from_millis(50),
+            || f(&read()),
+        )
+        .is_some()
+    };
+    assert!(wait(&|t| t.contains("master-0")));
+    // A broken inventory: the output stays as it was.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(&n, "master-0 master 192.0.2.999\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert!(read().contains("192.0.2.1 master-0"), "{}", read());
+    // Fixed, with a new node: rendered again.
+    std::fs::write(&n, "master-0 master 192.0.2.1\nmaster-1 master 192.0.2.3\n").unwrap();
+    assert!(wait(&|t| t.contains("master-1")), "{}", read());
+    let _ = child.kill();
+    let _ = child.wait();
+}
