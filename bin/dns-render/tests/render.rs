@@ -439,3 +439,61 @@ fn watch_renders_again_when_an_input_changes_and_keeps_the_output_on_bad_input()
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn concurrent_renders_never_leave_a_partial_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(
+        dir.path(),
+        &["192.0.2.0/24"],
+        &["192.0.2.5"],
+        &["192.0.2.7"],
+    );
+    let small = dir.path().join("small");
+    std::fs::write(&small, "master-0 master 192.0.2.1\n").unwrap();
+    let big = dir.path().join("big");
+    std::fs::write(
+        &big,
+        (0..200)
+            .map(|i| format!("node-{i} worker 2001:db8::{:x}\n", i + 16))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let out = dir.path().join("hosts");
+    let render = |nodes: &Path| run(&["hosts", "--cluster", s(&c), "--nodes", s(nodes)]).1;
+    let (a, b) = (render(&small), render(&big));
+    let children: Vec<std::process::Child> = (0..16)
+        .map(|i| {
+            Command::new(BIN)
+                .args([
+                    "hosts",
+                    "--cluster",
+                    s(&c),
+                    "--nodes",
+                    s(if i % 2 == 0 { &small } else { &big }),
+                    "-o",
+                    s(&out),
+                ])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut reads = 0;
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(500) {
+        if let Ok(text) = std::fs::read_to_string(&out) {
+            assert!(
+                text == a || text == b,
+                "a partial file: {} bytes",
+                text.len()
+            );
+            reads += 1;
+        }
+    }
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let last = std::fs::read_to_string(&out).unwrap();
+    assert!(last == a || last == b);
+    assert!(reads > 0);
+}
