@@ -69,6 +69,11 @@ fn cluster(dir: &Path, networks: &[&str], api: &[&str], ingress: &[&str]) -> Pat
     path
 }
 
+/// The IPv4 lab cluster: 192.0.2.0/24, API VIP .5, Ingress VIP .7.
+fn ipv4_cluster(dir: &Path) -> PathBuf {
+    cluster(dir, &["192.0.2.0/24"], &["192.0.2.5"], &["192.0.2.7"])
+}
+
 fn files(dir: &Path, nodes: &str) -> (PathBuf, PathBuf) {
     let n = dir.join("nodes");
     std::fs::write(&n, nodes).unwrap();
@@ -141,12 +146,7 @@ fn dual_stack_answers_both_families_and_single_stack_answers_empty() {
 #[test]
 fn hosts_dnsdata_and_resolv() {
     let dir = tempfile::tempdir().unwrap();
-    let c = cluster(
-        dir.path(),
-        &["192.0.2.0/24"],
-        &["192.0.2.5"],
-        &["192.0.2.7"],
-    );
+    let c = ipv4_cluster(dir.path());
     let (n, r) = files(
         dir.path(),
         "worker-0 worker 192.0.2.2\nmaster-0 master 192.0.2.1\n",
@@ -203,12 +203,7 @@ fn hosts_dnsdata_and_resolv() {
 #[test]
 fn an_unchanged_output_is_left_alone_and_the_exit_status_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let c = cluster(
-        dir.path(),
-        &["192.0.2.0/24"],
-        &["192.0.2.5"],
-        &["192.0.2.7"],
-    );
+    let c = ipv4_cluster(dir.path());
     let (n, r) = files(dir.path(), "master-0 master 192.0.2.1\n");
     let out = dir.path().join("Corefile");
     let args = [
@@ -266,12 +261,7 @@ fn an_unchanged_output_is_left_alone_and_the_exit_status_says_so() {
 #[test]
 fn bad_input_names_its_place_and_keeps_the_previous_output() {
     let dir = tempfile::tempdir().unwrap();
-    let c = cluster(
-        dir.path(),
-        &["192.0.2.0/24"],
-        &["192.0.2.5"],
-        &["192.0.2.7"],
-    );
+    let c = ipv4_cluster(dir.path());
     let (n, r) = files(dir.path(), "master-0 master 192.0.2.1\n");
     let out = dir.path().join("Corefile");
     let args = |c: &Path, n: &Path, r: &Path| {
@@ -355,12 +345,7 @@ impl TapMkdir for PathBuf {
 #[test]
 fn a_template_directory_replaces_a_built_in_template() {
     let dir = tempfile::tempdir().unwrap();
-    let c = cluster(
-        dir.path(),
-        &["192.0.2.0/24"],
-        &["192.0.2.5"],
-        &["192.0.2.7"],
-    );
+    let c = ipv4_cluster(dir.path());
     let (n, _) = files(dir.path(), "master-0 master 192.0.2.1\n");
     let t = dir.path().join("templates").tap_mkdir();
     std::fs::write(
@@ -396,12 +381,7 @@ fn a_template_directory_replaces_a_built_in_template() {
 #[test]
 fn watch_renders_again_when_an_input_changes_and_keeps_the_output_on_bad_input() {
     let dir = tempfile::tempdir().unwrap();
-    let c = cluster(
-        dir.path(),
-        &["192.0.2.0/24"],
-        &["192.0.2.5"],
-        &["192.0.2.7"],
-    );
+    let c = ipv4_cluster(dir.path());
     let (n, _) = files(dir.path(), "master-0 master 192.0.2.1\n");
     let out = dir.path().join("hosts");
     let mut child = Command::new(BIN)
@@ -443,12 +423,7 @@ fn watch_renders_again_when_an_input_changes_and_keeps_the_output_on_bad_input()
 #[test]
 fn concurrent_renders_never_leave_a_partial_file() {
     let dir = tempfile::tempdir().unwrap();
-    let c = cluster(
-        dir.path(),
-        &["192.0.2.0/24"],
-        &["192.0.2.5"],
-        &["192.0.2.7"],
-    );
+    let c = ipv4_cluster(dir.path());
     let small = dir.path().join("small");
     std::fs::write(&small, "master-0 master 192.0.2.1\n").unwrap();
     let big = dir.path().join("big");
