@@ -27,13 +27,13 @@ pub struct Browse {
     pub bind: Option<IpAddr>,
 }
 
-/// When, within a round, the open questions are asked again.
-const ASK_AT: [Duration; 5] = [
+/// When, within a round, the open questions are asked (again); then every second until the
+/// round ends.
+const ASK_AT: [Duration; 4] = [
     Duration::ZERO,
     Duration::from_millis(250),
     Duration::from_millis(500),
     Duration::from_secs(1),
-    Duration::from_secs(2),
 ];
 
 /// One round: ask, listen, and say what was found.

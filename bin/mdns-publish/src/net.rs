@@ -109,8 +109,13 @@ pub fn mdns_sockets(iface: &Interface) -> Result<(Option<UdpSocket>, Option<UdpS
     Ok((s4, s6))
 }
 
+/// Receive buffers big enough for a burst of answers (a browse of hundreds of instances
+/// brings dozens of datagrams at once); the kernel caps it at net.core.rmem_max.
+const RECV_BUFFER: usize = 1 << 20;
+
 fn socket(domain: Domain) -> std::io::Result<Socket> {
     let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+    let _ = s.set_recv_buffer_size(RECV_BUFFER);
     s.set_reuse_address(true)?;
     s.set_reuse_port(true)?;
     s.set_nonblocking(true)?;
@@ -123,6 +128,7 @@ pub fn query_socket(iface: Option<&Interface>, v6: bool) -> Result<UdpSocket, St
     let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
     let at = |e: std::io::Error| format!("query socket: {e}");
     let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP)).map_err(at)?;
+    let _ = s.set_recv_buffer_size(RECV_BUFFER);
     s.set_nonblocking(true).map_err(at)?;
     if v6 {
         s.set_only_v6(true).map_err(at)?;

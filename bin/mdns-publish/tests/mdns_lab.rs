@@ -297,7 +297,7 @@ fn two_hundred_instances_in_many_packets_are_all_browsed() {
                 "--type",
                 "_http._tcp",
                 "--timeout",
-                "3s",
+                "5s",
                 "--bind",
                 &bind,
             ],

@@ -76,7 +76,9 @@ pub fn run(config: Config, options: Options, reload: Loader) -> Result<(), Strin
                 .enable_all()
                 .build()
                 .map_err(|e| e.to_string())?;
-            let workers = vec![runtime.handle().clone()];
+            // One listening socket and accept loop per thread here too: accepting is spread
+            // over the workers, and a new connection starts on the worker that accepted it.
+            let workers = vec![runtime.handle().clone(); threads];
             runtime.block_on(serve(config, options, reload, workers))
         }
         Runtime::PerCore => {
