@@ -122,11 +122,7 @@ impl Cluster {
     /// Read and validate an install-config.yaml. With `nodes`, the VIPs are also checked against
     /// the nodes' addresses.
     pub fn load(path: &Path, nodes: Option<&Inventory>) -> Result<Self, ClusterError> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ClusterError::Read {
-            origin: origin.clone(),
-            source,
-        })?;
+        let (text, origin) = read(path)?;
         Self::parse(&text, &origin, nodes)
     }
 
@@ -136,20 +132,23 @@ impl Cluster {
         origin: &str,
         nodes: Option<&Inventory>,
     ) -> Result<Self, ClusterError> {
-        let raw: RawInstallConfig = serde_norway::from_str(text).map_err(|e| {
-            let at = e
-                .location()
-                .map(|l| format!("{}:{}: ", l.line(), l.column()))
-                .unwrap_or_default();
-            ClusterError::Yaml {
+        raw(text, origin)?
+            .validate(nodes)
+            .map_err(|errors| ClusterError::Invalid {
                 origin: origin.to_owned(),
-                message: format!("{at}{e}"),
-            }
-        })?;
-        raw.validate(nodes).map_err(|errors| ClusterError::Invalid {
-            origin: origin.to_owned(),
-            errors,
-        })
+                errors,
+            })
+    }
+
+    /// Only the machine networks of an install-config.yaml, with their rules: for choosing VIPs
+    /// before the file has any (the rest of the file is not checked).
+    pub fn load_machine_networks(path: &Path) -> Result<Vec<IpNetwork>, ClusterError> {
+        let (text, origin) = read(path)?;
+        let mut errors = FieldErrors::default();
+        let networks = machine_networks(raw(&text, &origin)?.networking, &mut errors);
+        errors
+            .into_result(networks)
+            .map_err(|errors| ClusterError::Invalid { origin, errors })
     }
 
     /// The cluster's DNS domain: `<name>.<baseDomain>`.
@@ -280,6 +279,28 @@ impl RawInstallConfig {
             dns_vip: checked.dns,
         })
     }
+}
+
+fn read(path: &Path) -> Result<(String, String), ClusterError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ClusterError::Read {
+        origin: origin.clone(),
+        source,
+    })?;
+    Ok((text, origin))
+}
+
+fn raw(text: &str, origin: &str) -> Result<RawInstallConfig, ClusterError> {
+    serde_norway::from_str(text).map_err(|e| {
+        let at = e
+            .location()
+            .map(|l| format!("{}:{}: ", l.line(), l.column()))
+            .unwrap_or_default();
+        ClusterError::Yaml {
+            origin: origin.to_owned(),
+            message: format!("{at}{e}"),
+        }
+    })
 }
 
 /// The cluster name becomes the first label of every cluster DNS name.
