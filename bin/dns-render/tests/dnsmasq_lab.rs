@@ -19,7 +19,12 @@ fn dig(client: &Host, server: &Host, name: &str, kind: &str) -> Vec<String> {
             [at.as_str(), name, kind, "+short", "+tries=1", "+time=2"],
         )
         .unwrap();
-    out.stdout.lines().map(str::to_string).collect()
+    // dig +short says why on stdout too (";; communications error ..."): answers only.
+    out.stdout
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]

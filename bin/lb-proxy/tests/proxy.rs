@@ -192,12 +192,23 @@ fn reload_under_load_changes_the_servers_without_losing_a_connection() {
 
 #[test]
 fn maxconn_holds_the_excess_in_the_backlog() {
+    maxconn(&[]);
+}
+
+#[test]
+fn maxconn_holds_the_excess_with_a_socket_per_core_too() {
+    // Two sockets share the frontend: neither may starve the other of its slots.
+    maxconn(&["--runtime", "per-core", "--threads", "2"]);
+}
+
+fn maxconn(args: &[&str]) {
     let b = backends(1);
     let ports = Ports::new();
     let cfg = config(ports, &[&b[0]], "  maxconn 2\n", CHECKS);
-    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, args);
     let hold = |_| {
         let s = TcpStream::connect(ports.front()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let mut s2 = s.try_clone().unwrap();
         s2.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
         let mut buf = [0u8; 256];

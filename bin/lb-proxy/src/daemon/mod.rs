@@ -76,9 +76,8 @@ pub fn run(config: Config, options: Options, reload: Loader) -> Result<(), Strin
                 .enable_all()
                 .build()
                 .map_err(|e| e.to_string())?;
-            // One listening socket and accept loop per thread here too: accepting is spread
-            // over the workers, and a new connection starts on the worker that accepted it.
-            let workers = vec![runtime.handle().clone(); threads];
+            // One listening socket: maxconn's excess stays in the kernel's backlog.
+            let workers = vec![runtime.handle().clone()];
             runtime.block_on(serve(config, options, reload, workers))
         }
         Runtime::PerCore => {
@@ -206,6 +205,7 @@ impl Running {
             tracing::info!("{}: listening on {}", key.0, key.1.address);
             let tcp = table.frontends.contains_key(&key.0);
             let control = Handle::current();
+            let shared = self.workers.len() > 1;
             let handles = sockets
                 .into_iter()
                 .zip(if tcp {
@@ -222,7 +222,7 @@ impl Running {
                                 Err(e) => return tracing::error!("{name}: {e}"),
                             };
                             if tcp {
-                                session::accept_loop(listener, name, rx, copy).await;
+                                session::accept_loop(listener, name, rx, copy, shared).await;
                             } else {
                                 web::accept_loop(listener, name, rx).await;
                             }

@@ -14,27 +14,38 @@ use crate::forward::{self, Copy, End, Idle};
 
 /// Accepts on `listener` for the frontend called `name`, reading the current table from
 /// `table` at every connection, until the task is aborted.
+///
+/// With one listening socket per frontend (`shared` false) a slot is taken before accepting,
+/// so that beyond `maxconn` connections wait in the kernel's backlog, as with haproxy. With
+/// several sockets sharing a frontend (one per core), a loop holding a slot while its own
+/// socket is idle would starve the others: there each connection is accepted first and waits,
+/// unserved, for a slot.
 pub async fn accept_loop(
     listener: TcpListener,
     name: String,
     mut table: watch::Receiver<Arc<Table>>,
     copy: Copy,
+    shared: bool,
 ) {
     loop {
         let Some(frontend) = table.borrow_and_update().frontends.get(&name).cloned() else {
             return;
         };
-        // Wait for a slot, or for a reload that may change the frontend.
-        let permit = tokio::select! {
-            p = Arc::clone(&frontend.slots).acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => return,
-            },
-            changed = table.changed() => {
-                if changed.is_err() {
-                    return;
+        // Wait for a slot (unless shared), or for a reload that may change the frontend.
+        let permit = if shared {
+            None
+        } else {
+            tokio::select! {
+                p = Arc::clone(&frontend.slots).acquire_owned() => match p {
+                    Ok(p) => Some(p),
+                    Err(_) => return,
+                },
+                changed = table.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    continue;
                 }
-                continue;
             }
         };
         let (client, peer) = match listener.accept().await {
@@ -48,7 +59,13 @@ pub async fn accept_loop(
         };
         frontend.sessions.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            let _permit = permit;
+            let _permit = match permit {
+                Some(p) => p,
+                None => match Arc::clone(&frontend.slots).acquire_owned().await {
+                    Ok(p) => p,
+                    Err(_) => return,
+                },
+            };
             if let Some(backend) = &frontend.backend {
                 session(client, &frontend, backend, copy).await;
             } else {
