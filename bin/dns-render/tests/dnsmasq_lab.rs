@@ -54,6 +54,10 @@ fn dnsmasq_serves_what_dns_render_writes() {
             ],
         )
         .unwrap();
+    wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
+        dig(&client, &upstream, "outside.example.org", "A") == ["198.51.100.77"]
+    })
+    .unwrap_or_else(|| panic!("the upstream dnsmasq does not answer:\n{}", up.log()));
     let dir = dns.dir();
     let cluster = dir.join("install-config.yaml");
     std::fs::write(
