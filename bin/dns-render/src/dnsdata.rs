@@ -26,13 +26,7 @@ struct HostEntry {
 
 /// The hosts file of DNSData YAML `text`; errors name `origin` and the entry.
 pub fn hosts(text: &str, origin: &str) -> Result<String, String> {
-    let d: DnsData = serde_norway::from_str(text).map_err(|e| {
-        let at = e
-            .location()
-            .map(|l| format!("{}:{}: ", l.line(), l.column()))
-            .unwrap_or_default();
-        format!("{origin}:{at}{e}")
-    })?;
+    let d: DnsData = ipi_core::place::yaml(text).map_err(|e| format!("{origin}:{e}"))?;
     let mut by_ip: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
     for (i, h) in d.spec.hosts.iter().enumerate() {
         let ip: IpAddr = h.ip.parse().map_err(|_| {

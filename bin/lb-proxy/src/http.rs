@@ -10,7 +10,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 /// How many redirects `check` follows (curl's default is 50; a health URL needs few).
@@ -228,9 +228,10 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         .await
         .map_err(|e| e.to_string())?;
     stream.flush().await.map_err(|e| e.to_string())?;
-    let mut reader = BufReader::new(stream);
+    // The whole head is bounded, a status line without an end included: a server cannot make
+    // a check hold more than MAX_HEAD bytes however fast it talks.
+    let mut reader = BufReader::new(stream.take(MAX_HEAD as u64));
     let mut line = String::new();
-    let mut read = 0;
     reader
         .read_line(&mut line)
         .await
@@ -243,13 +244,12 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         .ok_or_else(|| format!("not an HTTP answer: {:?}", line.trim_end()))?;
     let mut location = None;
     loop {
-        read += line.len();
         line.clear();
         let n = reader
             .read_line(&mut line)
             .await
             .map_err(|e| e.to_string())?;
-        if n == 0 || line.trim().is_empty() || read > MAX_HEAD {
+        if n == 0 || line.trim().is_empty() {
             break;
         }
         if let Some((name, value)) = line.split_once(':') {

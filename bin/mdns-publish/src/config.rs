@@ -70,13 +70,7 @@ impl Config {
 
     /// Reads config text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config, String> {
-        let c: Config = serde_norway::from_str(text).map_err(|e| {
-            let at = e
-                .location()
-                .map(|l| format!("{}:{}: ", l.line(), l.column()))
-                .unwrap_or_default();
-            format!("{origin}:{at}{e}")
-        })?;
+        let c: Config = ipi_core::place::yaml(text).map_err(|e| format!("{origin}:{e}"))?;
         match c.collision_avoidance.as_deref() {
             None | Some("none" | "hostname") => {}
             Some(other) => {

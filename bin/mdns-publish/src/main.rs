@@ -109,6 +109,9 @@ async fn browse(b: &Browse, json: bool, output: Option<&std::path::Path>, watch:
             Err(e) => {
                 eprintln!("mdns-publish browse: {e}");
                 if watch {
+                    // A round that fails at once (no interface holds --bind yet) would
+                    // otherwise spin: wait a round before the next.
+                    tokio::time::sleep(b.round).await;
                     continue;
                 }
                 return Status::Failed.into();

@@ -54,9 +54,10 @@ impl Wire {
                 s.iter().map(|s| (*a, s)).collect()
             }
         };
+        let packets = crate::responder::packets(&out.message, &bytes);
         for (to, socket) in targets {
-            for packet in crate::responder::packets(&out.message, &bytes) {
-                if let Err(e) = socket.send_to(&packet, to).await {
+            for packet in &packets {
+                if let Err(e) = socket.send_to(packet, to).await {
                     tracing::debug!("send to {to}: {e}");
                 }
             }

@@ -291,15 +291,9 @@ fn read(path: &Path) -> Result<(String, String), ClusterError> {
 }
 
 fn raw(text: &str, origin: &str) -> Result<RawInstallConfig, ClusterError> {
-    serde_norway::from_str(text).map_err(|e| {
-        let at = e
-            .location()
-            .map(|l| format!("{}:{}: ", l.line(), l.column()))
-            .unwrap_or_default();
-        ClusterError::Yaml {
-            origin: origin.to_owned(),
-            message: format!("{at}{e}"),
-        }
+    crate::place::yaml(text).map_err(|message| ClusterError::Yaml {
+        origin: origin.to_owned(),
+        message,
     })
 }
 

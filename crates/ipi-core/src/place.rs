@@ -72,6 +72,18 @@ impl fmt::Display for Errors {
 
 impl std::error::Error for Errors {}
 
+/// Reads YAML (of which JSON is a part) into `T`; the error is `LINE:COLUMN: message` where
+/// the parser knows the place (the caller puts the file's name in front).
+pub fn yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_norway::from_str(text).map_err(|e| {
+        let at = e
+            .location()
+            .map(|l| format!("{}:{}: ", l.line(), l.column()))
+            .unwrap_or_default();
+        format!("{at}{e}")
+    })
+}
+
 /// Splits text into words as keepalived and haproxy do: blanks separate, single or double
 /// quotes group, a backslash escapes the next character, and `comment` (outside quotes) ends
 /// the line.

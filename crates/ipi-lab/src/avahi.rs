@@ -71,10 +71,7 @@ impl Avahi {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut c = std::process::Command::new("nsenter");
-        c.args(["-t", &self.daemon.pid().to_string(), "-m", "-n", program])
-            .args(args);
-        cmd::output(&mut c)
+        cmd::output(&mut self.command(program, args))
     }
 
     /// Starts `program` as a daemon in avahi's namespaces (avahi-publish, which publishes for
@@ -90,10 +87,19 @@ impl Avahi {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        Daemon::start(name, self.command(program, args), host.dir())
+    }
+
+    /// `program` with `args`, to run inside avahi's network and mount namespaces.
+    fn command<I, S>(&self, program: &str, args: I) -> std::process::Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let mut c = std::process::Command::new("nsenter");
         c.args(["-t", &self.daemon.pid().to_string(), "-m", "-n", program])
             .args(args);
-        Daemon::start(name, c, host.dir())
+        c
     }
 
     /// The daemon (its log, its usage).
