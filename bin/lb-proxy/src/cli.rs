@@ -35,8 +35,8 @@ pub enum Command {
         flag_file: Option<PathBuf>,
         /// How often the redirect looks at the servers (on after 3 healthy rounds, off after 11
         /// unhealthy ones).
-        #[arg(long, value_name = "DURATION", default_value = "1s")]
-        redirect_interval: String,
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = ipi_core::duration::parse)]
+        redirect_interval: std::time::Duration,
         /// Move bytes through a buffer rather than with splice(2).
         #[arg(long)]
         copy: bool,
@@ -72,8 +72,8 @@ pub enum Command {
         /// The URL (http or https; certificates are not verified).
         url: String,
         /// How long to wait for the answer.
-        #[arg(long, value_name = "DURATION", default_value = "2s")]
-        timeout: String,
+        #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = ipi_core::duration::parse)]
+        timeout: std::time::Duration,
     },
 }
 

@@ -2,7 +2,7 @@
 //! own (a FIN one way does not cut the other), with haproxy's inactivity timeouts.
 //!
 //! Small exchanges go through a pooled buffer; once a flow is bulk, on Linux the bytes go
-//! socket -> pipe -> socket with splice(2) and never enter user space. [`Copy::Buffered`]
+//! socket -> pipe -> socket with splice(2) and never enter user space. [`Transfer::Buffered`]
 //! never splices: the portable path (and what `--copy` asks for).
 
 use std::cell::RefCell;
@@ -26,7 +26,7 @@ const PIPE: usize = 64 * 1024;
 
 /// How the bytes are moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Copy {
+pub enum Transfer {
     /// splice(2) through a pipe once a direction carries bulk (Linux).
     Splice,
     /// read(2) into a buffer, write(2) out of it.
@@ -113,7 +113,7 @@ pub async fn forward(
     mut client: TcpStream,
     mut server: TcpStream,
     idle: Idle,
-    copy: Copy,
+    copy: Transfer,
     moved: &Moved,
 ) -> End {
     let activity = Activity {
@@ -166,11 +166,11 @@ async fn watchdog(activity: &Activity, idle: Idle) {
 /// Bytes go through a pooled buffer taken only while they are in flight (an idle connection
 /// holds none), read with tokio's AsyncRead, which treats a short read as "drained" and saves
 /// the read that would only say EAGAIN. Once a read fills the whole buffer the flow is bulk,
-/// and with [`Copy::Splice`] the rest goes through a pipe with splice(2).
+/// and with [`Transfer::Splice`] the rest goes through a pipe with splice(2).
 async fn pump(
     mut from: ReadHalf<'_>,
     mut to: WriteHalf<'_>,
-    copy: Copy,
+    copy: Transfer,
     activity: &Activity,
     moved: &AtomicU64,
 ) -> io::Result<()> {
@@ -180,7 +180,7 @@ async fn pump(
             Some(p) => splice_once(from.as_ref(), to.as_ref(), p).await?,
             None => {
                 let (n, full) = copy_once(&mut from, &mut to).await?;
-                if full && copy == Copy::Splice {
+                if full && copy == Transfer::Splice {
                     pipe = make_pipe().ok();
                 }
                 n

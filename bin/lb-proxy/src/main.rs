@@ -6,10 +6,9 @@ use std::time::Duration;
 use clap::Parser;
 use ipi_core::exit::Status;
 use lb_proxy::cli::{Cli, Command};
-use lb_proxy::config::parse::duration;
 use lb_proxy::daemon::redirect::Redirect;
 use lb_proxy::daemon::Options;
-use lb_proxy::forward::Copy;
+use lb_proxy::forward::Transfer;
 
 /// Where keepalived's chk_ocp_lb looks for the redirect (OpenShift's flag file).
 const OPENSHIFT_FLAG_FILE: &str = "/var/run/keepalived/iptables-rule-exists";
@@ -49,10 +48,6 @@ fn main() -> ExitCode {
             quiet,
         } => {
             ipi_core::service::logging(verbose, quiet);
-            let Some(interval) = duration(&redirect_interval).filter(|d| !d.is_zero()) else {
-                eprintln!("--redirect-interval {redirect_interval}: not a duration (1s, 500ms...)");
-                return Status::Usage.into();
-            };
             let (config, api_vips) = match lb_proxy::config::load_source(&source) {
                 Ok(c) => c,
                 Err(e) => {
@@ -69,10 +64,14 @@ fn main() -> ExitCode {
             let redirect = (!vips.is_empty()).then(|| Redirect {
                 vips,
                 flag_file: flag_file.or_else(|| cluster.then(|| OPENSHIFT_FLAG_FILE.into())),
-                interval,
+                interval: redirect_interval,
             });
             let options = Options {
-                copy: if copy { Copy::Buffered } else { Copy::Splice },
+                copy: if copy {
+                    Transfer::Buffered
+                } else {
+                    Transfer::Splice
+                },
                 redirect,
                 threads,
                 runtime,
@@ -87,10 +86,6 @@ fn main() -> ExitCode {
             }
         }
         Command::Check { url, timeout } => {
-            let Some(timeout) = duration(&timeout).filter(|d| !d.is_zero()) else {
-                eprintln!("--timeout {timeout}: not a duration (2s, 500ms...)");
-                return Status::Usage.into();
-            };
             let url = match lb_proxy::http::Url::parse(&url) {
                 Ok(u) => u,
                 Err(e) => {

@@ -81,8 +81,16 @@ fn http_answers_and_redirects() {
 }
 
 #[test]
-fn a_bad_url_is_a_usage_error() {
+fn a_bad_url_or_timeout_is_a_usage_error() {
     assert_eq!(check("ftp://127.0.0.1/"), 2);
+    for timeout in ["0", "2d", "soon"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_lb-proxy"))
+            .args(["check", "http://127.0.0.1:1/", "--timeout", timeout])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--timeout {timeout}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("is not a duration"));
+    }
 }
 
 #[test]

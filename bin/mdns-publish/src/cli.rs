@@ -80,8 +80,8 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 0)]
         min_srv: usize,
         /// How long to listen for answers (one round with --watch).
-        #[arg(long, value_name = "DURATION", default_value = "2s")]
-        timeout: String,
+        #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = ipi_core::duration::parse)]
+        timeout: std::time::Duration,
         /// The inventory as JSON (with the etcd targets).
         #[arg(long)]
         json: bool,

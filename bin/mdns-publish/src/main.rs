@@ -77,16 +77,11 @@ fn main() -> ExitCode {
             watch,
             bind,
         } => {
-            let Some(round) = parse_duration(&timeout) else {
-                return usage(&format!(
-                    "--timeout {timeout}: not a duration (2s, 500ms...)"
-                ));
-            };
             let b = Browse {
                 kind,
                 filter,
                 min_srv,
-                round,
+                round: timeout,
                 bind,
             };
             let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -144,22 +139,6 @@ async fn browse(b: &Browse, json: bool, output: Option<&std::path::Path>, watch:
             };
         }
     }
-}
-
-/// `2s`, `500ms`, `1m`, or plain seconds.
-fn parse_duration(text: &str) -> Option<std::time::Duration> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(text.len());
-    let (n, unit) = text.split_at(split);
-    let n: f64 = n.parse().ok()?;
-    let secs = match unit {
-        "" | "s" => n,
-        "ms" => n / 1000.0,
-        "m" => n * 60.0,
-        _ => return None,
-    };
-    (secs > 0.0 && secs.is_finite()).then(|| std::time::Duration::from_secs_f64(secs))
 }
 
 /// What a node publishes, given its interface's addresses.

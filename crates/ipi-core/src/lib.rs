@@ -6,6 +6,7 @@
 //! - [`vrid`]: VRRP router ids derived from the cluster name, as OpenShift does.
 //! - [`vrrp`]: the VRRP advertisement codec and timers.
 //! - [`atomic`]: atomic, change-aware file writes.
+//! - [`duration`]: durations on the command line.
 //! - [`exit`]: exit statuses; [`service`]: logging and systemd notification for daemons.
 //! - [`field`]: installer-style field errors; [`name`]: DNS name rules.
 
@@ -14,6 +15,7 @@
 pub mod atomic;
 pub mod capture;
 pub mod cluster;
+pub mod duration;
 pub mod exit;
 pub mod field;
 pub mod inventory;

@@ -30,7 +30,7 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use crate::config::model::Bind;
 use crate::config::Config;
-use crate::forward::Copy;
+use crate::forward::Transfer;
 use redirect::{Debounce, Redirect};
 use table::{ListenerKey, Table};
 
@@ -41,7 +41,7 @@ pub type Loader = Box<dyn Fn() -> Result<Config, String> + Send>;
 #[derive(Debug, Clone)]
 pub struct Options {
     /// How bytes are moved.
-    pub copy: Copy,
+    pub copy: Transfer,
     /// The VIP redirect, when on.
     pub redirect: Option<Redirect>,
     /// Threads that forward (0: one per core).
@@ -157,7 +157,7 @@ struct Running {
     table: watch::Sender<Arc<Table>>,
     listeners: HashMap<ListenerKey, Vec<AbortHandle>>,
     checks: JoinSet<()>,
-    copy: Copy,
+    copy: Transfer,
     /// The event loops that forward: one per core, or the one work-stealing runtime.
     workers: Vec<Handle>,
 }

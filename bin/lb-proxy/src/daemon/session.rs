@@ -10,7 +10,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::table::{Backend, Frontend, Server, Table};
-use crate::forward::{self, Copy, End, Idle};
+use crate::forward::{self, End, Idle, Transfer};
 
 /// Accepts on `listener` for the frontend called `name`, reading the current table from
 /// `table` at every connection, until the task is aborted.
@@ -24,7 +24,7 @@ pub async fn accept_loop(
     listener: TcpListener,
     name: String,
     mut table: watch::Receiver<Arc<Table>>,
-    copy: Copy,
+    copy: Transfer,
     shared: bool,
 ) {
     loop {
@@ -76,7 +76,7 @@ pub async fn accept_loop(
 }
 
 /// One client connection.
-async fn session(client: TcpStream, frontend: &Frontend, backend: &Backend, copy: Copy) {
+async fn session(client: TcpStream, frontend: &Frontend, backend: &Backend, copy: Transfer) {
     let Some((server, upstream)) = connect(backend).await else {
         return;
     };
