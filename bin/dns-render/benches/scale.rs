@@ -18,13 +18,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_dns-render");
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(
-        d.join("install-config.yaml"),
-        "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  machineNetwork:\n  \
-         - cidr: 2001:db8::/64\nplatform:\n  baremetal:\n    apiVIPs:\n    - 2001:db8::5\n    ingressVIPs:\n    \
-         - 2001:db8::7\n",
-    )
-    .unwrap();
+    ipi_lab::install_config(d, &["2001:db8::/64"], &["2001:db8::5"], &["2001:db8::7"]);
     std::fs::write(d.join("resolv.conf"), "nameserver 2001:db8:53::1\n").unwrap();
     println!("| nodes | output | wall time | peak RSS | per node |");
     println!("| --- | --- | --- | --- | --- |");

@@ -29,6 +29,18 @@ pub struct Inputs {
     pub templates: Option<PathBuf>,
 }
 
+/// The upstream servers: a resolv.conf without this node's own addresses and loopback.
+#[derive(Debug, Clone, Args)]
+pub struct Upstream {
+    /// resolv.conf with the upstream servers (NetworkManager's).
+    #[arg(long, value_name = "FILE")]
+    pub resolv: PathBuf,
+    /// This node's addresses, left out of the upstreams (repeatable; default: the addresses
+    /// of this host's interfaces).
+    #[arg(long = "node-ip", value_name = "ADDR")]
+    pub node_ip: Vec<IpAddr>,
+}
+
 /// Where the output goes and what the exit status says.
 #[derive(Debug, Clone, Args)]
 pub struct Output {
@@ -50,13 +62,9 @@ pub enum Command {
         /// The cluster and its nodes.
         #[command(flatten)]
         inputs: Inputs,
-        /// resolv.conf with the upstream servers (NetworkManager's).
-        #[arg(long, value_name = "FILE")]
-        resolv: PathBuf,
-        /// This node's addresses, left out of the upstreams (repeatable; default: the
-        /// addresses of this host's interfaces).
-        #[arg(long = "node-ip", value_name = "ADDR")]
-        node_ip: Vec<IpAddr>,
+        /// Where the upstream servers come from.
+        #[command(flatten)]
+        upstream: Upstream,
         /// Write here (atomically) rather than to standard output.
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
@@ -70,12 +78,9 @@ pub enum Command {
         /// The cluster and its nodes.
         #[command(flatten)]
         inputs: Inputs,
-        /// resolv.conf with the upstream servers.
-        #[arg(long, value_name = "FILE")]
-        resolv: PathBuf,
-        /// This node's addresses, left out of the upstreams (repeatable).
-        #[arg(long = "node-ip", value_name = "ADDR")]
-        node_ip: Vec<IpAddr>,
+        /// Where the upstream servers come from.
+        #[command(flatten)]
+        upstream: Upstream,
         /// Where the two files go.
         #[arg(long, value_name = "DIR")]
         out_dir: PathBuf,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use ipi_core::{Cluster, Inventory};
 
-use crate::cli::{Command, Inputs};
+use crate::cli::{Command, Inputs, Upstream};
 use crate::render::{self, Model};
 use crate::{dnsdata, resolv};
 
@@ -25,24 +25,22 @@ pub fn render(command: &Command) -> Result<Vec<(Target, String)>, String> {
     Ok(match command {
         Command::Corefile {
             inputs,
-            resolv,
-            node_ip,
+            upstream,
             output,
             ..
         } => {
-            let (model, env) = model(inputs, Some((resolv, node_ip)))?;
+            let (model, env) = model(inputs, Some(upstream))?;
             let text = render::render(&env, "Corefile", &model, Path::new(""), Path::new(""), &[])?;
             vec![(to(output), text)]
         }
         Command::Dnsmasq {
             inputs,
-            resolv,
-            node_ip,
+            upstream,
             out_dir,
             listen,
             ..
         } => {
-            let (model, env) = model(inputs, Some((resolv, node_ip)))?;
+            let (model, env) = model(inputs, Some(upstream))?;
             let (conf, hosts) = render::dnsmasq_paths(out_dir);
             let c = render::render(&env, "dnsmasq.conf", &model, &conf, &hosts, listen)?;
             let h = render::render(&env, "hosts", &model, &conf, &hosts, listen)?;
@@ -92,9 +90,14 @@ pub fn inputs(command: &Command) -> Vec<PathBuf> {
         v.push(i.nodes.clone());
     };
     match command {
-        Command::Corefile { inputs, resolv, .. } | Command::Dnsmasq { inputs, resolv, .. } => {
+        Command::Corefile {
+            inputs, upstream, ..
+        }
+        | Command::Dnsmasq {
+            inputs, upstream, ..
+        } => {
             cluster(inputs);
-            v.push(resolv.clone());
+            v.push(upstream.resolv.clone());
         }
         Command::Hosts { inputs, .. } => cluster(inputs),
         Command::Dnsdata { input, .. } => v.push(input.clone()),
@@ -105,20 +108,20 @@ pub fn inputs(command: &Command) -> Vec<PathBuf> {
 
 fn model(
     inputs: &Inputs,
-    upstream: Option<(&PathBuf, &Vec<IpAddr>)>,
+    upstream: Option<&Upstream>,
 ) -> Result<(Model, minijinja::Environment<'static>), String> {
     let nodes = Inventory::load(&inputs.nodes).map_err(|e| e.to_string())?;
     let cluster = Cluster::load(&inputs.cluster, Some(&nodes)).map_err(|e| e.to_string())?;
     let upstreams = match upstream {
         None => Vec::new(),
-        Some((path, node_ip)) => {
-            let own = if node_ip.is_empty() {
+        Some(u) => {
+            let own = if u.node_ip.is_empty() {
                 local_addresses()
             } else {
-                node_ip.clone()
+                u.node_ip.clone()
             };
-            let text = ipi_core::place::read(path).map_err(|e| e.to_string())?;
-            resolv::upstreams(&text, &path.display().to_string(), &own)?
+            let text = ipi_core::place::read(&u.resolv).map_err(|e| e.to_string())?;
+            resolv::upstreams(&text, &u.resolv.display().to_string(), &own)?
         }
     };
     let env = render::environment(inputs.templates.as_deref())?;

@@ -59,14 +59,12 @@ fn dnsmasq_serves_what_dns_render_writes() {
     })
     .unwrap_or_else(|| panic!("the upstream dnsmasq does not answer:\n{}", up.log()));
     let dir = dns.dir();
-    let cluster = dir.join("install-config.yaml");
-    std::fs::write(
-        &cluster,
-        "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  machineNetwork:\n  \
-         - cidr: 192.0.2.0/24\n  - cidr: 2001:db8::/64\nplatform:\n  baremetal:\n    apiVIPs:\n    - 192.0.2.100\n    \
-         - 2001:db8::100\n    ingressVIPs:\n    - 192.0.2.101\n",
-    )
-    .unwrap();
+    let cluster = ipi_lab::install_config(
+        dir,
+        &["192.0.2.0/24", "2001:db8::/64"],
+        &["192.0.2.100", "2001:db8::100"],
+        &["192.0.2.101"],
+    );
     let nodes = dir.join("nodes");
     std::fs::write(
         &nodes,

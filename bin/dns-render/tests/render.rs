@@ -50,23 +50,7 @@ fn the_managed_corefile_byte_for_byte() {
 
 /// A lab cluster: `vips` are (api, ingress) per family.
 fn cluster(dir: &Path, networks: &[&str], api: &[&str], ingress: &[&str]) -> PathBuf {
-    let list = |v: &[&str]| v.iter().map(|x| format!("\n    - {x}")).collect::<String>();
-    let nets = networks
-        .iter()
-        .map(|n| format!("\n  - cidr: {n}"))
-        .collect::<String>();
-    let path = dir.join("install-config.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  machineNetwork:{nets}\n\
-             platform:\n  baremetal:\n    apiVIPs:{}\n    ingressVIPs:{}\n",
-            list(api),
-            list(ingress)
-        ),
-    )
-    .unwrap();
-    path
+    ipi_lab::install_config(dir, networks, api, ingress)
 }
 
 /// The IPv4 lab cluster: 192.0.2.0/24, API VIP .5, Ingress VIP .7.

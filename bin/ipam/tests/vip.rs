@@ -28,7 +28,11 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
-const CLUSTER: &str = "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  machineNetwork:\n  - cidr: 192.0.2.0/24\n";
+/// The lab cluster on 192.0.2.0/24 with these VIPs (none: not chosen yet).
+fn cluster(dir: &Path, network: &str, api: &[&str], ingress: &[&str]) -> String {
+    let path = ipi_lab::install_config(dir, &[network], api, ingress);
+    path.display().to_string()
+}
 
 #[test]
 fn the_managed_cluster_is_valid() {
@@ -50,10 +54,11 @@ fn the_managed_cluster_is_valid() {
 #[test]
 fn every_problem_is_listed_in_the_installers_words_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
-    let c = write(
+    let c = cluster(
         dir.path(),
-        "ic.yaml",
-        &format!("{CLUSTER}platform:\n  baremetal:\n    apiVIPs:\n    - 198.51.100.5\n    ingressVIPs:\n    - 192.0.2.10\n"),
+        "192.0.2.0/24",
+        &["198.51.100.5"],
+        &["192.0.2.10"],
     );
     let n = write(dir.path(), "nodes", "master-0 master 192.0.2.10\n");
     let (code, _, err) = run(&["vip", "validate", "--cluster", &c, "--nodes", &n]);
@@ -82,7 +87,7 @@ fn every_problem_is_listed_in_the_installers_words_and_exits_1() {
 #[test]
 fn suggestions_before_there_are_vips() {
     let dir = tempfile::tempdir().unwrap();
-    let c = write(dir.path(), "ic.yaml", CLUSTER);
+    let c = cluster(dir.path(), "192.0.2.0/24", &[], &[]);
     let (code, out, err) = run(&["vip", "suggest", "--cluster", &c]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "apiVIPs:\n- 192.0.2.5\ningressVIPs:\n- 192.0.2.7\n");
@@ -92,11 +97,8 @@ fn suggestions_before_there_are_vips() {
         out,
         "{\"apiVIPs\": [\"192.0.2.6\"], \"ingressVIPs\": [\"192.0.2.7\"]}\n"
     );
-    let bad = write(
-        dir.path(),
-        "bad.yaml",
-        &CLUSTER.replace("192.0.2.0/24", "192.0.2.0/33"),
-    );
+    let other = tempfile::tempdir().unwrap();
+    let bad = cluster(other.path(), "192.0.2.0/33", &[], &[]);
     let (code, _, err) = run(&["vip", "suggest", "--cluster", &bad]);
     assert_eq!(code, 2);
     assert!(err.contains("networking.machineNetwork[0].cidr"), "{err}");

@@ -378,6 +378,16 @@ fn the_portable_copy_forwards_the_same_bytes() {
 
 #[test]
 fn sigusr1_waits_for_the_last_connection() {
+    soft_stop(false);
+}
+
+#[test]
+fn sigusr1_waits_for_a_connection_from_before_a_reload_that_changed_maxconn() {
+    // The connection came in under the old frontend (its own maxconn slots): still counted.
+    soft_stop(true);
+}
+
+fn soft_stop(reload_first: bool) {
     let b = backends(1);
     let ports = Ports::new();
     let cfg = config(ports, &[&b[0]], "", CHECKS);
@@ -386,6 +396,12 @@ fn sigusr1_waits_for_the_last_connection() {
     held.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
     let mut buf = [0u8; 128];
     assert!(held.read(&mut buf).unwrap() > 0);
+    if reload_first {
+        p.reload(&config(ports, &[&b[0]], "  maxconn 50\n", CHECKS));
+        until("reloaded", Duration::from_secs(5), || {
+            p.log().contains("reloaded")
+        });
+    }
     p.signal(nix::sys::signal::Signal::SIGUSR1);
     std::thread::sleep(Duration::from_millis(300));
     assert!(

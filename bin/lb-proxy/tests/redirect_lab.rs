@@ -27,20 +27,21 @@ fn table_exists(host: &Host) -> bool {
         .is_ok_and(|o| o.success)
 }
 
+/// A master called `name` holding the API VIP (as keepalived would), and a client host.
+fn master_with_the_vip(lab: &mut Lab, name: &str) -> (Host, Host) {
+    let (master, client) = (lab.host(name).unwrap(), lab.host("client").unwrap());
+    let added = master.run("ip", ["addr", "add", &format!("{VIP}/32"), "dev", "eth0"]);
+    assert!(added.unwrap().success);
+    (master, client)
+}
+
 #[test]
 fn the_redirect_follows_the_servers_health() {
     if !ipi_lab::available() {
         return;
     }
     let mut lab = Lab::new().unwrap();
-    let master = lab.host("m0").unwrap();
-    let client = lab.host("client").unwrap();
-    assert!(
-        master
-            .run("ip", ["addr", "add", &format!("{VIP}/32"), "dev", "eth0"])
-            .unwrap()
-            .success
-    );
+    let (master, client) = master_with_the_vip(&mut lab, "m0");
     let ip = IpAddr::V4(master.ipv4());
     let servers: Vec<ApiServer> = (0..2)
         .map(|i| {
@@ -136,28 +137,12 @@ fn run_cluster_is_what_openshift_runs_with_the_redirect_on() {
         return;
     }
     let mut lab = Lab::new().unwrap();
-    let master = lab.host("master-0").unwrap();
-    let client = lab.host("client").unwrap();
-    assert!(
-        master
-            .run("ip", ["addr", "add", &format!("{VIP}/32"), "dev", "eth0"])
-            .unwrap()
-            .success
-    );
+    let (master, client) = master_with_the_vip(&mut lab, "master-0");
     let ip = master.ipv4();
     let api =
         ApiServer::start_in(&master, SocketAddr::new(IpAddr::V4(ip), 6443), "master-0").unwrap();
     let dir = master.dir();
-    let cluster = dir.join("install-config.yaml");
-    std::fs::write(
-        &cluster,
-        format!(
-            "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  \
-             machineNetwork:\n  - cidr: 192.0.2.0/24\nplatform:\n  baremetal:\n    apiVIPs:\n    \
-             - {VIP}\n    ingressVIPs:\n    - 192.0.2.101\n"
-        ),
-    )
-    .unwrap();
+    let cluster = ipi_lab::install_config(dir, &["192.0.2.0/24"], &[VIP], &["192.0.2.101"]);
     let nodes = dir.join("nodes");
     std::fs::write(&nodes, format!("master-0 master {ip}\n")).unwrap();
     let flag = dir.join("flag");

@@ -153,21 +153,15 @@ pub fn openshift(
         ttl: OTHER_TTL,
     });
     if role == "master" {
-        let digits: String = host
-            .chars()
-            .rev()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        let n: String = digits.chars().rev().collect();
-        if n.is_empty() {
-            return Err(format!(
+        // The trailing number: master-2 is etcd-2 (master-02 too). None, or one too large,
+        // is an error: a made-up number could be another member's.
+        let number = &host[host.trim_end_matches(|c: char| c.is_ascii_digit()).len()..];
+        let n: u32 = number.parse().map_err(|_| {
+            format!(
                 "--hostname {hostname}: a control-plane node's name must end in its number (master-0) to publish etcd-N"
-            ));
-        }
-        let etcd = format!(
-            "etcd-{}.local.",
-            n.trim_start_matches('0').parse::<u32>().unwrap_or(0)
-        );
+            )
+        })?;
+        let etcd = format!("etcd-{n}.local.");
         p.hosts.push(Host {
             name: etcd.clone(),
             addresses: addresses.to_vec(),
@@ -240,5 +234,8 @@ mod tests {
             1
         );
         assert!(openshift("lab", "control", "master", &a).is_err());
+        assert!(openshift("lab", "master-99999999999", "master", &a).is_err());
+        let p = openshift("lab", "master-02", "master", &a).unwrap();
+        assert_eq!(p.services[1].target, "etcd-2.local.");
     }
 }

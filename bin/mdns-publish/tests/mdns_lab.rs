@@ -12,14 +12,12 @@ use ipi_lab::{wait_for, Daemon, Host, Lab};
 const BIN: &str = env!("CARGO_BIN_EXE_mdns-publish");
 
 fn cluster(host: &Host) -> String {
-    let path = host.dir().join("install-config.yaml");
-    std::fs::write(
-        &path,
-        "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  \
-         machineNetwork:\n  - cidr: 192.0.2.0/24\nplatform:\n  baremetal:\n    apiVIPs:\n    \
-         - 192.0.2.100\n    ingressVIPs:\n    - 192.0.2.101\n",
-    )
-    .unwrap();
+    let path = ipi_lab::install_config(
+        host.dir(),
+        &["192.0.2.0/24"],
+        &["192.0.2.100"],
+        &["192.0.2.101"],
+    );
     path.display().to_string()
 }
 

@@ -12,7 +12,8 @@
 //!   the bridge with its carrier up (a split brain), [`Lab::link_down`] / [`Lab::link_up`] drop
 //!   its carrier.
 //! - [`Host::capture`] / [`Lab::capture`] record packets with tcpdump into a pcap file.
-//! - [`wait_for`] polls a condition against a deadline.
+//! - [`wait_for`] polls a condition against a deadline; [`install_config`] writes a lab
+//!   cluster's install-config.yaml.
 //!
 //! Everything is torn down when the lab is dropped, also when a test panics; namespaces left by
 //! a process that died (kill -9) are swept by the next [`Lab::new`]. Names carry the process id
@@ -65,6 +66,37 @@ pub fn has_net_admin() -> bool {
 fn effective_caps(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
     u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
+}
+
+/// Writes `DIR/install-config.yaml` for the lab cluster `lab.example.com` (a baremetal
+/// platform) with these machine networks and VIPs (no platform section when there are no
+/// VIPs, as before anyone chose them); returns its path.
+pub fn install_config(
+    dir: &std::path::Path,
+    networks: &[&str],
+    api: &[&str],
+    ingress: &[&str],
+) -> std::path::PathBuf {
+    let list = |v: &[&str]| v.iter().map(|x| format!("\n    - {x}")).collect::<String>();
+    let nets: String = networks
+        .iter()
+        .map(|n| format!("\n  - cidr: {n}"))
+        .collect();
+    let mut text = format!(
+        "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: lab\nnetworking:\n  machineNetwork:{nets}\n"
+    );
+    if !api.is_empty() || !ingress.is_empty() {
+        text.push_str(&format!(
+            "platform:\n  baremetal:\n    apiVIPs:{}\n    ingressVIPs:{}\n",
+            list(api),
+            list(ingress)
+        ));
+    }
+    let path = dir.join("install-config.yaml");
+    if let Err(e) = std::fs::write(&path, text) {
+        panic!("{}: {e}", path.display());
+    }
+    path
 }
 
 /// Polls `condition` every `every` until it holds or `timeout` has passed; returns how long it

@@ -236,15 +236,6 @@ impl Running {
         self.checks = JoinSet::new();
         checks::start(&table, &mut self.checks);
     }
-
-    /// Connections being forwarded now.
-    fn active(&self) -> usize {
-        let t = self.table.borrow();
-        t.frontends
-            .values()
-            .map(|f| f.maxconn as usize - f.slots.available_permits().min(f.maxconn as usize))
-            .sum()
-    }
 }
 
 async fn serve(
@@ -301,9 +292,9 @@ async fn serve(
     if soft {
         tracing::info!(
             "soft stop: listeners closed, waiting for {} connection(s)",
-            running.active()
+            session::live()
         );
-        while running.active() > 0 {
+        while session::live() > 0 {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

@@ -2,7 +2,7 @@
 //! backlog, as with haproxy), pick a server, connect with haproxy's retries and redispatch,
 //! then forward until both sides are done.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,7 +58,9 @@ pub async fn accept_loop(
             }
         };
         frontend.sessions.fetch_add(1, Ordering::Relaxed);
+        let live = Live::new(&frontend);
         tokio::spawn(async move {
+            let _live = live;
             let _permit = match permit {
                 Some(p) => p,
                 None => match Arc::clone(&frontend.slots).acquire_owned().await {
@@ -72,6 +74,33 @@ pub async fn accept_loop(
                 tracing::debug!("{}: {peer}: no backend, closed", frontend.name);
             }
         });
+    }
+}
+
+/// Connections in the whole process, from accept to close, whichever table (before or after a
+/// reload) they came in under: what a soft stop waits for.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Connections open now.
+pub fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// Counts one connection, in the process and in its frontend, until dropped.
+struct Live(Arc<Frontend>);
+
+impl Live {
+    fn new(frontend: &Arc<Frontend>) -> Live {
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        frontend.active.fetch_add(1, Ordering::Relaxed);
+        Live(Arc::clone(frontend))
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+        self.0.active.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

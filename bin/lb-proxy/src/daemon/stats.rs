@@ -23,10 +23,9 @@ pub fn snapshot(table: &Table, hide_version: bool) -> Value {
     let frontends: Vec<Value> = frontends
         .iter()
         .map(|f| {
-            let current = f.maxconn as usize - f.slots.available_permits().min(f.maxconn as usize);
             json!({
                 "name": f.name,
-                "current_sessions": current,
+                "current_sessions": f.active.load(Ordering::Relaxed),
                 "sessions_total": f.sessions.load(Ordering::Relaxed),
                 "maxconn": f.maxconn,
             })

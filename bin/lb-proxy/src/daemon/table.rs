@@ -168,6 +168,8 @@ pub struct Frontend {
     pub idle: Idle,
     /// Connections in all.
     pub sessions: AtomicU64,
+    /// Connections now: from accept to close, waiting for a slot included.
+    pub active: AtomicU64,
 }
 
 /// A `mode http` listener: monitor URI and stats.
@@ -308,6 +310,7 @@ impl Table {
                         ..Idle::default()
                     },
                     sessions: AtomicU64::new(0),
+                    active: AtomicU64::new(0),
                 }),
             );
         }
