@@ -5,13 +5,25 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 /// IP address management for the cluster: VIPs validated against the machine networks and the
-/// nodes, and suggested when there are none yet.
+/// nodes; addresses reserved from NetConfig networks, MetalLB pools and CNI ranges without ever
+/// handing one out twice, in a store on one machine (a directory) or many (etcd).
+///
+/// With CNI_COMMAND in the environment, ipam is a CNI IPAM plugin (see `ipam cni`).
 #[derive(Debug, Parser)]
 #[command(name = "ipam", version, about, long_about = None)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The store reservations live in.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...]
+    /// for many.
+    #[arg(long, value_name = "URL", env = "IPAM_STORE", default_value = crate::store::DEFAULT_DIR)]
+    pub store: String,
 }
 
 /// The subcommands.
@@ -23,9 +35,91 @@ pub enum Command {
         #[command(subcommand)]
         command: VipCommand,
     },
-    /// Not built yet (issue #7): `netconfig`, `reserve`, `release`, `list`, `pool`, `cni`.
-    #[command(external_subcommand)]
-    NotBuilt(Vec<String>),
+    /// NetConfig files (network.openstack.org/v1beta1): the networks reservations come from.
+    Netconfig {
+        /// What to do with one.
+        #[command(subcommand)]
+        command: NetconfigCommand,
+    },
+    /// Reserve an address on every network an IPSet asks for; print its status.reservations.
+    /// The same IPSet again gets the same answer.
+    Reserve {
+        /// The NetConfig.
+        #[arg(long, value_name = "FILE")]
+        netconfig: PathBuf,
+        /// The IPSet (its spec.networks; a status in it is ignored).
+        #[arg(long, value_name = "FILE")]
+        ipset: PathBuf,
+        /// The store.
+        #[command(flatten)]
+        store: StoreArgs,
+        /// JSON rather than YAML.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Release every address reserved for NAME (an IPSet, or a pool request), in every pool.
+    Release {
+        /// The IPSet's or the request's name.
+        name: String,
+        /// The store.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// List every reservation in the store, by pool and address.
+    List {
+        /// The store.
+        #[command(flatten)]
+        store: StoreArgs,
+        /// JSON rather than text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// MetalLB address pools.
+    Pool {
+        /// What to do with one.
+        #[command(subcommand)]
+        command: PoolCommand,
+    },
+    /// Act as a CNI IPAM plugin: CNI_COMMAND (ADD, DEL, CHECK, VERSION, GC), CNI_CONTAINERID,
+    /// CNI_IFNAME and CNI_ARGS from the environment, the network config on stdin, the result or
+    /// a CNI error object on stdout (exit 1 on error). Plain `ipam` does the same whenever
+    /// CNI_COMMAND is set, so `"type": "ipam"` finds it on the CNI path.
+    Cni,
+}
+
+/// `ipam netconfig ...`.
+#[derive(Debug, Subcommand)]
+pub enum NetconfigCommand {
+    /// Check a NetConfig with the infra-operator's rules and ours (no overlapping cidrs or
+    /// ranges); list every problem and exit 1 if any.
+    Validate {
+        /// The NetConfig file (YAML or JSON).
+        file: PathBuf,
+    },
+}
+
+/// `ipam pool ...`.
+#[derive(Debug, Subcommand)]
+pub enum PoolCommand {
+    /// Reserve an address of a MetalLB IPAddressPool for NAME and print it; requests with the
+    /// same sharing key share one address. The same NAME again gets the same answer.
+    Reserve {
+        /// The IPAddressPool (metallb.io/v1beta1).
+        #[arg(long, value_name = "FILE")]
+        pool: PathBuf,
+        /// Who the address is for (a service, say).
+        #[arg(long, value_name = "NAME")]
+        name: String,
+        /// Share one address among every request with this key.
+        #[arg(long, value_name = "KEY")]
+        sharing_key: Option<String>,
+        /// The store.
+        #[command(flatten)]
+        store: StoreArgs,
+        /// JSON rather than text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// The cluster and, optionally, its nodes.
@@ -50,11 +144,15 @@ pub enum VipCommand {
         cluster: ClusterArgs,
     },
     /// Suggest VIPs as OpenStack's installer does: hosts 5 (API) and 7 (Ingress) of the first
-    /// machine network of each family, moving on to the next free address when one is a node's.
+    /// machine network of each family, moving on to the next free address when one is a node's
+    /// or reserved in the store.
     Suggest {
         /// The cluster (only its machine networks are read) and its nodes.
         #[command(flatten)]
         cluster: ClusterArgs,
+        /// A store whose reservations the VIPs must avoid.
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
         /// JSON rather than install-config YAML.
         #[arg(long)]
         json: bool,

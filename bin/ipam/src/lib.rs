@@ -2,9 +2,18 @@
 //!
 //! - [`cli`]: the command line (and so the man pages).
 //! - [`vip`]: VIP suggestion (validation is ipi-core's rules).
-//!
-//! Built so far (issue #7): `ipam vip validate` and `ipam vip suggest`. Reservations
-//! (NetConfig / IPSet), pools, the CNI plugin and the stores are not built yet.
+//! - [`range`]: address arithmetic and the [`range::Space`] a pool hands addresses out from.
+//! - [`alloc`]: the allocator: reserve, share, release, never an address twice.
+//! - [`netconfig`]: NetConfig networks and IPSet requests (network.openstack.org).
+//! - [`pool`]: MetalLB IPAddressPools and sharing keys.
+//! - [`cni`]: the CNI IPAM plugin.
+//! - [`store`]: where reservations live: a locked directory, or etcd.
 
+pub mod alloc;
 pub mod cli;
+pub mod cni;
+pub mod netconfig;
+pub mod pool;
+pub mod range;
+pub mod store;
 pub mod vip;

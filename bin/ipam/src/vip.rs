@@ -54,8 +54,12 @@ fn first_free(
 }
 
 /// OpenStack's defaults for `networks` (the first of each family), each moved on to the next
-/// free address while it is a node's. Err names the network that has no room.
-pub fn suggest(networks: &[IpNetwork], nodes: Option<&Inventory>) -> Result<Suggestion, String> {
+/// free address while it is a node's or in `reserved`. Err names the network that has no room.
+pub fn suggest(
+    networks: &[IpNetwork],
+    nodes: Option<&Inventory>,
+    reserved: &[IpAddr],
+) -> Result<Suggestion, String> {
     let mut s = Suggestion {
         api: Vec::new(),
         ingress: Vec::new(),
@@ -66,7 +70,7 @@ pub fn suggest(networks: &[IpNetwork], nodes: Option<&Inventory>) -> Result<Sugg
             continue;
         }
         families.push(n.is_ipv4());
-        let mut taken: Vec<IpAddr> = Vec::new();
+        let mut taken: Vec<IpAddr> = reserved.to_vec();
         let api = first_free(n, API_HOST, networks, nodes, &taken)
             .ok_or_else(|| format!("{n}: no free address for the API VIP"))?;
         taken.push(api);
@@ -118,6 +122,7 @@ mod tests {
         let s = suggest(
             &nets(&["192.0.2.0/24", "2001:db8::/64", "198.51.100.0/24"]),
             None,
+            &[],
         )
         .unwrap();
         assert_eq!(
@@ -147,17 +152,26 @@ mod tests {
             "n",
         )
         .unwrap();
-        let s = suggest(&nets(&["192.0.2.0/24"]), Some(&nodes)).unwrap();
+        let s = suggest(&nets(&["192.0.2.0/24"]), Some(&nodes), &[]).unwrap();
         assert_eq!(s.api, ["192.0.2.8".parse::<IpAddr>().unwrap()]);
         assert_eq!(s.ingress, ["192.0.2.9".parse::<IpAddr>().unwrap()]);
     }
 
     #[test]
+    fn a_reserved_address_moves_it_on_too() {
+        let reserved: Vec<IpAddr> =
+            vec!["192.0.2.5".parse().unwrap(), "192.0.2.7".parse().unwrap()];
+        let s = suggest(&nets(&["192.0.2.0/24"]), None, &reserved).unwrap();
+        assert_eq!(s.api, ["192.0.2.6".parse::<IpAddr>().unwrap()]);
+        assert_eq!(s.ingress, ["192.0.2.8".parse::<IpAddr>().unwrap()]);
+    }
+
+    #[test]
     fn a_network_too_small_says_so() {
-        let e = suggest(&nets(&["192.0.2.0/30"]), None).unwrap_err();
+        let e = suggest(&nets(&["192.0.2.0/30"]), None, &[]).unwrap_err();
         assert!(e.contains("192.0.2.0/30") && e.contains("API"), "{e}");
         // A /29 has hosts 1-6: the API VIP fits at 5, the Ingress VIP has no host 7 (broadcast).
-        let e = suggest(&nets(&["192.0.2.0/29"]), None).unwrap_err();
+        let e = suggest(&nets(&["192.0.2.0/29"]), None, &[]).unwrap_err();
         assert!(e.contains("Ingress"), "{e}");
     }
 }

@@ -16,6 +16,9 @@ pub enum Status {
     Failed = 1,
     /// The command line, a configuration file or an input was wrong: nothing was done.
     Usage = 2,
+    /// Something the command needs (ipam's store: etcd out of reach, a corrupt directory, a
+    /// disk that refuses) could not be used: nothing was done, and trying again later may work.
+    Unavailable = 3,
 }
 
 impl Status {
@@ -31,13 +34,6 @@ impl From<Status> for ExitCode {
     }
 }
 
-/// What a program that is not built yet does: say so on stderr and exit with [`Status::Usage`],
-/// so that no script mistakes it for a working program.
-pub fn not_implemented(program: &str, issue: u32) -> ExitCode {
-    eprintln!("{program}: not implemented yet (see issue #{issue})");
-    Status::Usage.into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +43,6 @@ mod tests {
         assert_eq!(Status::Success.code(), 0);
         assert_eq!(Status::Failed.code(), 1);
         assert_eq!(Status::Usage.code(), 2);
+        assert_eq!(Status::Unavailable.code(), 3);
     }
 }

@@ -1,0 +1,471 @@
+//! The allocator: reserves and releases addresses of a [`Space`] in a [`Store`], for every kind
+//! of request (IPSet networks, MetalLB pools, CNI ranges).
+//!
+//! It never hands an address out twice because it never decides alone: an address is taken only
+//! by a [`Store::claim`] that succeeds on a free address, and a record is changed or removed only
+//! if it is still what was read. On the file store nothing races (the store is locked); on etcd
+//! another machine may win a claim, and the search simply goes on to the next address.
+//!
+//! A search starts where the pool's `next` hint says and wraps around once, so one more
+//! allocation in a large, full pool costs about as much as the first. How the hint moves is
+//! the pool's [`Order`].
+
+use std::net::IpAddr;
+
+use crate::range::{from_u128, to_u128, Space, Span};
+use crate::store::{Record, Store, StoreError};
+
+/// How far a lost race is retried before the command gives up.
+const RACE_RETRIES: usize = 64;
+
+/// Which free address a pool hands out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// The lowest free one (NetConfig, MetalLB): a release moves the hint back to it.
+    Lowest,
+    /// The one after the last handed out, wrapping around (host-local's order): a released
+    /// address is reused only once the others have been.
+    RoundRobin,
+}
+
+/// A pool: a name in the store and the space it hands addresses out from.
+#[derive(Debug, Clone)]
+pub struct Pool {
+    /// The pool's name in the store (`netconfig/NETWORK/SUBNET`, `pool/NAME`, `cni/NET/N`).
+    pub name: String,
+    /// What it may hand out.
+    pub space: Space,
+    /// Which free address it hands out.
+    pub order: Order,
+}
+
+/// A request that cannot be met; the store is as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum AllocError {
+    /// Every address the pool may hand out is taken.
+    #[error("{pool}: no free address left in {space}")]
+    Exhausted {
+        /// The pool.
+        pool: String,
+        /// Its ranges.
+        space: String,
+    },
+    /// A fixed address the pool must not hand out.
+    #[error("{pool}: {ip} cannot be reserved: {why}")]
+    Refused {
+        /// The pool.
+        pool: String,
+        /// The address asked for.
+        ip: IpAddr,
+        /// Why not.
+        why: String,
+    },
+    /// A fixed address someone else holds.
+    #[error("{pool}: {ip} is already reserved for {holder}")]
+    Taken {
+        /// The pool.
+        pool: String,
+        /// The address asked for.
+        ip: IpAddr,
+        /// Who holds it.
+        holder: String,
+    },
+    /// Other machines kept changing the same records.
+    #[error(
+        "{pool}: gave up after {RACE_RETRIES} conflicting changes by other machines; try again"
+    )]
+    Contended {
+        /// The pool.
+        pool: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// An address held after a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// The address.
+    pub ip: IpAddr,
+    /// Whether this request took it (false: it was held already, and is the same answer again).
+    pub new: bool,
+}
+
+/// Reserves an address of `pool` for `owner`: the one it holds already, else `fixed` if given
+/// (when the pool may hand it out and no one holds it), else the first free one in the pool's
+/// order. A held address is moved to `fixed` when they differ.
+pub fn reserve(
+    store: &mut dyn Store,
+    pool: &Pool,
+    owner: &str,
+    fixed: Option<IpAddr>,
+) -> Result<Held, AllocError> {
+    let held = store.owned(&pool.name, owner)?;
+    if let Some((ip, _)) = &held {
+        if fixed.is_none_or(|f| f == *ip) {
+            return Ok(Held {
+                ip: *ip,
+                new: false,
+            });
+        }
+    }
+    let record = Record::owned_by(owner);
+    let ip = match fixed {
+        Some(ip) => claim_fixed(store, pool, ip, &record)?,
+        None => search(store, pool, &record)?,
+    };
+    if let Some((old, old_record)) = held {
+        // The request now names another address: the old one goes once the new one is held.
+        free_exactly(store, pool, old, &old_record)?;
+    }
+    Ok(Held { ip, new: true })
+}
+
+/// Reserves an address of `pool` for request `name` sharing key `key`: every request with the
+/// same key gets the same address (MetalLB's `allow-shared-ip`).
+pub fn share(
+    store: &mut dyn Store,
+    pool: &Pool,
+    key: &str,
+    name: &str,
+) -> Result<Held, AllocError> {
+    for _ in 0..RACE_RETRIES {
+        match store.owned(&pool.name, key)? {
+            Some((ip, record)) if record.names.iter().any(|n| n == name) => {
+                return Ok(Held { ip, new: false })
+            }
+            Some((ip, record)) => {
+                let mut new = record.clone();
+                new.names.push(name.to_owned());
+                new.names.sort();
+                if store.replace(&pool.name, ip, &record, &new)? {
+                    return Ok(Held { ip, new: true });
+                }
+            }
+            None => {
+                let record = Record {
+                    owner: key.to_owned(),
+                    names: vec![name.to_owned()],
+                };
+                let ip = search(store, pool, &record)?;
+                return Ok(Held { ip, new: true });
+            }
+        }
+    }
+    Err(AllocError::Contended {
+        pool: pool.name.clone(),
+    })
+}
+
+/// Releases what `owner` holds in `pool`; `None` when it holds nothing (which is no error).
+pub fn release(
+    store: &mut dyn Store,
+    pool: &Pool,
+    owner: &str,
+) -> Result<Option<IpAddr>, AllocError> {
+    for _ in 0..RACE_RETRIES {
+        let Some((ip, record)) = store.owned(&pool.name, owner)? else {
+            return Ok(None);
+        };
+        if store.free(&pool.name, ip, &record)? {
+            moved_back(store, pool, ip)?;
+            return Ok(Some(ip));
+        }
+    }
+    Err(AllocError::Contended {
+        pool: pool.name.clone(),
+    })
+}
+
+/// Releases request `name` everywhere in the store, whatever pool it is in (the store knows
+/// nothing of the pools' spaces, so a freed address does not move an [`Order::Lowest`] hint:
+/// the next search wraps around to it). Returns what was released, as (pool, address); an
+/// address shared with other requests stays theirs.
+pub fn release_name(
+    store: &mut dyn Store,
+    name: &str,
+) -> Result<Vec<(String, IpAddr)>, AllocError> {
+    let mut released = Vec::new();
+    for pool in store.pools()? {
+        for (ip, record) in store.list(&pool)? {
+            if !record.holders().contains(&name) {
+                continue;
+            }
+            let done = if record.names.len() > 1 {
+                let mut rest = record.clone();
+                rest.names.retain(|n| n != name);
+                store.replace(&pool, ip, &record, &rest)?
+            } else {
+                store.free(&pool, ip, &record)?
+            };
+            if !done {
+                return Err(AllocError::Contended { pool });
+            }
+            released.push((pool.clone(), ip));
+        }
+    }
+    Ok(released)
+}
+
+/// Frees `ip` if it still holds `record`; losing that race is fine (someone else freed it).
+fn free_exactly(
+    store: &mut dyn Store,
+    pool: &Pool,
+    ip: IpAddr,
+    record: &Record,
+) -> Result<(), AllocError> {
+    if store.free(&pool.name, ip, record)? {
+        moved_back(store, pool, ip)?;
+    }
+    Ok(())
+}
+
+/// After a release: a lowest-first pool starts its next search at the freed address.
+fn moved_back(store: &mut dyn Store, pool: &Pool, ip: IpAddr) -> Result<(), AllocError> {
+    if pool.order == Order::Lowest
+        && store
+            .next(&pool.name)?
+            .is_none_or(|next| to_u128(ip) < to_u128(next))
+    {
+        store.set_next(&pool.name, ip)?;
+    }
+    Ok(())
+}
+
+fn claim_fixed(
+    store: &mut dyn Store,
+    pool: &Pool,
+    ip: IpAddr,
+    record: &Record,
+) -> Result<IpAddr, AllocError> {
+    if let Some(why) = pool.space.refusal(ip) {
+        return Err(AllocError::Refused {
+            pool: pool.name.clone(),
+            ip,
+            why,
+        });
+    }
+    if store.claim(&pool.name, ip, record)? {
+        return Ok(ip);
+    }
+    let holder = store
+        .record(&pool.name, ip)?
+        .map_or_else(|| "someone".to_owned(), |r| r.holders().join(", "));
+    Err(AllocError::Taken {
+        pool: pool.name.clone(),
+        ip,
+        holder,
+    })
+}
+
+/// The spans a search walks: from the hint to the end, then from the start up to the hint.
+fn walk(spans: &[Span], start: Option<IpAddr>) -> Vec<Span> {
+    let Some((at, i)) =
+        start.and_then(|s| spans.iter().position(|sp| sp.contains(s)).map(|i| (s, i)))
+    else {
+        return spans.to_vec();
+    };
+    let here = spans[i];
+    let mut out = vec![Span {
+        first: at,
+        last: here.last,
+    }];
+    out.extend_from_slice(&spans[i + 1..]);
+    out.extend_from_slice(&spans[..i]);
+    if let Some(before) = to_u128(at)
+        .checked_sub(1)
+        .and_then(|b| from_u128(b, at))
+        .filter(|b| here.contains(*b))
+    {
+        out.push(Span {
+            first: here.first,
+            last: before,
+        });
+    }
+    out
+}
+
+/// Claims the first free address from the pool's hint on, and moves the hint past it.
+fn search(store: &mut dyn Store, pool: &Pool, record: &Record) -> Result<IpAddr, AllocError> {
+    let start = store.next(&pool.name)?;
+    for span in walk(&pool.space.spans, start) {
+        let mut from = to_u128(span.first);
+        while let Some(ip) = pool.space.next_allowed(&span, from) {
+            if store.claim(&pool.name, ip, record)? {
+                let after = to_u128(ip).checked_add(1).and_then(|n| from_u128(n, ip));
+                store.set_next(&pool.name, after.unwrap_or(ip))?;
+                return Ok(ip);
+            }
+            match to_u128(ip).checked_add(1) {
+                Some(n) => from = n,
+                None => break,
+            }
+        }
+    }
+    Err(AllocError::Exhausted {
+        pool: pool.name.clone(),
+        space: pool.space.describe(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::file::FileStore;
+    use ipnetwork::IpNetwork;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn pool(cidr: &str, order: Order) -> Pool {
+        let net: IpNetwork = cidr.parse().unwrap();
+        let mut space = Space::new(vec![Span::of_network(net)]);
+        space.network = Some(net);
+        Pool {
+            name: format!("test/{cidr}"),
+            space,
+            order,
+        }
+    }
+
+    #[test]
+    fn hands_out_each_address_once_then_says_exhausted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = FileStore::open(dir.path()).unwrap();
+        let p = pool("192.0.2.0/29", Order::Lowest);
+        let mut got = Vec::new();
+        for n in 0..6 {
+            let held = reserve(&mut s, &p, &format!("o{n}"), None).unwrap();
+            assert!(held.new);
+            got.push(held.ip.to_string());
+        }
+        assert_eq!(
+            got,
+            [
+                "192.0.2.1",
+                "192.0.2.2",
+                "192.0.2.3",
+                "192.0.2.4",
+                "192.0.2.5",
+                "192.0.2.6"
+            ]
+        );
+        let e = reserve(&mut s, &p, "o6", None).unwrap_err();
+        assert!(matches!(e, AllocError::Exhausted { .. }), "{e}");
+        // The same owner again gets the same answer.
+        assert_eq!(
+            reserve(&mut s, &p, "o3", None).unwrap(),
+            Held {
+                ip: ip("192.0.2.4"),
+                new: false
+            }
+        );
+    }
+
+    #[test]
+    fn lowest_reuses_a_released_address_round_robin_moves_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = FileStore::open(dir.path()).unwrap();
+        for (order, expect) in [
+            (Order::Lowest, "192.0.2.1"),
+            (Order::RoundRobin, "192.0.2.4"),
+        ] {
+            let mut p = pool("192.0.2.0/29", order);
+            p.name = format!("{order:?}");
+            for n in 0..3 {
+                reserve(&mut s, &p, &format!("o{n}"), None).unwrap();
+            }
+            assert_eq!(release(&mut s, &p, "o0").unwrap(), Some(ip("192.0.2.1")));
+            assert_eq!(release(&mut s, &p, "o0").unwrap(), None);
+            assert_eq!(
+                reserve(&mut s, &p, "new", None).unwrap().ip,
+                ip(expect),
+                "{order:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn round_robin_wraps_around_to_freed_addresses() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = FileStore::open(dir.path()).unwrap();
+        let p = pool("192.0.2.0/30", Order::RoundRobin);
+        reserve(&mut s, &p, "a", None).unwrap();
+        reserve(&mut s, &p, "b", None).unwrap();
+        release(&mut s, &p, "a").unwrap();
+        assert_eq!(reserve(&mut s, &p, "c", None).unwrap().ip, ip("192.0.2.1"));
+    }
+
+    #[test]
+    fn fixed_addresses_are_honoured_refused_or_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = FileStore::open(dir.path()).unwrap();
+        let mut p = pool("192.0.2.0/28", Order::Lowest);
+        p.space.excluded.push(Span::single(ip("192.0.2.9")));
+        assert_eq!(
+            reserve(&mut s, &p, "a", Some(ip("192.0.2.5"))).unwrap().ip,
+            ip("192.0.2.5")
+        );
+        let e = reserve(&mut s, &p, "b", Some(ip("192.0.2.5")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("already reserved for a"), "{e}");
+        let e = reserve(&mut s, &p, "b", Some(ip("192.0.2.9")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("excluded"), "{e}");
+        let e = reserve(&mut s, &p, "b", Some(ip("198.51.100.1")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("outside"), "{e}");
+        // The first free address skips the fixed one.
+        assert_eq!(reserve(&mut s, &p, "c", None).unwrap().ip, ip("192.0.2.1"));
+        // a moves to another fixed address: the old one is freed.
+        assert_eq!(
+            reserve(&mut s, &p, "a", Some(ip("192.0.2.6"))).unwrap().ip,
+            ip("192.0.2.6")
+        );
+        assert_eq!(s.record(&p.name, ip("192.0.2.5")).unwrap(), None);
+    }
+
+    #[test]
+    fn sharing_keys_share_one_address_until_the_last_is_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = FileStore::open(dir.path()).unwrap();
+        let p = pool("192.0.2.0/29", Order::Lowest);
+        let a = share(&mut s, &p, "k", "svc-a").unwrap();
+        let b = share(&mut s, &p, "k", "svc-b").unwrap();
+        assert_eq!(a.ip, b.ip);
+        assert!(!share(&mut s, &p, "k", "svc-b").unwrap().new);
+        assert_ne!(share(&mut s, &p, "other", "svc-c").unwrap().ip, a.ip);
+        assert_eq!(
+            release_name(&mut s, "svc-a").unwrap(),
+            [(p.name.clone(), a.ip)]
+        );
+        assert!(s.record(&p.name, a.ip).unwrap().is_some());
+        release_name(&mut s, "svc-b").unwrap();
+        assert!(s.record(&p.name, a.ip).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_walk_starts_at_the_hint_and_wraps_once() {
+        let spans = vec![
+            Span::parse("192.0.2.10-192.0.2.20").unwrap(),
+            Span::parse("192.0.2.30-192.0.2.40").unwrap(),
+        ];
+        let w = walk(&spans, Some(ip("192.0.2.15")));
+        let text: Vec<String> = w.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "192.0.2.15-192.0.2.20",
+                "192.0.2.30-192.0.2.40",
+                "192.0.2.10-192.0.2.14"
+            ]
+        );
+        assert_eq!(walk(&spans, Some(ip("192.0.2.25"))), spans);
+        assert_eq!(walk(&spans, Some(ip("192.0.2.10"))).len(), 2);
+    }
+}

@@ -1,0 +1,527 @@
+//! The store for many machines: etcd v3, every change one compare-and-swap transaction.
+//!
+//! ```text
+//! PREFIX/pools/POOL/ips/ADDRESS    the address's record (JSON, as Record::encode), the truth
+//! PREFIX/pools/POOL/owners/OWNER   the owner's address (text): an index, checked against the record
+//! PREFIX/pools/POOL/next           where the next search starts (a hint)
+//! ```
+//!
+//! PREFIX is `/ipi-net/ipam` unless the URL names another; POOL and OWNER are escaped by
+//! [`super::escape`]. ADDRESS is the address as fixed-width lower-case hex behind its family,
+//! `4-c0000201` for 192.0.2.1 and `6-20010db8000000000000000000000001` for 2001:db8::1, so that
+//! etcd's key order is address order.
+//!
+//! Each change is one transaction whose comparison is what the caller saw: a claim succeeds only
+//! if the address key was never created (`create_revision == 0`) and writes the record and the
+//! owner's index entry together; a replace or a release succeeds only if the record is still
+//! byte for byte the one read, and moves or removes the owner's index entry in the same
+//! transaction (only when it still points at that address). Two machines can never both claim
+//! one address: etcd orders the transactions and the second one's comparison fails. A request
+//! that times out may or may not have been applied; either way the store is consistent, and the
+//! same request again finds the holding in place. A value this store never writes is reported as
+//! corruption naming the key, and never overwritten.
+
+use std::fmt;
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use etcd_client::{
+    Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, KvClient, Txn, TxnOp,
+    TxnOpResponse,
+};
+use tokio::runtime::Runtime;
+
+use super::{escape, unescape, Record, Store, StoreError};
+
+/// The key prefix when the URL names none.
+pub const DEFAULT_PREFIX: &str = "/ipi-net/ipam";
+
+/// How long connecting to an endpoint may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long one request may take, waiting for a connection included.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many keys one page of a listing reads (each page well under gRPC's 4 MiB message limit).
+const PAGE: i64 = 2_000;
+
+/// A connection to etcd. Calls block: the store owns a single-threaded runtime.
+pub struct EtcdStore {
+    /// The endpoints as given, for messages.
+    endpoint: String,
+    /// Every key starts with this (no trailing `/`).
+    prefix: String,
+    kv: KvClient,
+    // Dropped last: the client's background tasks live on it.
+    runtime: Runtime,
+}
+
+impl fmt::Debug for EtcdStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdStore")
+            .field("endpoint", &self.endpoint)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The parts of `HOST:PORT[,HOST:PORT...][/PREFIX]`: the endpoints and the prefix.
+fn parse_rest(url: &str, rest: &str) -> Result<(Vec<String>, String), StoreError> {
+    let bad = |why: String| StoreError::Url {
+        url: url.to_owned(),
+        why,
+    };
+    let (hosts, prefix) = match rest.find('/') {
+        Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+        None => (rest, DEFAULT_PREFIX),
+    };
+    if prefix.is_empty() {
+        return Err(bad(format!(
+            "an empty key prefix (leave it out for the default {DEFAULT_PREFIX})"
+        )));
+    }
+    let mut endpoints = Vec::new();
+    for host in hosts.split(',') {
+        let port = host
+            .rsplit_once(':')
+            .filter(|(name, _)| !name.is_empty())
+            .and_then(|(_, port)| port.parse::<u16>().ok())
+            .filter(|port| *port != 0);
+        if port.is_none() {
+            return Err(bad(format!(
+                "{host:?} is not HOST:PORT (etcd://HOST:PORT[,HOST:PORT...][/PREFIX])"
+            )));
+        }
+        endpoints.push(host.to_owned());
+    }
+    Ok((endpoints, prefix.to_owned()))
+}
+
+/// An address as the last segment of its key: family, then fixed-width hex.
+pub fn address_key(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(a) => format!("4-{:08x}", u32::from(a)),
+        IpAddr::V6(a) => format!("6-{:032x}", u128::from(a)),
+    }
+}
+
+/// The address an [`address_key`] segment names; `None` when it names none.
+pub fn parse_address_key(segment: &str) -> Option<IpAddr> {
+    let (family, hex) = segment.split_once('-')?;
+    let plain_hex = hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    match (family, hex.len()) {
+        ("4", 8) if plain_hex => u32::from_str_radix(hex, 16)
+            .ok()
+            .map(|v| IpAddr::V4(Ipv4Addr::from(v))),
+        ("6", 32) if plain_hex => u128::from_str_radix(hex, 16)
+            .ok()
+            .map(|v| IpAddr::V6(Ipv6Addr::from(v))),
+        _ => None,
+    }
+}
+
+/// What an owner's index entry holds.
+fn index_value(ip: IpAddr) -> String {
+    ip.to_string()
+}
+
+/// The first key after every key starting with `prefix` (which ends in `/`, never 0xff).
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+/// Why a request failed, in words.
+fn describe(e: &etcd_client::Error) -> String {
+    match e {
+        etcd_client::Error::GRpcStatus(s) => {
+            let message = s.message();
+            let message = if message.is_empty() { "no message" } else { message };
+            format!("{message} ({:?})", s.code())
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Runs one request on the store's runtime, within [`REQUEST_TIMEOUT`].
+fn run<T>(
+    runtime: &Runtime,
+    endpoint: &str,
+    what: impl FnOnce() -> String,
+    request: impl Future<Output = Result<T, etcd_client::Error>>,
+) -> Result<T, StoreError> {
+    let fail = |why: String| StoreError::Etcd {
+        endpoint: endpoint.to_owned(),
+        why,
+    };
+    match runtime.block_on(async { tokio::time::timeout(REQUEST_TIMEOUT, request).await }) {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(e)) => Err(fail(format!("{}: {}", what(), describe(&e)))),
+        Err(_) => Err(fail(format!(
+            "{}: no answer within {} s (is etcd running and reachable?)",
+            what(),
+            REQUEST_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+impl EtcdStore {
+    /// Connects to the endpoints in `rest` (`HOST:PORT[,HOST:PORT...][/PREFIX]`), `url` being
+    /// the whole store URL for messages. The connection is made by the first request.
+    pub fn connect(url: &str, rest: &str) -> Result<Self, StoreError> {
+        let (endpoints, prefix) = parse_rest(url, rest)?;
+        let endpoint = endpoints.join(",");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Etcd {
+                endpoint: endpoint.clone(),
+                why: format!("cannot start the client's runtime: {e}"),
+            })?;
+        let options = ConnectOptions::new()
+            .with_connect_timeout(CONNECT_TIMEOUT)
+            .with_timeout(REQUEST_TIMEOUT);
+        let client = run(
+            &runtime,
+            &endpoint,
+            || "connecting".to_owned(),
+            etcd_client::Client::connect(&endpoints, Some(options)),
+        )?;
+        Ok(Self {
+            endpoint,
+            prefix,
+            kv: client.kv_client(),
+            runtime,
+        })
+    }
+
+    /// The key prefix this store uses.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn pools_prefix(&self) -> String {
+        format!("{}/pools/", self.prefix)
+    }
+
+    fn pool_prefix(&self, pool: &str) -> String {
+        format!("{}/pools/{}/", self.prefix, escape(pool))
+    }
+
+    fn ips_prefix(&self, pool: &str) -> String {
+        format!("{}ips/", self.pool_prefix(pool))
+    }
+
+    fn ip_key(&self, pool: &str, ip: IpAddr) -> String {
+        format!("{}{}", self.ips_prefix(pool), address_key(ip))
+    }
+
+    fn owner_key(&self, pool: &str, owner: &str) -> String {
+        format!("{}owners/{}", self.pool_prefix(pool), escape(owner))
+    }
+
+    fn next_key(&self, pool: &str) -> String {
+        format!("{}next", self.pool_prefix(pool))
+    }
+
+    fn corrupt(&self, key: &[u8], why: impl Into<String>) -> StoreError {
+        StoreError::Corrupt {
+            place: format!("etcd {} key {}", self.endpoint, String::from_utf8_lossy(key)),
+            why: why.into(),
+        }
+    }
+
+    /// The record an address key holds; corruption names the key and the address.
+    fn decode(&self, ip: IpAddr, kv: &KeyValue) -> Result<Record, StoreError> {
+        Record::decode(kv.value()).map_err(|why| StoreError::Corrupt {
+            place: format!(
+                "etcd {} key {} ({ip})",
+                self.endpoint,
+                String::from_utf8_lossy(kv.key())
+            ),
+            why,
+        })
+    }
+
+    /// The value of one key, if it exists.
+    fn get(&mut self, key: &str, what: impl FnOnce() -> String) -> Result<Option<KeyValue>, StoreError> {
+        let mut answer = run(
+            &self.runtime,
+            &self.endpoint,
+            what,
+            self.kv.get(key, None),
+        )?;
+        Ok(answer.take_kvs().into_iter().next())
+    }
+
+    /// Runs a transaction whose failure branch reads the address key of `ip`: `Ok(true)` when
+    /// the comparison held; `Ok(false)` when it did not and the key holds a record (or nothing);
+    /// corruption when it holds something else.
+    fn change(
+        &mut self,
+        ip: IpAddr,
+        txn: Txn,
+        what: impl FnOnce() -> String,
+    ) -> Result<bool, StoreError> {
+        let answer = run(&self.runtime, &self.endpoint, what, self.kv.txn(txn))?;
+        if answer.succeeded() {
+            return Ok(true);
+        }
+        for response in answer.op_responses() {
+            if let TxnOpResponse::Get(get) = response {
+                if let Some(kv) = get.kvs().first() {
+                    self.decode(ip, kv)?;
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// A nested transaction removing `owner`'s index entry if it still points at `ip` (it
+    /// may point at another address the owner took since).
+    fn drop_index(&self, pool: &str, owner: &str, ip: IpAddr) -> TxnOp {
+        let key = self.owner_key(pool, owner);
+        TxnOp::txn(
+            Txn::new()
+                .when([Compare::value(key.clone(), CompareOp::Equal, index_value(ip))])
+                .and_then([TxnOp::delete(key, None)]),
+        )
+    }
+
+    /// Every key-value in `[from, end)`, read page by page at one revision (one consistent
+    /// view, however many pages).
+    fn range(
+        &mut self,
+        from: &str,
+        end: Vec<u8>,
+        keys_only: bool,
+        limit: Option<i64>,
+        what: &dyn Fn() -> String,
+    ) -> Result<Vec<KeyValue>, StoreError> {
+        let mut out = Vec::new();
+        let mut start = from.as_bytes().to_vec();
+        let mut revision = 0;
+        loop {
+            let page = limit.map_or(PAGE, |l| l.min(PAGE));
+            let mut options = GetOptions::new()
+                .with_range(end.clone())
+                .with_limit(page)
+                .with_revision(revision);
+            if keys_only {
+                options = options.with_keys_only();
+            }
+            let mut answer = run(
+                &self.runtime,
+                &self.endpoint,
+                what,
+                self.kv.get(start.clone(), Some(options)),
+            )?;
+            if revision == 0 {
+                revision = answer.header().map_or(0, |h| h.revision());
+            }
+            let more = answer.more();
+            let kvs = answer.take_kvs();
+            let Some(last) = kvs.last() else {
+                return Ok(out);
+            };
+            start = last.key().to_vec();
+            start.push(0);
+            out.extend(kvs);
+            if !more || limit.is_some_and(|l| out.len() >= usize::try_from(l).unwrap_or(0)) {
+                return Ok(out);
+            }
+        }
+    }
+}
+
+impl Store for EtcdStore {
+    fn owned(&mut self, pool: &str, owner: &str) -> Result<Option<(IpAddr, Record)>, StoreError> {
+        let key = self.owner_key(pool, owner);
+        let Some(kv) = self.get(&key, || format!("reading what {owner:?} holds in pool {pool:?}"))?
+        else {
+            return Ok(None);
+        };
+        let text = String::from_utf8_lossy(kv.value());
+        let ip: IpAddr = text
+            .trim()
+            .parse()
+            .map_err(|_| self.corrupt(kv.key(), format!("{:?} is not an IP address", text.trim())))?;
+        Ok(self
+            .record(pool, ip)?
+            .filter(|r| r.owner == owner)
+            .map(|r| (ip, r)))
+    }
+
+    fn record(&mut self, pool: &str, ip: IpAddr) -> Result<Option<Record>, StoreError> {
+        let key = self.ip_key(pool, ip);
+        self.get(&key, || format!("reading {ip} in pool {pool:?}"))?
+            .map(|kv| self.decode(ip, &kv))
+            .transpose()
+    }
+
+    fn claim(&mut self, pool: &str, ip: IpAddr, record: &Record) -> Result<bool, StoreError> {
+        let key = self.ip_key(pool, ip);
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([
+                TxnOp::put(key.clone(), record.encode(), None),
+                TxnOp::put(self.owner_key(pool, &record.owner), index_value(ip), None),
+            ])
+            .or_else([TxnOp::get(key, None)]);
+        self.change(ip, txn, || format!("claiming {ip} in pool {pool:?}"))
+    }
+
+    fn replace(
+        &mut self,
+        pool: &str,
+        ip: IpAddr,
+        old: &Record,
+        new: &Record,
+    ) -> Result<bool, StoreError> {
+        let key = self.ip_key(pool, ip);
+        let mut then = vec![
+            TxnOp::put(key.clone(), new.encode(), None),
+            TxnOp::put(self.owner_key(pool, &new.owner), index_value(ip), None),
+        ];
+        if old.owner != new.owner {
+            then.push(self.drop_index(pool, &old.owner, ip));
+        }
+        let txn = Txn::new()
+            .when([Compare::value(key.clone(), CompareOp::Equal, old.encode())])
+            .and_then(then)
+            .or_else([TxnOp::get(key, None)]);
+        self.change(ip, txn, || format!("changing {ip} in pool {pool:?}"))
+    }
+
+    fn free(&mut self, pool: &str, ip: IpAddr, old: &Record) -> Result<bool, StoreError> {
+        let key = self.ip_key(pool, ip);
+        let txn = Txn::new()
+            .when([Compare::value(key.clone(), CompareOp::Equal, old.encode())])
+            .and_then([
+                TxnOp::delete(key.clone(), None),
+                self.drop_index(pool, &old.owner, ip),
+            ])
+            .or_else([TxnOp::get(key, None)]);
+        self.change(ip, txn, || format!("freeing {ip} in pool {pool:?}"))
+    }
+
+    fn list(&mut self, pool: &str) -> Result<Vec<(IpAddr, Record)>, StoreError> {
+        let prefix = self.ips_prefix(pool);
+        let kvs = self.range(
+            &prefix,
+            prefix_end(&prefix),
+            false,
+            None,
+            &|| format!("listing pool {pool:?}"),
+        )?;
+        let mut out = Vec::with_capacity(kvs.len());
+        for kv in &kvs {
+            let ip = kv
+                .key()
+                .strip_prefix(prefix.as_bytes())
+                .and_then(|segment| std::str::from_utf8(segment).ok())
+                .and_then(parse_address_key)
+                .ok_or_else(|| self.corrupt(kv.key(), "not an address key (4-HEX8 or 6-HEX32)"))?;
+            out.push((ip, self.decode(ip, kv)?));
+        }
+        // etcd's key order puts every IPv4 address first; the file store orders by number.
+        out.sort_by_key(|(ip, _)| crate::range::to_u128(*ip));
+        Ok(out)
+    }
+
+    fn pools(&mut self) -> Result<Vec<String>, StoreError> {
+        // One key per pool: read the first key, then skip past that pool's keys, instead of
+        // reading every key of every pool.
+        let prefix = self.pools_prefix();
+        let end = prefix_end(&prefix);
+        let mut out = Vec::new();
+        let mut from = prefix.clone();
+        loop {
+            let kvs = self.range(&from, end.clone(), true, Some(1), &|| "listing pools".to_owned())?;
+            let Some(kv) = kvs.first() else {
+                return Ok(out);
+            };
+            let segment = kv
+                .key()
+                .strip_prefix(prefix.as_bytes())
+                .and_then(|rest| std::str::from_utf8(rest).ok())
+                .and_then(|rest| rest.split_once('/'))
+                .map(|(segment, _)| segment)
+                .filter(|segment| unescape(segment).is_some_and(|p| escape(&p) == *segment))
+                .ok_or_else(|| self.corrupt(kv.key(), "not under a pool (PREFIX/pools/POOL/...)"))?;
+            out.push(unescape(segment).unwrap_or_default());
+            // '0' follows '/': the first key after every key of this pool.
+            from = format!("{prefix}{segment}0");
+        }
+    }
+
+    fn next(&mut self, pool: &str) -> Result<Option<IpAddr>, StoreError> {
+        let key = self.next_key(pool);
+        let Some(kv) = self.get(&key, || format!("reading the next hint of pool {pool:?}"))? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8_lossy(kv.value());
+        text.trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| self.corrupt(kv.key(), format!("{:?} is not an IP address", text.trim())))
+    }
+
+    fn set_next(&mut self, pool: &str, ip: IpAddr) -> Result<(), StoreError> {
+        let key = self.next_key(pool);
+        run(
+            &self.runtime,
+            &self.endpoint,
+            || format!("setting the next hint of pool {pool:?}"),
+            self.kv.put(key, index_value(ip), None),
+        )
+        .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_keys_sort_like_addresses_and_read_back() {
+        let addresses = ["0.0.0.1", "192.0.2.9", "192.0.2.10", "255.255.255.255", "::1", "2001:db8::1"];
+        let keys: Vec<String> = addresses
+            .iter()
+            .map(|a| address_key(a.parse().unwrap()))
+            .collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted);
+        for (a, k) in addresses.iter().zip(&keys) {
+            assert_eq!(parse_address_key(k), Some(a.parse().unwrap()));
+        }
+        assert_eq!(address_key("192.0.2.1".parse().unwrap()), "4-c0000201");
+        for bad in ["4-c00002", "6-c0000201", "4-C0000201", "4-+0000201", "x-c0000201", "c0000201"] {
+            assert_eq!(parse_address_key(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn urls_name_endpoints_and_a_prefix() {
+        let ok = |rest: &str| parse_rest("etcd://x", rest).unwrap();
+        assert_eq!(ok("127.0.0.1:2379"), (vec!["127.0.0.1:2379".into()], DEFAULT_PREFIX.into()));
+        assert_eq!(
+            ok("a:1,[::1]:2/my/ipam/"),
+            (vec!["a:1".into(), "[::1]:2".into()], "/my/ipam".into())
+        );
+        for bad in ["", "host", ":1", "a:1,", "a:x", "a:0", "a:1/", "a:99999"] {
+            let e = parse_rest("etcd://bad", bad).unwrap_err().to_string();
+            assert!(e.contains("etcd://bad"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn prefix_ends_follow_every_key_of_the_prefix() {
+        assert_eq!(prefix_end("/a/pools/"), b"/a/pools0");
+    }
+}
