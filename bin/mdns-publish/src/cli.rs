@@ -88,7 +88,8 @@ pub enum Command {
         /// Write the inventory to this file, atomically, rather than to standard output.
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
-        /// Keep browsing; rewrite the output only when the inventory changes.
+        /// Keep browsing; rewrite the output only when the inventory changes (tells systemd it is
+        /// ready once the first inventory is written).
         #[arg(long)]
         watch: bool,
         /// The address to query from (its interface; default: any).

@@ -98,6 +98,7 @@ fn main() -> ExitCode {
 
 async fn browse(b: &Browse, json: bool, output: Option<&std::path::Path>, watch: bool) -> ExitCode {
     let mut last: Option<String> = None;
+    let mut ready = false;
     loop {
         let found = match lookup::round(b).await {
             Ok(f) => f,
@@ -130,6 +131,11 @@ async fn browse(b: &Browse, json: bool, output: Option<&std::path::Path>, watch:
                 None => print!("{text}"),
             }
             last = Some(text);
+        }
+        if watch && !ready {
+            // systemd (Type=notify): the first inventory is written; what reads it may start.
+            ready = true;
+            ipi_core::service::notify_systemd("READY=1");
         }
         if !watch {
             return if found.inventory.nodes().is_empty() {

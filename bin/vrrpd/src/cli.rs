@@ -104,6 +104,11 @@ pub struct Source {
     /// Send adverts to the other nodes (from --nodes) instead of multicast.
     #[arg(long, requires = "nodes")]
     pub unicast: bool,
+    /// Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh,
+    /// chk_ingress.sh: ipi-net's contrib/keepalived, on `lb-proxy check`) instead of
+    /// /etc/keepalived's and curl.
+    #[arg(long, value_name = "DIR", requires = "cluster")]
+    pub scripts_dir: Option<PathBuf>,
 }
 
 /// A node's role, as OpenShift configures VRRP for it.
@@ -162,6 +167,18 @@ mod tests {
                 "n",
                 "--unicast",
             ],
+            &[
+                "vrrpd",
+                "run",
+                "--cluster",
+                "ic.yaml",
+                "--role",
+                "worker",
+                "--interface",
+                "eth0",
+                "--scripts-dir",
+                "/etc/ipi-net/keepalived",
+            ],
             &["vrrpd", "check-config", "-f", "k.conf"],
             &["vrrpd", "vrid", "managed"],
             &["vrrpd", "status", "--json"],
@@ -186,6 +203,14 @@ mod tests {
                 "e",
             ],
             &["vrrpd", "watch"],
+            &[
+                "vrrpd",
+                "run",
+                "-f",
+                "k",
+                "--scripts-dir",
+                "/etc/ipi-net/keepalived",
+            ],
             &[
                 "vrrpd",
                 "run",

@@ -147,6 +147,75 @@ fn unicast_peers_come_from_the_inventory_by_role() {
 }
 
 #[test]
+fn scripts_dir_puts_our_track_scripts_in_place_of_openshifts_and_curl() {
+    for role in ["bootstrap", "master", "worker"] {
+        let openshift = render_role(role, "ens3", &[]);
+        let ours = render_role(role, "ens3", &["--scripts-dir", "/etc/ipi-net/keepalived/"]);
+        let expected = openshift
+            .replace(
+                "/etc/keepalived/chk_ocp_script",
+                "/etc/ipi-net/keepalived/chk_ocp_script",
+            )
+            .replace(
+                "/usr/bin/curl -o /dev/null -Lfs http://localhost:1936/healthz/ready",
+                "/etc/ipi-net/keepalived/chk_ingress.sh",
+            );
+        assert_ne!(ours, openshift, "{role}");
+        assert_eq!(ours, expected, "{role}: only the script lines change");
+        assert!(!ours.contains("curl"), "{role}: {ours}");
+        let c = config::parse_str(&ours, role).unwrap();
+        for s in &c.scripts {
+            assert_eq!(s.command.words[0], "/usr/bin/timeout", "{role} {}", s.name);
+            assert!(
+                s.command.words[2].starts_with("/etc/ipi-net/keepalived/chk_"),
+                "{role} {}: {:?}",
+                s.name,
+                s.command.words
+            );
+        }
+    }
+    let master = render_role(
+        "master",
+        "ens3",
+        &["--scripts-dir", "/etc/ipi-net/keepalived"],
+    );
+    for script in [
+        "chk_ocp_script.sh",
+        "chk_ocp_script_both.sh",
+        "chk_ingress.sh",
+    ] {
+        let path = format!("/etc/ipi-net/keepalived/{script}");
+        assert!(master.contains(&path), "{path} in {master}");
+    }
+}
+
+#[test]
+fn a_scripts_dir_that_cannot_go_into_a_script_line_is_refused() {
+    let cluster = seeds("managed-install-config.yaml");
+    for (dir, says) in [
+        ("keepalived", "absolute"),
+        ("/etc/my scripts", "white space"),
+    ] {
+        let (code, out, err) = render(&[
+            "--cluster",
+            cluster.to_str().unwrap(),
+            "--role",
+            "master",
+            "--interface",
+            "ens3",
+            "--scripts-dir",
+            dir,
+        ]);
+        assert_eq!(code, 2, "{dir}: {err}");
+        assert!(out.is_empty(), "{dir}");
+        assert!(
+            err.contains("--scripts-dir") && err.contains(says),
+            "{dir}: {err}"
+        );
+    }
+}
+
+#[test]
 fn what_render_writes_reads_back_the_same() {
     for fixture in [
         "managed-keepalived-master.conf",

@@ -55,8 +55,61 @@ pub fn load_source(source: &crate::cli::Source) -> Result<Config, String> {
         Some(path) => Some(ipi_core::Inventory::load(path).map_err(|e| e.to_string())?),
         None => None,
     };
+    let scripts = match &source.scripts_dir {
+        Some(dir) => openshift::Scripts::Dir(scripts_dir(dir)?),
+        None => openshift::Scripts::OpenShift,
+    };
     let cluster = ipi_core::Cluster::load(cluster, nodes.as_ref()).map_err(|e| e.to_string())?;
-    let config = openshift::from_cluster(&cluster, role, interface, nodes.as_ref(), source.unicast);
+    let config = openshift::from_cluster(
+        &cluster,
+        role,
+        interface,
+        nodes.as_ref(),
+        source.unicast,
+        &scripts,
+    );
     // What we build must be what we would read.
     parse_str(&write::write(&config), "(rendered)").map_err(|e| e.to_string())
+}
+
+/// `--scripts-dir DIR` as it goes into a script line: absolute (vrrpd runs scripts without a
+/// shell or a working directory of their own), UTF-8 and without white space (a script line is
+/// split into words on it), without a trailing `/`.
+fn scripts_dir(dir: &Path) -> Result<String, String> {
+    let Some(text) = dir.to_str() else {
+        return Err(format!(
+            "--scripts-dir {}: not UTF-8, which a script line cannot hold",
+            dir.display()
+        ));
+    };
+    if !dir.is_absolute() {
+        return Err(format!(
+            "--scripts-dir {text}: give an absolute path (such as /etc/ipi-net/keepalived)"
+        ));
+    }
+    if text.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "--scripts-dir {text:?}: white space would split the script line; give a path without it"
+        ));
+    }
+    let trimmed = text.trim_end_matches('/');
+    Ok(if trimmed.is_empty() { "/" } else { trimmed }.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scripts_dir_goes_into_a_script_line_as_one_absolute_word() {
+        assert_eq!(
+            scripts_dir(Path::new("/etc/ipi-net/keepalived/")).as_deref(),
+            Ok("/etc/ipi-net/keepalived")
+        );
+        assert_eq!(scripts_dir(Path::new("/")).as_deref(), Ok("/"));
+        for bad in ["keepalived", "./k", "/etc/my scripts", "/etc/tab\there"] {
+            let e = scripts_dir(Path::new(bad)).unwrap_err();
+            assert!(e.starts_with("--scripts-dir"), "{bad}: {e}");
+        }
+    }
 }

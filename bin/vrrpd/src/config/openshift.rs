@@ -44,6 +44,18 @@ fn script(name: &str, line: &str, interval: u64, weight: i32, rise: u32, fall: u
     }
 }
 
+/// Which track scripts the instances run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scripts {
+    /// OpenShift's: /etc/keepalived/chk_ocp_script.sh, chk_ocp_script_both.sh, and curl for
+    /// Ingress (the rendered keepalived.conf is OpenShift's, byte for byte).
+    OpenShift,
+    /// `DIR/chk_ocp_script.sh`, `DIR/chk_ocp_script_both.sh` and `DIR/chk_ingress.sh` (ipi-net's
+    /// contrib/keepalived, on `lb-proxy check`: no curl). An absolute path without white space
+    /// or a trailing `/`.
+    Dir(String),
+}
+
 /// The configuration OpenShift runs on a node of `role` whose VIPs go on `interface`. With
 /// `unicast`, adverts go to the inventory's nodes that run the instance (bootstrap and masters
 /// for the API, masters and workers for Ingress) instead of the multicast group.
@@ -53,6 +65,7 @@ pub fn from_cluster(
     interface: &str,
     nodes: Option<&Inventory>,
     unicast: bool,
+    scripts: &Scripts,
 ) -> Config {
     let name = &cluster.name;
     let vrids = cluster.vrids();
@@ -69,10 +82,20 @@ pub fn from_cluster(
         },
         ..Config::default()
     };
-    let lb = "/usr/bin/timeout 1.9 /etc/keepalived/chk_ocp_script.sh";
-    let both = "/usr/bin/timeout 1.9 /etc/keepalived/chk_ocp_script_both.sh";
-    let ingress =
-        "/usr/bin/timeout 0.9 /usr/bin/curl -o /dev/null -Lfs http://localhost:1936/healthz/ready";
+    let (lb, both, ingress) = match scripts {
+        Scripts::OpenShift => (
+            "/usr/bin/timeout 1.9 /etc/keepalived/chk_ocp_script.sh".to_string(),
+            "/usr/bin/timeout 1.9 /etc/keepalived/chk_ocp_script_both.sh".to_string(),
+            "/usr/bin/timeout 0.9 /usr/bin/curl -o /dev/null -Lfs http://localhost:1936/healthz/ready"
+                .to_string(),
+        ),
+        Scripts::Dir(dir) => (
+            format!("/usr/bin/timeout 1.9 {dir}/chk_ocp_script.sh"),
+            format!("/usr/bin/timeout 1.9 {dir}/chk_ocp_script_both.sh"),
+            format!("/usr/bin/timeout 0.9 {dir}/chk_ingress.sh"),
+        ),
+    };
+    let (lb, both, ingress) = (lb.as_str(), both.as_str(), ingress.as_str());
     let (api, with_ingress, api_scripts): (Option<u8>, bool, Vec<&str>) = match role {
         NodeRole::Bootstrap => {
             c.scripts.push(script("chk_ocp", lb, 1, 50, 1, 1));
