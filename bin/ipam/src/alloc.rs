@@ -28,6 +28,19 @@ pub enum Order {
     RoundRobin,
 }
 
+impl Order {
+    /// The order of a pool known only by its name in the store (as `ipam release NAME` knows
+    /// the pools it walks): CNI ranges (`cni/...`) hand out round robin, like host-local; every
+    /// other pool lowest-first.
+    pub fn of_pool(name: &str) -> Self {
+        if name.starts_with("cni/") {
+            Order::RoundRobin
+        } else {
+            Order::Lowest
+        }
+    }
+}
+
 /// A pool: a name in the store and the space it hands addresses out from.
 #[derive(Debug, Clone)]
 pub struct Pool {
@@ -169,7 +182,7 @@ pub fn release(
             return Ok(None);
         };
         if store.free(&pool.name, ip, &record)? {
-            moved_back(store, pool, ip)?;
+            moved_back(store, &pool.name, pool.order, ip)?;
             return Ok(Some(ip));
         }
     }
@@ -178,10 +191,9 @@ pub fn release(
     })
 }
 
-/// Releases request `name` everywhere in the store, whatever pool it is in (the store knows
-/// nothing of the pools' spaces, so a freed address does not move an [`Order::Lowest`] hint:
-/// the next search wraps around to it). Returns what was released, as (pool, address); an
-/// address shared with other requests stays theirs.
+/// Releases request `name` everywhere in the store, whatever pool it is in (each pool's order
+/// from [`Order::of_pool`]). Returns what was released, as (pool, address); an address shared
+/// with other requests stays theirs.
 pub fn release_name(
     store: &mut dyn Store,
     name: &str,
@@ -197,7 +209,11 @@ pub fn release_name(
                 rest.names.retain(|n| n != name);
                 store.replace(&pool, ip, &record, &rest)?
             } else {
-                store.free(&pool, ip, &record)?
+                let freed = store.free(&pool, ip, &record)?;
+                if freed {
+                    moved_back(store, &pool, Order::of_pool(&pool), ip)?;
+                }
+                freed
             };
             if !done {
                 return Err(AllocError::Contended { pool });
@@ -216,19 +232,24 @@ fn free_exactly(
     record: &Record,
 ) -> Result<(), AllocError> {
     if store.free(&pool.name, ip, record)? {
-        moved_back(store, pool, ip)?;
+        moved_back(store, &pool.name, pool.order, ip)?;
     }
     Ok(())
 }
 
 /// After a release: a lowest-first pool starts its next search at the freed address.
-fn moved_back(store: &mut dyn Store, pool: &Pool, ip: IpAddr) -> Result<(), AllocError> {
-    if pool.order == Order::Lowest
+fn moved_back(
+    store: &mut dyn Store,
+    pool: &str,
+    order: Order,
+    ip: IpAddr,
+) -> Result<(), AllocError> {
+    if order == Order::Lowest
         && store
-            .next(&pool.name)?
+            .next(pool)?
             .is_none_or(|next| to_u128(ip) < to_u128(next))
     {
-        store.set_next(&pool.name, ip)?;
+        store.set_next(pool, ip)?;
     }
     Ok(())
 }

@@ -159,15 +159,20 @@ pub fn pool_name(network: &str, subnet: &str) -> String {
 #[error("{}", .0.join("\n"))]
 pub struct Problems(pub Vec<String>);
 
-pub(crate) fn read_object<S: serde::de::DeserializeOwned>(
-    path: &Path,
+/// Reads a whole input file; the error names it.
+pub(crate) fn read(path: &Path) -> Result<String, Problems> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Problems(vec![format!("{}: cannot read: {e}", path.display())]))
+}
+
+/// Reads a Kubernetes object of `kind` from `text` (YAML or JSON) named `name` in errors.
+pub(crate) fn parse_object<S: serde::de::DeserializeOwned>(
+    text: &str,
+    name: &str,
     kind: &str,
 ) -> Result<(Metadata, S), Problems> {
-    let name = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Problems(vec![format!("{name}: cannot read: {e}")]))?;
     let object: Object<S> =
-        ipi_core::place::yaml(&text).map_err(|e| Problems(vec![format!("{name}:{e}")]))?;
+        ipi_core::place::yaml(text).map_err(|e| Problems(vec![format!("{name}:{e}")]))?;
     if object.kind.as_deref().is_some_and(|k| k != kind) {
         return Err(Problems(vec![format!(
             "{name}: kind is {:?}, expected {kind}",
@@ -191,14 +196,14 @@ fn ip(text: &str) -> Result<IpAddr, String> {
 impl NetConfig {
     /// Reads and checks a NetConfig file; Err lists every problem.
     pub fn load(path: &Path) -> Result<Self, Problems> {
-        let (_, spec): (_, NetConfigSpec) = read_object(path, "NetConfig")?;
-        Self::check(&spec.networks).map_err(|p| {
-            Problems(
-                p.into_iter()
-                    .map(|m| format!("{}: {m}", path.display()))
-                    .collect(),
-            )
-        })
+        Self::parse(&read(path)?, &path.display().to_string())
+    }
+
+    /// Reads and checks a NetConfig from `text`, named `name` in errors.
+    pub fn parse(text: &str, name: &str) -> Result<Self, Problems> {
+        let (_, spec): (_, NetConfigSpec) = parse_object(text, name, "NetConfig")?;
+        Self::check(&spec.networks)
+            .map_err(|p| Problems(p.into_iter().map(|m| format!("{name}: {m}")).collect()))
     }
 
     fn check(networks: &[Network]) -> Result<Self, Vec<String>> {
@@ -433,8 +438,12 @@ pub struct IpSet {
 impl IpSet {
     /// Reads an IPSet and checks it against `netconfig`; Err lists every problem.
     pub fn load(path: &Path, netconfig: &NetConfig) -> Result<Self, Problems> {
-        let (meta, spec): (_, IpSetSpec) = read_object(path, "IPSet")?;
-        let file = path.display();
+        Self::parse(&read(path)?, &path.display().to_string(), netconfig)
+    }
+
+    /// Reads an IPSet from `text`, named `file` in errors, and checks it against `netconfig`.
+    pub fn parse(text: &str, file: &str, netconfig: &NetConfig) -> Result<Self, Problems> {
+        let (meta, spec): (_, IpSetSpec) = parse_object(text, file, "IPSet")?;
         let mut problems = Vec::new();
         if meta.name.is_empty() {
             problems.push(format!(

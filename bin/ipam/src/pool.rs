@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::alloc::{Order, Pool};
-use crate::netconfig::{read_object, Problems};
+use crate::netconfig::{parse_object, read, Problems};
 use crate::range::{Space, Span};
 
 /// An IPAddressPool's spec.
@@ -44,8 +44,12 @@ pub struct AddressPool {
 impl AddressPool {
     /// Reads and checks an IPAddressPool; Err lists every problem.
     pub fn load(path: &Path) -> Result<Self, Problems> {
-        let (meta, spec): (_, PoolSpec) = read_object(path, "IPAddressPool")?;
-        let file = path.display();
+        Self::parse(&read(path)?, &path.display().to_string())
+    }
+
+    /// Reads and checks an IPAddressPool from `text`, named `file` in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Self, Problems> {
+        let (meta, spec): (_, PoolSpec) = parse_object(text, file, "IPAddressPool")?;
         let mut problems = Vec::new();
         if meta.name.is_empty() {
             problems.push(format!(
