@@ -81,6 +81,26 @@ impl Span {
         parse_ip(text).map(Self::single)
     }
 
+    /// Reads whereabouts' `FIRST-LAST/LEN`: the range and the network of that length around
+    /// it; `Ok(None)` when `text` is not of that form.
+    pub fn parse_with_length(text: &str) -> Result<Option<(Self, IpNetwork)>, String> {
+        let Some((a, rest)) = text.trim().split_once('-') else {
+            return Ok(None);
+        };
+        let Some((b, len)) = rest.split_once('/') else {
+            return Ok(None);
+        };
+        let span = Self::new(parse_ip(a)?, parse_ip(b)?)?;
+        let net: IpNetwork = format!("{}/{}", span.last, len.trim())
+            .parse()
+            .map_err(|e| format!("{text:?}: bad prefix length: {e}"))?;
+        let net = IpNetwork::new(net.network(), net.prefix()).map_err(|e| e.to_string())?;
+        if !net.contains(span.first) {
+            return Err(format!("{text:?}: {} is outside {net}", span.first));
+        }
+        Ok(Some((span, net)))
+    }
+
     /// `ip` is in the range.
     pub fn contains(&self, ip: IpAddr) -> bool {
         ip.is_ipv4() == self.first.is_ipv4()
@@ -273,6 +293,20 @@ mod tests {
         assert!(Span::parse("192.0.2.300")
             .unwrap_err()
             .contains("not an IP"));
+    }
+
+    #[test]
+    fn parses_ranges_with_a_prefix_length() {
+        let (s, net) = Span::parse_with_length("192.0.2.225-192.0.2.230/28")
+            .unwrap()
+            .unwrap();
+        assert_eq!((s.first, s.last), (ip("192.0.2.225"), ip("192.0.2.230")));
+        assert_eq!(net.to_string(), "192.0.2.224/28");
+        assert_eq!(Span::parse_with_length("192.0.2.0/24").unwrap(), None);
+        assert!(Span::parse_with_length("192.0.2.1-192.0.2.30/28")
+            .unwrap_err()
+            .contains("outside"));
+        assert!(Span::parse_with_length("192.0.2.1-192.0.2.3/33").is_err());
     }
 
     #[test]

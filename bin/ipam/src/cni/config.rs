@@ -1,0 +1,1045 @@
+//! The network config a CNI runtime gives an IPAM plugin on stdin, and its `ipam` section in
+//! either of the two styles in use: whereabouts (`range`, `range_start`, `range_end`,
+//! `exclude`, `ipRanges`) and host-local (`ranges`, or the older `subnet`, `rangeStart`,
+//! `rangeEnd`). Reading is pure: nothing here touches a file or the store, so a config that
+//! does not read never changes anything.
+//!
+//! Keys outside the `ipam` section belong to the main plugin and are left alone; a key inside
+//! it that we do not know is an error naming it (DESIGN.md principle 2), except for the
+//! whereabouts and host-local keys about their own storage and logging, which have no meaning
+//! with our store and are accepted without effect (listed in ipam-cni(5)).
+
+use std::net::IpAddr;
+
+use ipnetwork::IpNetwork;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::alloc::{Order, Pool};
+use crate::range::{from_u128, to_u128, Space, Span};
+
+/// The CNI versions whose configs we read and whose results we write.
+pub const SUPPORTED: [&str; 5] = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
+
+/// The newest of [`SUPPORTED`]: the version of our own VERSION answer and of errors about a
+/// config that names no version we know.
+pub const CURRENT: &str = "1.1.0";
+
+/// Keys of the `ipam` section accepted without effect: whereabouts' and host-local's own
+/// storage, Kubernetes access and logging.
+pub const IGNORED_KEYS: [&str; 19] = [
+    "dataDir",
+    "kubernetes",
+    "kubeconfig",
+    "datastore",
+    "etcd_host",
+    "etcd_username",
+    "etcd_password",
+    "etcd_key_file",
+    "etcd_cert_file",
+    "etcd_ca_cert_file",
+    "log_file",
+    "log_level",
+    "configuration_path",
+    "reconciler_cron_expression",
+    "leader_lease_duration",
+    "leader_renew_deadline",
+    "leader_retry_period",
+    "enable_overlapping_ranges",
+    "sleep_for_race",
+];
+
+/// A network config that cannot be used. Each kind has its CNI error code ([`Self::code`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// Not JSON, or not a JSON object.
+    #[error("network config on stdin: {0}")]
+    Decode(String),
+    /// A version we do not speak, or one too old for the command.
+    #[error("network config on stdin: {msg}")]
+    Version {
+        /// What is wrong.
+        msg: String,
+        /// The versions we speak.
+        details: String,
+    },
+    /// A field that is missing or wrong.
+    #[error("network config on stdin: {field}: {why}")]
+    Invalid {
+        /// Where, as a JSON path (`ipam.ranges[0][1].rangeStart`).
+        field: String,
+        /// What is wrong, and what would be right.
+        why: String,
+    },
+}
+
+impl ConfigError {
+    /// The CNI error code: 6 decoding failure, 1 incompatible version, 7 invalid config.
+    pub fn code(&self) -> u32 {
+        match self {
+            Self::Decode(_) => 6,
+            Self::Version { .. } => 1,
+            Self::Invalid { .. } => 7,
+        }
+    }
+
+    /// The longer explanation for the error object's `details`.
+    pub fn details(&self) -> &str {
+        match self {
+            Self::Version { details, .. } => details,
+            _ => "",
+        }
+    }
+}
+
+fn invalid(field: impl Into<String>, why: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field: field.into(),
+        why: why.into(),
+    }
+}
+
+/// Which style the `ipam` section is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// `range` / `ipRanges`.
+    Whereabouts,
+    /// `ranges` / `subnet`.
+    HostLocal,
+}
+
+/// A network config, read and checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetConf {
+    /// `cniVersion`, one of [`SUPPORTED`]: the version of the result.
+    pub cni_version: String,
+    /// The network's `name`.
+    pub name: String,
+    /// The `ipam` section.
+    pub ipam: Ipam,
+    /// `dns` of the network config (the `ipam` section's own `dns` wins over it).
+    pub dns: Option<Dns>,
+    /// `cni.dev/valid-attachments` (GC): (container id, interface) pairs.
+    pub valid_attachments: Option<Vec<(String, String)>>,
+    /// The addresses of `prevResult.ips` (CHECK), when there is a previous result.
+    pub prev_ips: Option<Vec<IpAddr>>,
+}
+
+/// The `ipam` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ipam {
+    /// The style it is written in.
+    pub style: Style,
+    /// One address is handed out from each range set: two sets of two families for dual stack.
+    pub sets: Vec<RangeSet>,
+    /// `routes`, returned in the result as they are.
+    pub routes: Vec<Route>,
+    /// `dns`.
+    pub dns: Option<Dns>,
+    /// host-local's `resolvConf`: a resolv.conf whose servers, domain, search and options go to
+    /// the result's `dns`.
+    pub resolv_conf: Option<String>,
+    /// `store`: a directory, `file://PATH` or `etcd://...`.
+    pub store: String,
+    /// What the pools of this network are named after: the network's `name`, or whereabouts'
+    /// `network_name`.
+    pub network: String,
+}
+
+/// Where a set's address may come from: ranges of one family.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeSet {
+    /// The ranges, tried in order.
+    pub ranges: Vec<Range>,
+    /// Addresses never handed out (whereabouts' `exclude`).
+    pub excluded: Vec<Span>,
+}
+
+/// One range: a span of a subnet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Range {
+    /// The subnet (its prefix length goes with every address handed out).
+    pub subnet: IpNetwork,
+    /// What may be handed out (before exclusions).
+    pub span: Span,
+    /// The gateway given with the address, never handed out itself.
+    pub gateway: Option<IpAddr>,
+}
+
+/// A route of the result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Route {
+    /// The destination, as written (a CIDR).
+    pub dst: String,
+    /// The next hop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gw: Option<IpAddr>,
+    /// CNI 1.1.0's route attributes, passed on as given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u64>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advmss: Option<u64>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u64>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<u64>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<u64>,
+}
+
+/// DNS settings of the result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Dns {
+    /// Name servers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nameservers: Vec<String>,
+    /// The local domain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// Search domains.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub search: Vec<String>,
+    /// resolver options.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+}
+
+impl Dns {
+    /// Nothing set.
+    pub fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
+}
+
+impl RangeSet {
+    /// What the set hands out: its ranges, never a subnet's network or (IPv4) broadcast
+    /// address, a gateway or an excluded address.
+    pub fn space(&self) -> Space {
+        let mut excluded = self.excluded.clone();
+        for r in &self.ranges {
+            let whole = Span::of_network(r.subnet);
+            let bits = if r.subnet.is_ipv4() { 32 } else { 128 };
+            // A /31 or /127 (RFC 3021) uses both addresses, a /32 or /128 its only one.
+            if r.subnet.prefix() + 1 < bits {
+                excluded.push(Span::single(whole.first));
+                if r.subnet.is_ipv4() {
+                    excluded.push(Span::single(whole.last));
+                }
+            }
+            excluded.extend(r.gateway.map(Span::single));
+        }
+        let mut space = Space::new(self.ranges.iter().map(|r| r.span).collect());
+        space.excluded = excluded;
+        space
+    }
+
+    /// The range `ip` belongs to.
+    pub fn range_of(&self, ip: IpAddr) -> Option<&Range> {
+        self.ranges.iter().find(|r| r.span.contains(ip))
+    }
+
+    /// Whether the set's addresses are IPv4.
+    pub fn is_ipv4(&self) -> bool {
+        self.ranges.first().is_some_and(|r| r.subnet.is_ipv4())
+    }
+}
+
+impl Ipam {
+    /// The prefix of every pool of this network in the store: `cni/NETWORK/`.
+    pub fn pool_prefix(&self) -> String {
+        format!("cni/{}/", self.network)
+    }
+
+    /// One pool per range set, `cni/NETWORK/INDEX`, handing addresses out round-robin as
+    /// host-local does (a released address is reused last).
+    pub fn pools(&self) -> Vec<Pool> {
+        self.sets
+            .iter()
+            .enumerate()
+            .map(|(i, set)| Pool {
+                name: format!("{}{i}", self.pool_prefix()),
+                space: set.space(),
+                order: Order::RoundRobin,
+            })
+            .collect()
+    }
+}
+
+/// A version as numbers, for "at least" comparisons.
+fn version_number(v: &str) -> Option<(u32, u32, u32)> {
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().ok());
+    let triple = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(triple)
+}
+
+/// Reads a network config. `command` and `needs` gate the version as the CNI library does
+/// (CHECK needs 0.4.0, GC and STATUS 1.1.0); the version is checked before anything else.
+pub fn parse(bytes: &[u8], command: &str, needs: &str) -> Result<NetConf, ConfigError> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| ConfigError::Decode(format!("not JSON: {e}")))?;
+    let Value::Object(top) = value else {
+        return Err(ConfigError::Decode("not a JSON object".into()));
+    };
+    let supported = format!("ipam supports {}", SUPPORTED.join(", "));
+    let cni_version = match top.get("cniVersion") {
+        Some(Value::String(v)) => v.clone(),
+        Some(_) => return Err(ConfigError::Decode("cniVersion: not a string".into())),
+        None => {
+            return Err(ConfigError::Version {
+                msg: "no cniVersion (CNI 0.1.0, which ipam does not speak)".into(),
+                details: supported,
+            })
+        }
+    };
+    if !SUPPORTED.contains(&cni_version.as_str()) {
+        return Err(ConfigError::Version {
+            msg: format!("incompatible CNI versions: config is {cni_version:?}"),
+            details: supported,
+        });
+    }
+    if version_number(&cni_version) < version_number(needs) {
+        return Err(ConfigError::Version {
+            msg: format!(
+                "config version {cni_version} does not allow {command} (it needs {needs})"
+            ),
+            details: supported,
+        });
+    }
+    let name = match top.get("name") {
+        Some(Value::String(n)) => n.clone(),
+        Some(_) => return Err(invalid("name", "not a string")),
+        None => return Err(invalid("name", "missing: the network's name")),
+    };
+    check_name("name", &name)?;
+    let ipam = match top.get("ipam") {
+        Some(Value::Object(m)) => read_ipam(m, &name)?,
+        Some(_) => return Err(invalid("ipam", "not an object")),
+        None => return Err(invalid("ipam", "missing: the ipam section")),
+    };
+    let dns = top.get("dns").map(|v| read_dns("dns", v)).transpose()?;
+    let valid_attachments = top
+        .get("cni.dev/valid-attachments")
+        .map(read_attachments)
+        .transpose()?;
+    let prev_ips = top.get("prevResult").map(read_prev_ips).transpose()?;
+    Ok(NetConf {
+        cni_version,
+        name,
+        ipam,
+        dns,
+        valid_attachments,
+        prev_ips,
+    })
+}
+
+/// libcni's rule for network names, which also keeps `cni/NAME/` one pool prefix.
+fn check_name(field: &str, name: &str) -> Result<(), ConfigError> {
+    let ok = name.bytes().enumerate().all(|(i, b)| {
+        b.is_ascii_alphanumeric() || (i > 0 && (b == b'_' || b == b'.' || b == b'-'))
+    });
+    if name.is_empty() || !ok {
+        return Err(invalid(
+            field,
+            format!("{name:?} is not a network name (letters, digits, _ . - and a letter or digit first)"),
+        ));
+    }
+    Ok(())
+}
+
+/// A JSON object being read, with its path for messages.
+struct Obj<'a> {
+    map: &'a Map<String, Value>,
+    path: String,
+}
+
+impl<'a> Obj<'a> {
+    fn field(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    fn str(&self, key: &str) -> Result<Option<&'a str>, ConfigError> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(invalid(self.field(key), "not a string")),
+        }
+    }
+
+    fn ip(&self, key: &str) -> Result<Option<IpAddr>, ConfigError> {
+        self.str(key)?
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .map_err(|_| invalid(self.field(key), format!("{s:?} is not an IP address")))
+            })
+            .transpose()
+    }
+
+    fn array(&self, key: &str) -> Result<Option<&'a Vec<Value>>, ConfigError> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(Value::Array(a)) => Ok(Some(a)),
+            Some(_) => Err(invalid(self.field(key), "not a list")),
+        }
+    }
+
+    fn number(&self, key: &str) -> Result<Option<u64>, ConfigError> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| invalid(self.field(key), "not a whole number 0 or more")),
+        }
+    }
+
+    /// Every key is one of `known`.
+    fn only(&self, known: &[&str]) -> Result<(), ConfigError> {
+        match self.map.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(k) => Err(invalid(
+                self.field(k),
+                format!("unknown key (known here: {})", known.join(", ")),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+fn object<'a>(v: &'a Value, path: String) -> Result<Obj<'a>, ConfigError> {
+    match v {
+        Value::Object(map) => Ok(Obj { map, path }),
+        _ => Err(invalid(path, "not an object")),
+    }
+}
+
+const COMMON_KEYS: [&str; 5] = ["type", "routes", "dns", "store", "name"];
+const WHEREABOUTS_KEYS: [&str; 7] = [
+    "range",
+    "range_start",
+    "range_end",
+    "exclude",
+    "gateway",
+    "ipRanges",
+    "network_name",
+];
+const HOST_LOCAL_KEYS: [&str; 6] = [
+    "ranges",
+    "subnet",
+    "rangeStart",
+    "rangeEnd",
+    "gateway",
+    "resolvConf",
+];
+
+fn read_ipam(map: &Map<String, Value>, name: &str) -> Result<Ipam, ConfigError> {
+    let o = Obj {
+        map,
+        path: "ipam".into(),
+    };
+    let has = |k: &str| map.contains_key(k);
+    let style = match (
+        has("range") || has("ipRanges"),
+        has("ranges") || has("subnet"),
+    ) {
+        (true, false) => Style::Whereabouts,
+        (false, true) => Style::HostLocal,
+        (true, true) => {
+            return Err(invalid(
+                "ipam",
+                "both whereabouts ranges (range, ipRanges) and host-local ones (ranges, subnet): give one style",
+            ))
+        }
+        (false, false) => {
+            return Err(invalid(
+                "ipam",
+                "no addresses to hand out: give `range` (whereabouts) or `ranges` (host-local)",
+            ))
+        }
+    };
+    let style_keys: &[&str] = match style {
+        Style::Whereabouts => &WHEREABOUTS_KEYS,
+        Style::HostLocal => &HOST_LOCAL_KEYS,
+    };
+    let known: Vec<&str> = COMMON_KEYS
+        .iter()
+        .chain(style_keys)
+        .chain(IGNORED_KEYS.iter())
+        .copied()
+        .collect();
+    o.only(&known)?;
+    if let Some(t) = map.get("type") {
+        if !t.is_string() {
+            return Err(invalid("ipam.type", "not a string"));
+        }
+    }
+    let (sets, network) = match style {
+        Style::Whereabouts => {
+            let network = match o.str("network_name")? {
+                Some(n) => {
+                    check_name("ipam.network_name", n)?;
+                    n.to_owned()
+                }
+                None => name.to_owned(),
+            };
+            (whereabouts_sets(&o)?, network)
+        }
+        Style::HostLocal => (host_local_sets(&o)?, name.to_owned()),
+    };
+    check_sets(&sets)?;
+    let routes = match o.array("routes")? {
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, v)| read_route(v, format!("ipam.routes[{i}]")))
+            .collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    let dns = map
+        .get("dns")
+        .map(|v| read_dns("ipam.dns", v))
+        .transpose()?;
+    let store = match o.str("store")? {
+        Some(s) => check_store(s)?,
+        None => crate::store::DEFAULT_DIR.to_owned(),
+    };
+    let resolv_conf = o.str("resolvConf")?.map(str::to_owned);
+    Ok(Ipam {
+        style,
+        sets,
+        routes,
+        dns,
+        resolv_conf,
+        store,
+        network,
+    })
+}
+
+/// A store URL a plugin can use whatever its working directory: an absolute path,
+/// `file:///PATH` or `etcd://...`.
+fn check_store(s: &str) -> Result<String, ConfigError> {
+    let path = s.strip_prefix("file://").unwrap_or(s);
+    if s.starts_with("etcd://") && s.len() > "etcd://".len() || path.starts_with('/') {
+        return Ok(s.to_owned());
+    }
+    Err(invalid(
+        "ipam.store",
+        format!("{s:?}: give an absolute directory, file:///PATH or etcd://HOST:PORT (a plugin's working directory is anyone's guess)"),
+    ))
+}
+
+fn parse_net(field: &str, text: &str) -> Result<IpNetwork, ConfigError> {
+    text.trim()
+        .parse()
+        .map_err(|_| invalid(field, format!("{text:?} is not a CIDR (address/length)")))
+}
+
+/// The network a CIDR is in (host bits cleared).
+fn masked(net: IpNetwork) -> IpNetwork {
+    IpNetwork::new(net.network(), net.prefix()).unwrap_or(net)
+}
+
+fn same_family(a: IpAddr, b: IpAddr) -> bool {
+    a.is_ipv4() == b.is_ipv4()
+}
+
+fn whereabouts_sets(o: &Obj<'_>) -> Result<Vec<RangeSet>, ConfigError> {
+    let top_exclude = read_exclude(o, "exclude")?;
+    let mut sets = Vec::new();
+    if o.map.contains_key("range") {
+        sets.push(whereabouts_range(o, &top_exclude)?);
+    } else if o.map.contains_key("range_start") || o.map.contains_key("range_end") {
+        return Err(invalid(
+            o.field("range_start"),
+            "range_start and range_end go with `range` (or inside ipRanges entries)",
+        ));
+    }
+    if let Some(list) = o.array("ipRanges")? {
+        for (i, v) in list.iter().enumerate() {
+            let entry = object(v, format!("ipam.ipRanges[{i}]"))?;
+            entry.only(&["range", "range_start", "range_end", "exclude"])?;
+            sets.push(whereabouts_range(&entry, &top_exclude)?);
+        }
+    }
+    if sets.is_empty() {
+        return Err(invalid("ipam.ipRanges", "empty: no addresses to hand out"));
+    }
+    // The top-level gateway goes with the range set whose subnet holds it.
+    if let Some(gw) = o.ip("gateway")? {
+        let set = sets
+            .iter_mut()
+            .find(|s| s.ranges.iter().any(|r| r.subnet.contains(gw)))
+            .ok_or_else(|| invalid("ipam.gateway", format!("{gw} is in no range's subnet")))?;
+        for r in &mut set.ranges {
+            r.gateway = Some(gw);
+        }
+    }
+    Ok(sets)
+}
+
+/// whereabouts' `exclude` (CIDRs; plain addresses and `a-b` ranges are read too).
+fn read_exclude(o: &Obj<'_>, key: &str) -> Result<Vec<Span>, ConfigError> {
+    let Some(list) = o.array(key)? else {
+        return Ok(Vec::new());
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let field = format!("{}[{i}]", o.field(key));
+            let text = v.as_str().ok_or_else(|| invalid(&field, "not a string"))?;
+            Span::parse(text).map_err(|why| invalid(&field, why))
+        })
+        .collect()
+}
+
+/// One whereabouts range: `range` as `CIDR` or `FIRST-LAST/LEN`, with `range_start`,
+/// `range_end` and `exclude` (the top-level exclusions of its family apply too).
+fn whereabouts_range(o: &Obj<'_>, top_exclude: &[Span]) -> Result<RangeSet, ConfigError> {
+    let field = o.field("range");
+    let text = o
+        .str("range")?
+        .ok_or_else(|| invalid(&field, "missing: a CIDR or FIRST-LAST/LEN"))?;
+    let (subnet, mut first, mut last) = match Span::parse_with_length(text) {
+        Ok(Some((span, net))) => {
+            if o.map.contains_key("range_start") || o.map.contains_key("range_end") {
+                return Err(invalid(
+                    &field,
+                    format!("{text:?} gives its first and last address: no range_start or range_end with it"),
+                ));
+            }
+            (net, span.first, span.last)
+        }
+        Ok(None) => {
+            if text.contains('-') {
+                return Err(invalid(
+                    &field,
+                    format!("{text:?} has no prefix length: write FIRST-LAST/LEN"),
+                ));
+            }
+            let net = masked(parse_net(&field, text)?);
+            let whole = Span::of_network(net);
+            (net, whole.first, whole.last)
+        }
+        Err(why) => return Err(invalid(&field, why)),
+    };
+    for (key, end) in [("range_start", &mut first), ("range_end", &mut last)] {
+        if let Some(ip) = o.ip(key)? {
+            if !subnet.contains(ip) {
+                return Err(invalid(o.field(key), format!("{ip} is outside {subnet}")));
+            }
+            *end = ip;
+        }
+    }
+    let span = Span::new(first, last).map_err(|why| invalid(o.field("range_start"), why))?;
+    let mut excluded = read_exclude(o, "exclude")?;
+    if let Some(bad) = excluded.iter().find(|s| !same_family(s.first, first)) {
+        return Err(invalid(
+            o.field("exclude"),
+            format!("{bad} is not of the family of {subnet}"),
+        ));
+    }
+    excluded.extend(top_exclude.iter().filter(|s| same_family(s.first, first)));
+    Ok(RangeSet {
+        ranges: vec![Range {
+            subnet,
+            span,
+            gateway: None,
+        }],
+        excluded,
+    })
+}
+
+fn host_local_sets(o: &Obj<'_>) -> Result<Vec<RangeSet>, ConfigError> {
+    if o.map.contains_key("subnet") {
+        if o.map.contains_key("ranges") {
+            return Err(invalid(
+                "ipam.subnet",
+                "give either `subnet` (one range) or `ranges`, not both",
+            ));
+        }
+        return Ok(vec![RangeSet {
+            ranges: vec![host_local_range(o)?],
+            excluded: Vec::new(),
+        }]);
+    }
+    if let Some(k) = ["rangeStart", "rangeEnd", "gateway"]
+        .into_iter()
+        .find(|k| o.map.contains_key(*k))
+    {
+        return Err(invalid(
+            o.field(k),
+            "goes with `subnet`, or inside a range of `ranges`",
+        ));
+    }
+    let list = o.array("ranges")?.map(Vec::as_slice).unwrap_or_default();
+    if list.is_empty() {
+        return Err(invalid("ipam.ranges", "empty: no range sets"));
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let path = format!("ipam.ranges[{i}]");
+            let Value::Array(ranges) = set else {
+                return Err(invalid(path, "not a list of ranges (a range set)"));
+            };
+            if ranges.is_empty() {
+                return Err(invalid(path, "an empty range set"));
+            }
+            let ranges = ranges
+                .iter()
+                .enumerate()
+                .map(|(j, r)| {
+                    let r = object(r, format!("{path}[{j}]"))?;
+                    r.only(&["subnet", "rangeStart", "rangeEnd", "gateway"])?;
+                    host_local_range(&r)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if let Some(r) = ranges.iter().find(|r| r.subnet.is_ipv4() != ranges[0].subnet.is_ipv4()) {
+                return Err(invalid(
+                    path,
+                    format!("mixes address families ({} and {}): one family per range set, a set per family for dual stack", ranges[0].subnet, r.subnet),
+                ));
+            }
+            Ok(RangeSet {
+                ranges,
+                excluded: Vec::new(),
+            })
+        })
+        .collect()
+}
+
+/// One host-local range, with host-local's defaults: from the subnet's first host to its last
+/// (the IPv4 broadcast address excluded), gateway the first host.
+fn host_local_range(o: &Obj<'_>) -> Result<Range, ConfigError> {
+    let field = o.field("subnet");
+    let text = o
+        .str("subnet")?
+        .ok_or_else(|| invalid(&field, "missing: the range's subnet (a CIDR)"))?;
+    let subnet = parse_net(&field, text)?;
+    if subnet.ip() != subnet.network() {
+        return Err(invalid(
+            &field,
+            format!(
+                "{text:?} has host bits set: the network is {}",
+                masked(subnet)
+            ),
+        ));
+    }
+    let bits = if subnet.is_ipv4() { 32 } else { 128 };
+    if subnet.prefix() + 2 > bits {
+        return Err(invalid(
+            &field,
+            format!("{subnet} is too small to allocate from"),
+        ));
+    }
+    let whole = Span::of_network(subnet);
+    let host = |n: u128| from_u128(n, whole.first);
+    let first_host = host(to_u128(whole.first) + 1);
+    let last_host = if subnet.is_ipv4() {
+        host(to_u128(whole.last) - 1)
+    } else {
+        Some(whole.last)
+    };
+    let (Some(first_host), Some(last_host)) = (first_host, last_host) else {
+        return Err(invalid(&field, format!("{subnet} has no host addresses")));
+    };
+    let (mut first, mut last) = (first_host, last_host);
+    for (key, end) in [("rangeStart", &mut first), ("rangeEnd", &mut last)] {
+        if let Some(ip) = o.ip(key)? {
+            if !subnet.contains(ip) {
+                return Err(invalid(o.field(key), format!("{ip} is outside {subnet}")));
+            }
+            *end = ip;
+        }
+    }
+    let span = Span::new(first, last).map_err(|why| invalid(o.field("rangeStart"), why))?;
+    let gateway = match o.ip("gateway")? {
+        Some(gw) if !subnet.contains(gw) => {
+            return Err(invalid(
+                o.field("gateway"),
+                format!("{gw} is outside {subnet}"),
+            ))
+        }
+        Some(gw) => gw,
+        None => first_host,
+    };
+    Ok(Range {
+        subnet,
+        span,
+        gateway: Some(gateway),
+    })
+}
+
+/// Across all sets: no two ranges overlap, and every set can hand out an address.
+fn check_sets(sets: &[RangeSet]) -> Result<(), ConfigError> {
+    let all: Vec<(usize, &Range)> = sets
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| s.ranges.iter().map(move |r| (i, r)))
+        .collect();
+    for (n, (i, a)) in all.iter().enumerate() {
+        if let Some((j, b)) = all[n + 1..].iter().find(|(_, b)| a.span.overlaps(&b.span)) {
+            return Err(invalid(
+                "ipam",
+                format!(
+                    "range {} (set {i}) overlaps range {} (set {j})",
+                    a.span, b.span
+                ),
+            ));
+        }
+    }
+    for (i, set) in sets.iter().enumerate() {
+        let space = set.space();
+        if !space
+            .spans
+            .iter()
+            .any(|s| space.next_allowed(s, 0).is_some())
+        {
+            return Err(invalid(
+                format!("ipam range set {i}"),
+                format!("{} hands out no address (network, broadcast, gateway and exclusions take them all)", space.describe()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn read_route(v: &Value, path: String) -> Result<Route, ConfigError> {
+    let o = object(v, path)?;
+    o.only(&["dst", "gw", "mtu", "advmss", "priority", "table", "scope"])?;
+    let dst = o
+        .str("dst")?
+        .ok_or_else(|| invalid(o.field("dst"), "missing: the destination (a CIDR)"))?;
+    let net = parse_net(&o.field("dst"), dst)?;
+    let gw = o.ip("gw")?;
+    if let Some(gw) = gw {
+        if !same_family(gw, net.ip()) {
+            return Err(invalid(
+                o.field("gw"),
+                format!("{gw} is not of the family of {dst}"),
+            ));
+        }
+    }
+    Ok(Route {
+        dst: dst.trim().to_owned(),
+        gw,
+        mtu: o.number("mtu")?,
+        advmss: o.number("advmss")?,
+        priority: o.number("priority")?,
+        table: o.number("table")?,
+        scope: o.number("scope")?,
+    })
+}
+
+fn read_dns(path: &str, v: &Value) -> Result<Dns, ConfigError> {
+    let o = object(v, path.to_owned())?;
+    o.only(&["nameservers", "domain", "search", "options"])?;
+    let strings = |key: &str| -> Result<Vec<String>, ConfigError> {
+        o.array(key)?
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                s.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| invalid(format!("{}[{i}]", o.field(key)), "not a string"))
+            })
+            .collect()
+    };
+    let nameservers = strings("nameservers")?;
+    if let Some((i, bad)) = nameservers
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.parse::<IpAddr>().is_err())
+    {
+        return Err(invalid(
+            format!("{}[{i}]", o.field("nameservers")),
+            format!("{bad:?} is not an IP address"),
+        ));
+    }
+    Ok(Dns {
+        nameservers,
+        domain: o.str("domain")?.map(str::to_owned),
+        search: strings("search")?,
+        options: strings("options")?,
+    })
+}
+
+fn read_attachments(v: &Value) -> Result<Vec<(String, String)>, ConfigError> {
+    let key = "cni.dev/valid-attachments";
+    let Value::Array(list) = v else {
+        return Err(invalid(key, "not a list"));
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let o = object(a, format!("{key}[{i}]"))?;
+            let get = |k: &str| {
+                o.str(k)?
+                    .map(str::to_owned)
+                    .ok_or_else(|| invalid(o.field(k), "missing"))
+            };
+            Ok((get("containerID")?, get("ifname")?))
+        })
+        .collect()
+}
+
+/// The addresses of a previous result (`ips[].address`, CIDRs); other keys are the runtime's.
+fn read_prev_ips(v: &Value) -> Result<Vec<IpAddr>, ConfigError> {
+    let o = object(v, "prevResult".into())?;
+    o.array("ips")?
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, ip)| {
+            let entry = object(ip, format!("prevResult.ips[{i}]"))?;
+            let field = entry.field("address");
+            let text = entry
+                .str("address")?
+                .ok_or_else(|| invalid(&field, "missing"))?;
+            parse_net(&field, text).map(|n| n.ip())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn conf(ipam: &str) -> Result<NetConf, ConfigError> {
+        let text =
+            format!(r#"{{"cniVersion":"1.0.0","name":"net1","type":"bridge","ipam":{ipam}}}"#);
+        parse(text.as_bytes(), "ADD", "0.3.0")
+    }
+
+    #[test]
+    fn reads_the_whereabouts_fixture() {
+        let text = std::fs::read("../../../shared/fixtures/seeds/nad-internalapi-whereabouts.json")
+            .or_else(|_| {
+                std::fs::read("/work/shared/fixtures/seeds/nad-internalapi-whereabouts.json")
+            })
+            .unwrap();
+        let c = parse(&text, "ADD", "0.3.0").unwrap();
+        assert_eq!(c.cni_version, "0.3.1");
+        assert_eq!(c.ipam.style, Style::Whereabouts);
+        let r = c.ipam.sets[0].ranges[0];
+        assert_eq!(r.subnet.to_string(), "172.17.0.0/24");
+        assert_eq!(r.span.to_string(), "172.17.0.30-172.17.0.70");
+        assert_eq!(c.ipam.pools()[0].name, "cni/internalapi/0");
+    }
+
+    #[test]
+    fn whereabouts_ranges_with_and_without_ends() {
+        let c = conf(r#"{"range":"192.0.2.225-192.0.2.230/28","gateway":"192.0.2.238","exclude":["192.0.2.226/32"]}"#).unwrap();
+        let set = &c.ipam.sets[0];
+        assert_eq!(set.ranges[0].subnet.to_string(), "192.0.2.224/28");
+        assert_eq!(set.ranges[0].gateway, Some(ip("192.0.2.238")));
+        let space = set.space();
+        assert_eq!(
+            space.next_allowed(&space.spans[0], 0),
+            Some(ip("192.0.2.225"))
+        );
+        assert!(space.refusal(ip("192.0.2.226")).is_some());
+        // A plain CIDR: the whole subnet less its network and broadcast addresses.
+        let c = conf(r#"{"range":"192.0.2.5/30"}"#).unwrap();
+        let space = c.ipam.sets[0].space();
+        assert_eq!(
+            space.next_allowed(&space.spans[0], 0),
+            Some(ip("192.0.2.5"))
+        );
+        assert!(space.refusal(ip("192.0.2.7")).is_some());
+        let e = conf(r#"{"range":"192.0.2.1-192.0.2.9"}"#).unwrap_err();
+        assert!(e.to_string().contains("no prefix length"), "{e}");
+    }
+
+    #[test]
+    fn host_local_defaults_and_dual_stack() {
+        let c = conf(r#"{"type":"host-local","ranges":[[{"subnet":"192.0.2.0/24"}],[{"subnet":"2001:db8::/64","rangeStart":"2001:db8::10"}]],"routes":[{"dst":"0.0.0.0/0"}]}"#).unwrap();
+        let v4 = c.ipam.sets[0].ranges[0];
+        assert_eq!(v4.span.to_string(), "192.0.2.1-192.0.2.254");
+        assert_eq!(v4.gateway, Some(ip("192.0.2.1")));
+        let v6 = c.ipam.sets[1].ranges[0];
+        assert_eq!(v6.span.last, ip("2001:db8::ffff:ffff:ffff:ffff"));
+        assert_eq!(c.ipam.pools()[1].name, "cni/net1/1");
+        assert_eq!(c.ipam.routes[0].dst, "0.0.0.0/0");
+    }
+
+    #[test]
+    fn bad_configs_name_the_field() {
+        for (ipam, field, code) in [
+            (
+                r#"{"ranges":[[{"subnet":"192.0.2.0/24"},{"subnet":"2001:db8::/64"}]]}"#,
+                "ipam.ranges[0]",
+                7,
+            ),
+            (
+                r#"{"ranges":[[{"subnet":"192.0.2.0/24","rangeStart":"198.51.100.1"}]]}"#,
+                "rangeStart",
+                7,
+            ),
+            (
+                r#"{"ranges":[[{"subnet":"192.0.2.1/24"}]]}"#,
+                "host bits",
+                7,
+            ),
+            (
+                r#"{"range":"192.0.2.0/24","range_end":"192.0.3.1"}"#,
+                "range_end",
+                7,
+            ),
+            (r#"{"range":"192.0.2.0/24","bogus":1}"#, "ipam.bogus", 7),
+            (r#"{"range":"192.0.2.0/24","ranges":[]}"#, "one style", 7),
+            (
+                r#"{"ranges":[[{"subnet":"192.0.2.0/24"}],[{"subnet":"192.0.2.0/25"}]]}"#,
+                "overlaps",
+                7,
+            ),
+            (
+                r#"{"range":"192.0.2.0/30","exclude":["192.0.2.1-192.0.2.2"]}"#,
+                "no address",
+                7,
+            ),
+            (
+                r#"{"range":"192.0.2.0/24","store":"relative/dir"}"#,
+                "ipam.store",
+                7,
+            ),
+            (
+                r#"{"range":"192.0.2.0/24","routes":[{"dst":"x"}]}"#,
+                "routes[0].dst",
+                7,
+            ),
+        ] {
+            let e = conf(ipam).unwrap_err();
+            assert!(e.to_string().contains(field), "{ipam}: {e}");
+            assert_eq!(e.code(), code, "{ipam}");
+        }
+        assert_eq!(parse(b"{", "ADD", "0.3.0").unwrap_err().code(), 6);
+        assert_eq!(
+            parse(br#"{"cniVersion":"0.2.0"}"#, "ADD", "0.3.0")
+                .unwrap_err()
+                .code(),
+            1
+        );
+        let e = parse(
+            br#"{"cniVersion":"0.3.1","name":"n","ipam":{}}"#,
+            "CHECK",
+            "0.4.0",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("does not allow CHECK"), "{e}");
+    }
+}
