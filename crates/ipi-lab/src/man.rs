@@ -3,19 +3,23 @@
 
 use std::path::Path;
 
-/// Compares `man/PROGRAM.1` and `man/PROGRAM-SUBCOMMAND.1` with what clap_mangen renders from
+/// Compares `man/PROGRAM.1` and `man/PROGRAM-SUBCOMMAND[-SUBCOMMAND...].1` with what clap_mangen renders from
 /// `top`; with `UPDATE_MAN` set in the environment, writes them instead. Returns the stale
 /// pages (empty when all match).
 pub fn check(top: &clap::Command, man_dir: &Path) -> Vec<String> {
     let program = top.get_name().to_string();
+    let version = top.get_version().unwrap_or_default().to_owned();
     let mut pages = vec![(program.clone(), top.clone())];
-    for sub in top.get_subcommands() {
-        let name = format!("{program}-{}", sub.get_name());
-        let page = sub
-            .clone()
-            .name(name.clone())
-            .version(top.get_version().unwrap_or_default().to_owned());
-        pages.push((name, page));
+    // Every subcommand at every depth gets a page of its own (`ipam-pool-reserve.1`): the page
+    // of a command with subcommands only lists them, so their options would be nowhere else.
+    let mut todo: Vec<(String, clap::Command)> = vec![(program, top.clone())];
+    while let Some((name, command)) = todo.pop() {
+        for sub in command.get_subcommands() {
+            let sub_name = format!("{name}-{}", sub.get_name());
+            let page = sub.clone().name(sub_name.clone()).version(version.clone());
+            pages.push((sub_name.clone(), page));
+            todo.push((sub_name, sub.clone()));
+        }
     }
     let update = std::env::var_os("UPDATE_MAN").is_some();
     let mut stale = Vec::new();
