@@ -4,6 +4,10 @@
 //!
 //! - [`vrrp`]: a VRRP group's keepalived.conf, started under keepalived or vrrpd.
 //! - [`failover`]: two routers, the master cut off, the backup takes over, the link heals.
+//! - [`cluster`]: the cluster in a box (a bootstrap node, three masters, two workers, started
+//!   through the contrib units read by [`units`]), its VIPs, DNS and failovers.
 
+pub mod cluster;
 pub mod failover;
+pub mod units;
 pub mod vrrp;

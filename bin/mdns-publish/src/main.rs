@@ -52,10 +52,16 @@ fn main() -> ExitCode {
                 if let Err(e) = config::openshift(&c.name, &hostname, role, &[bind]) {
                     return usage(&e);
                 }
+                // The VIPs are the cluster's, not this node's: a node holding one must not
+                // publish it as its own address (dns-render would refuse the inventory).
+                let vips: Vec<std::net::IpAddr> =
+                    c.api_vips.iter().chain(&c.ingress_vips).copied().collect();
                 (
                     bind,
                     Box::new(move |a: &[std::net::IpAddr]| {
-                        config::openshift(&c.name, &hostname, role, a)
+                        let own: Vec<std::net::IpAddr> =
+                            a.iter().filter(|x| !vips.contains(x)).copied().collect();
+                        config::openshift(&c.name, &hostname, role, &own)
                     }),
                 )
             };

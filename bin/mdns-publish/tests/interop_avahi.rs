@@ -106,7 +106,6 @@ fn avahi_and_mdns_publish_see_each_other() {
     // avahi publishes a node; our browse finds it with its addresses.
     let _publisher = avahi
         .spawn(
-            &theirs,
             "avahi-publish",
             "avahi-publish",
             [

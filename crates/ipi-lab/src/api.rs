@@ -1,5 +1,6 @@
 //! A stand-in for the Kubernetes API server: one port that speaks HTTPS (a self-signed
-//! certificate) and plain HTTP (told apart by the first byte), answering `GET /readyz` with
+//! certificate) and plain HTTP (told apart by the first byte), answering `GET /readyz` (and a
+//! router's `/healthz`, `/healthz/ready`, for [`crate::router::Router`]) with
 //! 200 or 503, `GET /bytes/N` with N bytes, and anything else with the server's name, with
 //! keep-alive. Health checks reach it over TLS as they reach a real API server; load tests
 //! talk plain HTTP through the proxy. It can be stopped (every connection cut, new ones
@@ -86,7 +87,7 @@ impl ApiServer {
         self.address
     }
 
-    /// Makes `/readyz` answer 200 (true) or 503 (false).
+    /// Makes `/readyz` (and `/healthz`, `/healthz/ready`) answer 200 (true) or 503 (false).
     pub fn set_ready(&self, ready: bool) {
         self.shared.ready.store(ready, Ordering::SeqCst);
     }
@@ -96,7 +97,7 @@ impl ApiServer {
         self.shared.requests.load(Ordering::SeqCst)
     }
 
-    /// `/readyz` requests answered.
+    /// Health requests answered (`/readyz`, `/healthz`, `/healthz/ready`).
     pub fn readyz_requests(&self) -> u64 {
         self.shared.readyz.load(Ordering::SeqCst)
     }
@@ -222,7 +223,8 @@ fn http<S: Read + Write>(stream: S, shared: &Shared) -> io::Result<()> {
         }
         let path = request.split_whitespace().nth(1).unwrap_or("/");
         shared.requests.fetch_add(1, Ordering::SeqCst);
-        let (status, body) = if path == "/readyz" {
+        // /readyz is the API server's; /healthz and /healthz/ready a router's (router.rs).
+        let (status, body) = if matches!(path, "/readyz" | "/healthz" | "/healthz/ready") {
             shared.readyz.fetch_add(1, Ordering::SeqCst);
             if shared.ready.load(Ordering::SeqCst) {
                 ("200 OK", b"ok".to_vec())

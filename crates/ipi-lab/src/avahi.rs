@@ -1,20 +1,23 @@
 //! The real avahi-daemon on a lab host, for interop tests and benchmarks.
 //!
 //! avahi needs a system D-Bus, and only one avahi-daemon runs per mount namespace (its pid file
-//! and socket live in /run): each one here gets a mount namespace of its own (`unshare -m`)
-//! with fresh tmpfs mounts on /run/dbus and /run/avahi-daemon, its own system bus, and a
-//! config naming the host. [`Avahi::run`] runs a client (avahi-browse, avahi-resolve,
-//! avahi-publish) inside the same namespaces.
+//! and socket live in /run): each one here gets a [`MountNamespace`] of its own with fresh
+//! tmpfs mounts on /run/dbus and /run/avahi-daemon, its own system bus, and a config naming the
+//! host. [`Avahi::run`] runs a client (avahi-browse, avahi-resolve, avahi-publish) inside the
+//! same namespaces.
 
 use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::{cmd, Daemon, Host, LabError, Output};
+use crate::mounts::{Mount, MountNamespace};
+use crate::{Daemon, Host, LabError, Output};
 
 /// One avahi-daemon.
 #[derive(Debug)]
 pub struct Avahi {
     daemon: Daemon,
+    namespace: MountNamespace,
 }
 
 impl Avahi {
@@ -33,19 +36,21 @@ impl Avahi {
             ),
         )
         .map_err(LabError::io("write the avahi config"))?;
+        let namespace = MountNamespace::new(
+            host,
+            &format!("avahi-{hostname}.mounts"),
+            &[
+                Mount::Tmpfs(PathBuf::from("/run/dbus")),
+                Mount::Tmpfs(PathBuf::from("/run/avahi-daemon")),
+            ],
+        )?;
         let script = format!(
-            "set -e; mkdir -p /run/dbus /run/avahi-daemon; \
-             mount -t tmpfs tmpfs /run/dbus; mount -t tmpfs tmpfs /run/avahi-daemon; \
-             dbus-daemon --system --fork; \
+            "set -e; dbus-daemon --system --fork; \
              exec avahi-daemon --no-drop-root --no-chroot --no-rlimits -f {}",
             conf.display()
         );
-        let daemon = host.spawn(
-            &format!("avahi-{hostname}"),
-            "unshare",
-            ["-m", "--propagation", "private", "sh", "-c", &script],
-        )?;
-        let avahi = Avahi { daemon };
+        let daemon = namespace.spawn(&format!("avahi-{hostname}"), "sh", ["-c", &script])?;
+        let avahi = Avahi { daemon, namespace };
         let up = crate::wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
             avahi
                 .run("avahi-resolve", ["-n", &format!("{hostname}.local")])
@@ -71,35 +76,17 @@ impl Avahi {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        cmd::output(&mut self.command(program, args))
+        self.namespace.run(program, args)
     }
 
     /// Starts `program` as a daemon in avahi's namespaces (avahi-publish, which publishes for
-    /// as long as it runs).
-    pub fn spawn<I, S>(
-        &self,
-        host: &Host,
-        name: &str,
-        program: &str,
-        args: I,
-    ) -> Result<Daemon, LabError>
+    /// as long as it runs); its output goes to the avahi host's directory.
+    pub fn spawn<I, S>(&self, name: &str, program: &str, args: I) -> Result<Daemon, LabError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        Daemon::start(name, self.command(program, args), host.dir())
-    }
-
-    /// `program` with `args`, to run inside avahi's network and mount namespaces.
-    fn command<I, S>(&self, program: &str, args: I) -> std::process::Command
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        let mut c = std::process::Command::new("nsenter");
-        c.args(["-t", &self.daemon.pid().to_string(), "-m", "-n", program])
-            .args(args);
-        c
+        self.namespace.spawn(name, program, args)
     }
 
     /// The daemon (its log, its usage).

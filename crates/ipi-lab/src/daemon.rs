@@ -37,7 +37,10 @@ pub struct Usage {
 }
 
 impl Daemon {
-    pub(crate) fn start(name: &str, mut command: Command, dir: &Path) -> Result<Daemon, LabError> {
+    /// Starts a prepared command (from [`Host::command`](crate::Host::command) or
+    /// [`MountNamespace::command`](crate::mounts::MountNamespace::command), with the
+    /// environment it needs) as a daemon whose output goes to `NAME.out` / `NAME.err` in `dir`.
+    pub fn start(name: &str, mut command: Command, dir: &Path) -> Result<Daemon, LabError> {
         let stdout = dir.join(format!("{name}.out"));
         let stderr = dir.join(format!("{name}.err"));
         let create =

@@ -19,8 +19,11 @@
 //! a process that died (kill -9) are swept by the next [`Lab::new`]. Names carry the process id
 //! and a counter, so labs in parallel tests never collide.
 //!
-//! [`avahi::Avahi`] runs the real avahi-daemon on a host. [`api::ApiServer`] stands in for a Kubernetes API server (HTTPS `/readyz`), in a host or on
-//! loopback. [`man::check`] keeps every program's man pages in step with its command line.
+//! [`mounts::MountNamespace`] gives a host its own view of chosen paths (tmpfs or bind mounts of
+//! lab directories) for programs with fixed paths. [`avahi::Avahi`] runs the real avahi-daemon
+//! on a host. [`api::ApiServer`] stands in for a Kubernetes API server (HTTPS `/readyz`), in a
+//! host or on loopback; [`router::Router`] for an OpenShift router (`:1936/healthz`).
+//! [`man::check`] keeps every program's man pages in step with its command line.
 //!
 //! Tests call [`available`] first: without CAP_NET_ADMIN they are skipped with a message, except
 //! under `CI=true`, where a lab that cannot be built is a failure.
@@ -31,6 +34,8 @@ mod cmd;
 mod daemon;
 mod lab;
 pub mod man;
+pub mod mounts;
+pub mod router;
 
 pub use cmd::{LabError, Output};
 pub use daemon::{Capture, Daemon, Usage};
