@@ -23,7 +23,8 @@
 //! lab directories) for programs with fixed paths. [`avahi::Avahi`] runs the real avahi-daemon
 //! on a host. [`api::ApiServer`] stands in for a Kubernetes API server (HTTPS `/readyz`), in a
 //! host or on loopback; [`router::Router`] for an OpenShift router (`:1936/healthz`).
-//! [`man::check`] keeps every program's man pages in step with its command line.
+//! [`man::check`] keeps every program's man pages in step with its command line,
+//! [`completions::check`] its shell completions.
 //!
 //! Tests call [`available`] first: without CAP_NET_ADMIN they are skipped with a message, except
 //! under `CI=true`, where a lab that cannot be built is a failure.
@@ -31,6 +32,7 @@
 pub mod api;
 pub mod avahi;
 mod cmd;
+pub mod completions;
 mod daemon;
 mod lab;
 pub mod man;

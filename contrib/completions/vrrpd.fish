@@ -1,0 +1,87 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_vrrpd_global_optspecs
+    string join \n v/verbose q/quiet h/help V/version
+end
+
+function __fish_vrrpd_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_vrrpd_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_vrrpd_using_subcommand
+    set -l cmd (__fish_vrrpd_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -s v -l verbose -d 'More log output (repeat for more)'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -s q -l quiet -d 'Less log output'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -s h -l help -d 'Print help'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -s V -l version -d 'Print version'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "run" -d 'Run the VRRP instances of a keepalived.conf, or those OpenShift runs on a node'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "render" -d 'Print, as keepalived.conf, the configuration `run` would use'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "check-config" -d 'Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "vrid" -d 'Print the API and Ingress VRRP router ids OpenShift derives from a cluster name'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "status" -d 'Show every running instance: state, priorities, master, scripts, counters'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "watch" -d 'Print every VRRP advertisement seen on an interface or in a capture file'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s f -l config -d 'A keepalived.conf (`-` for standard input)' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l cluster -d 'The cluster\'s install-config.yaml' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l role -d 'This node\'s role' -r -f -a "bootstrap\t'Holds the API VIP first, at a higher priority'
+master\t'A control-plane node: API and Ingress'
+worker\t'A compute node: Ingress'"
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l interface -d 'The interface that holds the VIPs' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l state-dir -d 'Where one state file per instance (MASTER, BACKUP or FAULT) is written' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l unicast -d 'Send adverts to the other nodes (from --nodes) instead of multicast'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s v -l verbose -d 'More log output (repeat for more)'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s q -l quiet -d 'Less log output'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s f -l config -d 'A keepalived.conf (`-` for standard input)' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l cluster -d 'The cluster\'s install-config.yaml' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l role -d 'This node\'s role' -r -f -a "bootstrap\t'Holds the API VIP first, at a higher priority'
+master\t'A control-plane node: API and Ingress'
+worker\t'A compute node: Ingress'"
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l interface -d 'The interface that holds the VIPs' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l unicast -d 'Send adverts to the other nodes (from --nodes) instead of multicast'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s v -l verbose -d 'More log output (repeat for more)'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s q -l quiet -d 'Less log output'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s f -l config -d 'The file to check (`-` for standard input)' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s v -l verbose -d 'More log output (repeat for more)'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s q -l quiet -d 'Less log output'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s h -l help -d 'Print help'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand vrid" -s v -l verbose -d 'More log output (repeat for more)'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand vrid" -s q -l quiet -d 'Less log output'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand vrid" -s h -l help -d 'Print help'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -l state-dir -d 'The state directory of the vrrpd to ask' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -l json -d 'Print JSON instead of text'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -s v -l verbose -d 'More log output (repeat for more)'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -s q -l quiet -d 'Less log output'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -s h -l help -d 'Print help'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l interface -d 'Listen on this interface' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l pcap -d 'Read this pcap file instead' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l json -d 'One JSON object per line instead of text'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s v -l verbose -d 'More log output (repeat for more)'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s q -l quiet -d 'Less log output'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s h -l help -d 'Print help'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "run" -d 'Run the VRRP instances of a keepalived.conf, or those OpenShift runs on a node'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "render" -d 'Print, as keepalived.conf, the configuration `run` would use'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "check-config" -d 'Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "vrid" -d 'Print the API and Ingress VRRP router ids OpenShift derives from a cluster name'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "status" -d 'Show every running instance: state, priorities, master, scripts, counters'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "watch" -d 'Print every VRRP advertisement seen on an interface or in a capture file'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
