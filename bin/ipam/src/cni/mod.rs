@@ -454,8 +454,11 @@ fn add(
             Err(e) => {
                 for (j, h) in &held {
                     if h.new {
-                        // Best effort: the error that stopped us is the one to report.
-                        let _ = alloc::release(store, &pools[*j], owner);
+                        // Best effort: the error that stopped us is the one to report. The
+                        // hint goes back to the address, as if this call had never been.
+                        if let Ok(Some(ip)) = alloc::release(store, &pools[*j], owner) {
+                            let _ = store.set_next(&pools[*j].name, ip);
+                        }
                     }
                 }
                 return Err(e);

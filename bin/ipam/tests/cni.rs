@@ -1,0 +1,664 @@
+//! ipam as a CNI IPAM plugin: the real binary, called as a runtime calls it (environment and
+//! stdin), against a store in a temporary directory; and beside Debian's host-local plugin,
+//! the same configs and container ids through both.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use ipnetwork::IpNetwork;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ipam");
+const HOST_LOCAL: &str = "/usr/lib/cni/host-local";
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/fixtures/seeds/nad-internalapi-whereabouts.json"
+);
+
+/// What one plugin run printed.
+#[derive(Debug)]
+struct Out {
+    ok: bool,
+    stdout: String,
+}
+
+impl Out {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.stdout))
+    }
+
+    /// The error code, checking the error object's shape.
+    fn code(&self) -> u64 {
+        assert!(!self.ok, "succeeded: {}", self.stdout);
+        let v = self.json();
+        assert!(v["msg"].is_string(), "{v}");
+        v["code"].as_u64().unwrap()
+    }
+
+    fn success(&self) -> &Self {
+        assert!(self.ok, "failed: {}", self.stdout);
+        self
+    }
+}
+
+/// Runs `plugin` with the usual environment for `command` on container `ctr` (eth0), with
+/// `changes` applied to it (a `None` value removes the variable).
+fn run_with(
+    plugin: &str,
+    command: &str,
+    conf: &str,
+    ctr: &str,
+    changes: &[(&str, Option<&str>)],
+) -> Out {
+    let mut cmd = Command::new(plugin);
+    cmd.env_clear()
+        .env("CNI_COMMAND", command)
+        .env("CNI_CONTAINERID", ctr)
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_NETNS", "/proc/self/ns/net")
+        .env("CNI_PATH", "/usr/lib/cni");
+    for (k, v) in changes {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // VERSION may exit without reading.
+    let _ = child.stdin.take().unwrap().write_all(conf.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "{plugin} {command}: exit {code:?}"
+    );
+    Out {
+        ok: out.status.success(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+    }
+}
+
+fn run(command: &str, conf: &str, ctr: &str) -> Out {
+    run_with(BIN, command, conf, ctr, &[])
+}
+
+/// Changes to the environment: a `None` value removes the variable.
+type Env<'a> = Vec<(&'a str, Option<&'a str>)>;
+
+/// Every file and directory under `dir`, with the files' contents (empty when there is none).
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.insert(p.clone(), None);
+                todo.push(p);
+            } else {
+                out.insert(p.clone(), Some(std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// A config of `version` named `name` with this ipam section, storing in `store`.
+fn conf(version: &str, name: &str, store: &Path, mut ipam: Value) -> String {
+    ipam["store"] = json!(store);
+    json!({"cniVersion": version, "name": name, "type": "bridge", "bridge": "br0", "ipam": ipam})
+        .to_string()
+}
+
+fn addresses(result: &Value) -> Vec<String> {
+    result["ips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ip| ip["address"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn version_lists_every_supported_version() {
+    let out = run_with(BIN, "VERSION", "", "", &[("CNI_CONTAINERID", None)]);
+    let v = out.success().json();
+    assert_eq!(
+        v["supportedVersions"],
+        json!(["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"])
+    );
+    assert_eq!(v["cniVersion"], "1.1.0");
+}
+
+#[test]
+fn the_whereabouts_fixture_works_as_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fixture: Value = serde_json::from_slice(&std::fs::read(FIXTURE).unwrap()).unwrap();
+    // The one thing a test must change: where the store is.
+    fixture["ipam"]["store"] = json!(dir.path());
+    let conf = fixture.to_string();
+    let first = run("ADD", &conf, "ctr-a");
+    let v = first.success().json();
+    assert_eq!(v["cniVersion"], "0.3.1");
+    assert_eq!(
+        v["ips"],
+        json!([{"version": "4", "address": "172.17.0.30/24"}])
+    );
+    let again = run("ADD", &conf, "ctr-a");
+    assert_eq!(again.success().stdout, first.stdout, "ADD is idempotent");
+    assert_eq!(
+        addresses(&run("ADD", &conf, "ctr-b").success().json()),
+        ["172.17.0.31/24"]
+    );
+    run("DEL", &conf, "ctr-a").success();
+    run("DEL", &conf, "ctr-a").success();
+    // Round-robin, as host-local: the freed .30 comes last.
+    assert_eq!(
+        addresses(&run("ADD", &conf, "ctr-c").success().json()),
+        ["172.17.0.32/24"]
+    );
+    // CHECK needs a 0.4.0 config.
+    assert_eq!(run("CHECK", &conf, "ctr-b").code(), 1);
+}
+
+#[test]
+fn plain_ipam_and_ipam_cni_are_the_same_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = conf(
+        "1.0.0",
+        "net",
+        dir.path(),
+        json!({"type": "ipam", "range": "192.0.2.0/29"}),
+    );
+    let mut cmd = Command::new(BIN);
+    let out = cmd
+        .arg("cni")
+        .env_clear()
+        .env("CNI_COMMAND", "VERSION")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
+    let out = Command::new(BIN).arg("cni").env_clear().output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["code"], 4, "{v}");
+    assert_eq!(
+        addresses(&run("ADD", &c, "x").success().json()),
+        ["192.0.2.1/29"]
+    );
+}
+
+#[test]
+fn host_local_style_dual_stack_with_routes_and_dns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c: Value = serde_json::from_str(&conf(
+        "1.0.0",
+        "dual",
+        dir.path(),
+        json!({
+            "type": "host-local",
+            "ranges": [
+                [{"subnet": "192.0.2.0/24", "rangeStart": "192.0.2.10", "rangeEnd": "192.0.2.20"}],
+                [{"subnet": "2001:db8:1::/64", "gateway": "2001:db8:1::fe"}]
+            ],
+            "routes": [{"dst": "0.0.0.0/0"}, {"dst": "2001:db8:2::/64", "gw": "2001:db8:1::fe"}]
+        }),
+    ))
+    .unwrap();
+    c["dns"] = json!({"nameservers": ["192.0.2.53"], "search": ["example.com"]});
+    let c = c.to_string();
+    let v = run("ADD", &c, "c1").success().json();
+    assert_eq!(
+        v,
+        json!({
+            "cniVersion": "1.0.0",
+            "ips": [
+                {"address": "192.0.2.10/24", "gateway": "192.0.2.1"},
+                {"address": "2001:db8:1::1/64", "gateway": "2001:db8:1::fe"}
+            ],
+            "routes": [{"dst": "0.0.0.0/0"}, {"dst": "2001:db8:2::/64", "gw": "2001:db8:1::fe"}],
+            "dns": {"nameservers": ["192.0.2.53"], "search": ["example.com"]}
+        })
+    );
+    let v = run("ADD", &c, "c2").success().json();
+    assert_eq!(addresses(&v), ["192.0.2.11/24", "2001:db8:1::2/64"]);
+}
+
+#[test]
+fn whereabouts_ip_ranges_give_dual_stack_and_exclusions_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = conf(
+        "0.4.0",
+        "wb",
+        dir.path(),
+        json!({
+            "type": "whereabouts",
+            "ipRanges": [
+                {"range": "192.0.2.225-192.0.2.230/28", "exclude": ["192.0.2.225/32", "192.0.2.226/31"]},
+                {"range": "2001:db8::/116"}
+            ],
+            "gateway": "192.0.2.238"
+        }),
+    );
+    let v = run("ADD", &c, "c1").success().json();
+    assert_eq!(
+        v["ips"],
+        json!([
+            {"version": "4", "address": "192.0.2.228/28", "gateway": "192.0.2.238"},
+            {"version": "6", "address": "2001:db8::1/116"}
+        ])
+    );
+    run("CHECK", &c, "c1").success();
+}
+
+#[test]
+fn check_fails_once_the_addresses_are_gone_and_del_of_unknown_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = conf(
+        "1.1.0",
+        "chk",
+        dir.path(),
+        json!({"ranges": [[{"subnet": "198.51.100.0/24"}]]}),
+    );
+    // Nothing known yet, not even the store: DEL succeeds and creates nothing.
+    run("DEL", &c, "ghost").success();
+    assert!(snapshot(dir.path()).is_empty());
+    assert_eq!(run("CHECK", &c, "ghost").code(), 999);
+    let added = run("ADD", &c, "c1").success().json();
+    run("CHECK", &c, "c1").success();
+    // With the previous result, it must list the address.
+    let mut with_prev: Value = serde_json::from_str(&c).unwrap();
+    with_prev["prevResult"] = added.clone();
+    run("CHECK", &with_prev.to_string(), "c1").success();
+    with_prev["prevResult"]["ips"][0]["address"] = json!("198.51.100.99/24");
+    assert_eq!(run("CHECK", &with_prev.to_string(), "c1").code(), 999);
+    run("DEL", &c, "c1").success();
+    assert_eq!(run("CHECK", &c, "c1").code(), 999);
+    run("DEL", &c, "never-added").success();
+    assert!(run_with(BIN, "STATUS", &c, "", &[("CNI_CONTAINERID", None)]).ok);
+}
+
+#[test]
+fn gc_drops_every_attachment_not_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ipam = json!({"ranges": [[{"subnet": "192.0.2.0/24"}], [{"subnet": "2001:db8::/64"}]]});
+    let c = conf("1.1.0", "gcnet", dir.path(), ipam.clone());
+    let other = conf("1.1.0", "othernet", dir.path(), ipam);
+    for ctr in ["c1", "c2", "c3"] {
+        run("ADD", &c, ctr).success();
+    }
+    run("ADD", &other, "c1").success();
+    let mut gc: Value = serde_json::from_str(&c).unwrap();
+    let no_list = gc.to_string();
+    gc["cni.dev/valid-attachments"] = json!([{"containerID": "c2", "ifname": "eth0"}]);
+    let gc = gc.to_string();
+    let env = [
+        ("CNI_CONTAINERID", None),
+        ("CNI_IFNAME", None),
+        ("CNI_NETNS", None),
+    ];
+    assert_eq!(run_with(BIN, "GC", &no_list, "", &env).code(), 7);
+    run_with(BIN, "GC", &gc, "", &env).success();
+    run("CHECK", &c, "c2").success();
+    assert_eq!(run("CHECK", &c, "c1").code(), 999);
+    assert_eq!(run("CHECK", &c, "c3").code(), 999);
+    // Another network's attachments are not this GC's business.
+    run("CHECK", &other, "c1").success();
+    // GC needs a 1.1.0 config.
+    let old = gc.replace("\"1.1.0\"", "\"1.0.0\"");
+    assert_eq!(run_with(BIN, "GC", &old, "", &env).code(), 1);
+}
+
+#[test]
+fn bad_input_gets_the_right_code_and_leaves_the_store_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = |ipam: Value| conf("1.0.0", "bad", dir.path(), ipam);
+    let base = json!({"range": "192.0.2.0/30"});
+    // Fill the range (two addresses).
+    run("ADD", &good(base.clone()), "c1").success();
+    run("ADD", &good(base.clone()), "c2").success();
+    let before = snapshot(dir.path());
+    let mut cases: Vec<(&str, String, Env<'_>, u64)> = vec![
+        (
+            "malformed JSON",
+            "{\"cniVersion\": \"1.0.0\",".into(),
+            vec![],
+            6,
+        ),
+        ("not an object", "[1]".into(), vec![], 6),
+        (
+            "missing CNI_CONTAINERID",
+            good(base.clone()),
+            vec![("CNI_CONTAINERID", None)],
+            4,
+        ),
+        (
+            "missing CNI_NETNS",
+            good(base.clone()),
+            vec![("CNI_NETNS", None)],
+            4,
+        ),
+        (
+            "missing CNI_PATH",
+            good(base.clone()),
+            vec![("CNI_PATH", None)],
+            4,
+        ),
+        (
+            "unknown CNI_COMMAND",
+            good(base.clone()),
+            vec![("CNI_COMMAND", Some("ATTACH"))],
+            4,
+        ),
+        (
+            "bad CNI_IFNAME",
+            good(base.clone()),
+            vec![("CNI_IFNAME", Some("a/b"))],
+            4,
+        ),
+        (
+            "bad CNI_ARGS",
+            good(base.clone()),
+            vec![("CNI_ARGS", Some("junk"))],
+            4,
+        ),
+        (
+            "CNI_ARGS IP out of range",
+            good(base.clone()),
+            vec![("CNI_ARGS", Some("IP=198.51.100.1"))],
+            4,
+        ),
+        ("exhausted range", good(base.clone()), vec![], 999),
+        (
+            "unsupported version",
+            good(base.clone()).replace("1.0.0", "0.2.0"),
+            vec![],
+            1,
+        ),
+        (
+            "unknown version",
+            good(base.clone()).replace("1.0.0", "2.0.0"),
+            vec![],
+            1,
+        ),
+        (
+            "no cniVersion",
+            good(base.clone()).replace("\"cniVersion\":\"1.0.0\",", ""),
+            vec![],
+            1,
+        ),
+        (
+            "no ipam",
+            json!({"cniVersion": "1.0.0", "name": "bad"}).to_string(),
+            vec![],
+            7,
+        ),
+        (
+            "bad network name",
+            good(base.clone()).replace("\"bad\"", "\"a b\""),
+            vec![],
+            7,
+        ),
+        (
+            "range_start outside the cidr",
+            good(json!({"range": "192.0.2.0/24", "range_start": "198.51.100.1"})),
+            vec![],
+            7,
+        ),
+        (
+            "rangeStart outside the subnet",
+            good(json!({"ranges": [[{"subnet": "192.0.2.0/24", "rangeStart": "192.0.3.1"}]]})),
+            vec![],
+            7,
+        ),
+        (
+            "gateway outside the subnet",
+            good(json!({"ranges": [[{"subnet": "192.0.2.0/24", "gateway": "198.51.100.1"}]]})),
+            vec![],
+            7,
+        ),
+        (
+            "mixed families in one range set",
+            good(json!({"ranges": [[{"subnet": "192.0.2.0/24"}, {"subnet": "2001:db8::/64"}]]})),
+            vec![],
+            7,
+        ),
+        (
+            "overlapping range sets",
+            good(json!({"ranges": [[{"subnet": "192.0.2.0/24"}], [{"subnet": "192.0.2.0/25"}]]})),
+            vec![],
+            7,
+        ),
+        (
+            "subnet with host bits",
+            good(json!({"ranges": [[{"subnet": "192.0.2.1/24"}]]})),
+            vec![],
+            7,
+        ),
+        (
+            "range without length",
+            good(json!({"range": "192.0.2.1-192.0.2.9"})),
+            vec![],
+            7,
+        ),
+        (
+            "unknown ipam key",
+            good(json!({"range": "192.0.2.0/24", "rnage_start": "192.0.2.9"})),
+            vec![],
+            7,
+        ),
+        (
+            "both styles",
+            good(json!({"range": "192.0.2.0/24", "ranges": []})),
+            vec![],
+            7,
+        ),
+        (
+            "relative store",
+            good(base.clone()).replace(dir.path().to_str().unwrap(), "rel/store"),
+            vec![],
+            7,
+        ),
+        (
+            "bad route",
+            good(json!({"range": "192.0.2.0/30", "routes": [{"gw": "192.0.2.1"}]})),
+            vec![],
+            7,
+        ),
+    ];
+    // DEL and CHECK read the config as strictly.
+    cases.push((
+        "DEL of a bad config",
+        good(json!({"range": "bogus"})),
+        vec![("CNI_COMMAND", Some("DEL"))],
+        7,
+    ));
+    for (what, text, env, code) in cases {
+        let out = run_with(BIN, "ADD", &text, "c3", &env);
+        assert_eq!(out.code(), code, "{what}: {}", out.stdout);
+        assert_eq!(snapshot(dir.path()), before, "{what}: the store changed");
+    }
+    // A store that does not exist is not created by a bad call.
+    let fresh = dir.path().join("fresh");
+    let text = conf(
+        "1.0.0",
+        "bad",
+        &fresh,
+        json!({"range": "192.0.2.0/24", "range_end": "192.0.3.0"}),
+    );
+    assert_eq!(run("ADD", &text, "c1").code(), 7);
+    assert!(!fresh.exists());
+}
+
+#[test]
+fn a_failed_dual_stack_add_gives_back_what_it_took() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = conf(
+        "1.0.0",
+        "half",
+        dir.path(),
+        json!({"ipRanges": [{"range": "192.0.2.0/24"}, {"range": "2001:db8::/126"}]}),
+    );
+    for ctr in ["a", "b", "c"] {
+        run("ADD", &c, ctr).success();
+    }
+    // IPv6 has no address left (::1 to ::3); IPv4 would have had .4.
+    assert_eq!(run("ADD", &c, "d").code(), 999);
+    let v4 = dir.path().join("pools/cni%2Fhalf%2F0/ips");
+    let held: Vec<_> = std::fs::read_dir(v4).unwrap().collect();
+    assert_eq!(held.len(), 3, "d's IPv4 address was given back");
+    // Once an IPv6 address is free, d gets both.
+    run("DEL", &c, "a").success();
+    assert_eq!(
+        addresses(&run("ADD", &c, "d").success().json()),
+        ["192.0.2.4/24", "2001:db8::1/126"]
+    );
+}
+
+#[test]
+fn a_requested_address_is_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = conf("1.0.0", "req", dir.path(), json!({"range": "192.0.2.0/24"}));
+    let args = [(
+        "CNI_ARGS",
+        Some("IgnoreUnknown=1;K8S_POD_NAME=p;IP=192.0.2.77"),
+    )];
+    let first = run_with(BIN, "ADD", &c, "c1", &args);
+    assert_eq!(addresses(&first.success().json()), ["192.0.2.77/24"]);
+    assert_eq!(run_with(BIN, "ADD", &c, "c1", &args).stdout, first.stdout);
+    assert_eq!(run_with(BIN, "ADD", &c, "c2", &args).code(), 999);
+}
+
+/// host-local, or `None` (with a message) when it is missing; under CI=true a missing plugin
+/// is a failure.
+fn host_local() -> Option<&'static str> {
+    if Path::new(HOST_LOCAL).exists() {
+        return Some(HOST_LOCAL);
+    }
+    let message = format!("needs {HOST_LOCAL} (Debian's containernetworking-plugins)");
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true and the interop test cannot run: it {message}");
+    }
+    eprintln!("skipped: the interop test {message}");
+    None
+}
+
+/// The shape two results must share: per address its family, whether it is inside `ranges`
+/// and its gateway; and the routes.
+fn shape(result: &Value, ranges: &[IpNetwork]) -> (Vec<(bool, bool, Value)>, Value) {
+    let ips = result["ips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ip| {
+            let net: IpNetwork = ip["address"].as_str().unwrap().parse().unwrap();
+            let inside = ranges
+                .iter()
+                .any(|r| r.contains(net.ip()) && r.prefix() == net.prefix());
+            (net.is_ipv4(), inside, ip["gateway"].clone())
+        })
+        .collect();
+    (ips, result["routes"].clone())
+}
+
+#[test]
+fn host_local_and_ipam_answer_the_same_configs_alike() {
+    let Some(host_local) = host_local() else {
+        return;
+    };
+    let ipams = [
+        json!({
+            "type": "host-local",
+            "ranges": [
+                [{"subnet": "192.0.2.0/24", "rangeStart": "192.0.2.100", "rangeEnd": "192.0.2.110"}],
+                [{"subnet": "2001:db8:5::/64", "gateway": "2001:db8:5::fe"}]
+            ],
+            "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]
+        }),
+        json!({"type": "host-local", "subnet": "198.51.100.0/28", "gateway": "198.51.100.14"}),
+        json!({
+            "type": "host-local",
+            "ranges": [[
+                {"subnet": "203.0.113.0/30"},
+                {"subnet": "203.0.113.64/29", "rangeStart": "203.0.113.66", "gateway": "203.0.113.70"}
+            ]],
+            "routes": [{"dst": "192.0.2.0/24", "gw": "203.0.113.1"}]
+        }),
+    ];
+    for version in ["0.3.1", "0.4.0", "1.0.0"] {
+        for (n, ipam) in ipams.iter().enumerate() {
+            let ours_dir = tempfile::tempdir().unwrap();
+            let theirs_dir = tempfile::tempdir().unwrap();
+            let mut ipam = ipam.clone();
+            ipam["dataDir"] = json!(theirs_dir.path());
+            // host-local ignores `store`, ipam ignores `dataDir`: one config for both.
+            let c = conf(
+                version,
+                &format!("interop{n}"),
+                ours_dir.path(),
+                ipam.clone(),
+            );
+            let ranges: Vec<IpNetwork> = serde_json::from_str::<Value>(&c).unwrap()["ipam"]
+                .pointer("/ranges")
+                .map_or_else(
+                    || vec![ipam["subnet"].as_str().unwrap().parse().unwrap()],
+                    |sets| {
+                        sets.as_array()
+                            .unwrap()
+                            .iter()
+                            .flat_map(|s| s.as_array().unwrap().iter())
+                            .map(|r| r["subnet"].as_str().unwrap().parse().unwrap())
+                            .collect()
+                    },
+                );
+            for step in 0..6 {
+                let ctr = format!("ctr-{step}");
+                if step == 4 {
+                    // A release between: both hand out round-robin, so the next differs from it.
+                    run_with(host_local, "DEL", &c, "ctr-1", &[]).success();
+                    run("DEL", &c, "ctr-1").success();
+                }
+                let theirs = run_with(host_local, "ADD", &c, &ctr, &[]);
+                let ours = run("ADD", &c, &ctr);
+                let what = format!("{version} config {n} {ctr}");
+                if !theirs.ok {
+                    // Both run out at the same point, with host-local's code.
+                    assert_eq!(ours.code(), theirs.code(), "{what}: {}", theirs.stdout);
+                    continue;
+                }
+                let (t, o) = (theirs.json(), ours.success().json());
+                assert_eq!(o["cniVersion"], t["cniVersion"], "{what}");
+                assert_eq!(shape(&o, &ranges), shape(&t, &ranges), "{what}: {o} vs {t}");
+                assert!(
+                    shape(&o, &ranges).0.iter().all(|(_, inside, _)| *inside),
+                    "{what}: {o}"
+                );
+                assert_eq!(addresses(&o), addresses(&t), "{what}: the same order too");
+                if version.starts_with("0.") {
+                    assert_eq!(o["ips"][0]["version"], t["ips"][0]["version"], "{what}");
+                }
+                assert_eq!(
+                    run("ADD", &c, &ctr).stdout,
+                    ours.stdout,
+                    "{what}: ours is idempotent"
+                );
+                let check = run("CHECK", &c, &ctr);
+                assert_eq!(check.ok, version != "0.3.1", "{what}: {}", check.stdout);
+            }
+        }
+    }
+}
