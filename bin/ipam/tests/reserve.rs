@@ -38,7 +38,8 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
-/// Every file of a directory tree and its bytes (the lock file aside: taking it is no change).
+/// Every file of a directory tree and its bytes, every link and its value (the lock file aside:
+/// taking it is no change).
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     if !dir.exists() {
@@ -48,8 +49,12 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     while let Some(d) = todo.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
-            if p.is_dir() {
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.is_dir() {
                 todo.push(p);
+            } else if meta.is_symlink() {
+                let value = std::fs::read_link(&p).unwrap();
+                out.insert(p, value.into_os_string().into_encoded_bytes());
             } else if p.file_name().unwrap() != "lock" {
                 out.insert(p.clone(), std::fs::read(&p).unwrap());
             }
@@ -386,7 +391,8 @@ fn bad_input_is_refused_by_name_and_the_store_is_untouched() {
 
     // A store that is no store: exit 3, named, untouched.
     let record = Path::new(&store).join("pools/netconfig%2FA%2Fs/ips/192.0.2.10");
-    std::fs::write(&record, b"not json").unwrap();
+    std::fs::remove_file(&record).unwrap();
+    std::os::unix::fs::symlink("not json", &record).unwrap();
     // `first` holds that address: asking again reads the record.
     let (code, _, err) = run(&[
         "reserve",
@@ -404,7 +410,7 @@ fn bad_input_is_refused_by_name_and_the_store_is_untouched() {
     );
     let (code, _, err) = run(&["list", "--store", &store]);
     assert_eq!(code, 3, "{err}");
-    assert_eq!(std::fs::read(&record).unwrap(), b"not json");
+    assert_eq!(std::fs::read_link(&record).unwrap(), Path::new("not json"));
     let (code, _, err) = run(&["list", "--store", "ftp://x"]);
     assert_eq!(code, 2, "{err}");
 }
