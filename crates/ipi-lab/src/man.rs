@@ -43,3 +43,39 @@ pub fn check(top: &clap::Command, man_dir: &Path) -> Vec<String> {
     }
     stale
 }
+
+/// The tests every program runs on its generated documentation: its man pages ([`check`]) and
+/// its shell completions ([`crate::completions::check`]) match its command line. In a program's
+/// `tests/man_page.rs`: `ipi_lab::documentation_tests!(vrrpd::cli::Cli, "vrrpd");`.
+/// `UPDATE_MAN=1` / `UPDATE_COMPLETIONS=1` regenerate them.
+#[macro_export]
+macro_rules! documentation_tests {
+    ($cli:ty, $package:literal) => {
+        fn top_directory() -> ::std::path::PathBuf {
+            ::std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+        }
+
+        #[test]
+        fn man_pages_match_the_cli() {
+            let command = <$cli as ::clap::CommandFactory>::command();
+            let stale = $crate::man::check(&command, &top_directory().join("man"));
+            assert!(
+                stale.is_empty(),
+                "man pages out of step with the CLI: {stale:?}; run UPDATE_MAN=1 cargo test -p {} --test man_page",
+                $package
+            );
+        }
+
+        #[test]
+        fn completions_match_the_cli() {
+            let command = <$cli as ::clap::CommandFactory>::command();
+            let dir = top_directory().join("contrib/completions");
+            let stale = $crate::completions::check(&command, &dir);
+            assert!(
+                stale.is_empty(),
+                "shell completions out of step with the CLI: {stale:?}; run UPDATE_COMPLETIONS=1 cargo test -p {} --test man_page",
+                $package
+            );
+        }
+    };
+}

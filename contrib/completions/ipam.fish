@@ -1,0 +1,91 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_ipam_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_ipam_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_ipam_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_ipam_using_subcommand
+    set -l cmd (__fish_ipam_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c ipam -n "__fish_ipam_needs_command" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_needs_command" -s V -l version -d 'Print version'
+complete -c ipam -n "__fish_ipam_needs_command" -f -a "vip" -d 'The cluster\'s VIPs'
+complete -c ipam -n "__fish_ipam_needs_command" -f -a "netconfig" -d 'NetConfig files (network.openstack.org/v1beta1): the networks reservations come from'
+complete -c ipam -n "__fish_ipam_needs_command" -f -a "reserve" -d 'Reserve an address on every network an IPSet asks for; print its status.reservations. The same IPSet again gets the same answer'
+complete -c ipam -n "__fish_ipam_needs_command" -f -a "release" -d 'Release every address reserved for NAME (an IPSet, or a pool request), in every pool'
+complete -c ipam -n "__fish_ipam_needs_command" -f -a "list" -d 'List every reservation in the store, by pool and address'
+complete -c ipam -n "__fish_ipam_needs_command" -f -a "pool" -d 'MetalLB address pools'
+complete -c ipam -n "__fish_ipam_needs_command" -f -a "cni" -d 'Act as a CNI IPAM plugin: CNI_COMMAND (ADD, DEL, CHECK, VERSION, GC), CNI_CONTAINERID, CNI_IFNAME and CNI_ARGS from the environment, the network config on stdin, the result or a CNI error object on stdout (exit 1 on error). Plain `ipam` does the same whenever CNI_COMMAND is set, so `"type": "ipam"` finds it on the CNI path'
+complete -c ipam -n "__fish_ipam_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and not __fish_seen_subcommand_from validate suggest help" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and not __fish_seen_subcommand_from validate suggest help" -f -a "validate" -d 'Check the VIPs with the installer\'s rules (and ours: not a network or broadcast address, not a node\'s address); list every problem in the installer\'s words and exit 1 if any'
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and not __fish_seen_subcommand_from validate suggest help" -f -a "suggest" -d 'Suggest VIPs as OpenStack\'s installer does: hosts 5 (API) and 7 (Ingress) of the first machine network of each family, moving on to the next free address when one is a node\'s or reserved in the store'
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and not __fish_seen_subcommand_from validate suggest help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from validate" -l cluster -d 'The cluster\'s install-config.yaml' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from validate" -l nodes -d 'The node inventory (ipi-nodes(5)): a VIP must not be a node\'s address' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from validate" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l cluster -d 'The cluster\'s install-config.yaml' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l nodes -d 'The node inventory (ipi-nodes(5)): a VIP must not be a node\'s address' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l store -d 'A store whose reservations the VIPs must avoid' -r
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l json -d 'JSON rather than install-config YAML'
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from help" -f -a "validate" -d 'Check the VIPs with the installer\'s rules (and ours: not a network or broadcast address, not a node\'s address); list every problem in the installer\'s words and exit 1 if any'
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from help" -f -a "suggest" -d 'Suggest VIPs as OpenStack\'s installer does: hosts 5 (API) and 7 (Ingress) of the first machine network of each family, moving on to the next free address when one is a node\'s or reserved in the store'
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ipam -n "__fish_ipam_using_subcommand netconfig; and not __fish_seen_subcommand_from validate help" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand netconfig; and not __fish_seen_subcommand_from validate help" -f -a "validate" -d 'Check a NetConfig with the infra-operator\'s rules and ours (no overlapping cidrs or ranges); list every problem and exit 1 if any'
+complete -c ipam -n "__fish_ipam_using_subcommand netconfig; and not __fish_seen_subcommand_from validate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ipam -n "__fish_ipam_using_subcommand netconfig; and __fish_seen_subcommand_from validate" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand netconfig; and __fish_seen_subcommand_from help" -f -a "validate" -d 'Check a NetConfig with the infra-operator\'s rules and ours (no overlapping cidrs or ranges); list every problem and exit 1 if any'
+complete -c ipam -n "__fish_ipam_using_subcommand netconfig; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l netconfig -d 'The NetConfig' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l ipset -d 'The IPSet (its spec.networks; a status in it is ignored)' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] for many' -r
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l json -d 'JSON rather than YAML'
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand release" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] for many' -r
+complete -c ipam -n "__fish_ipam_using_subcommand release" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand list" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] for many' -r
+complete -c ipam -n "__fish_ipam_using_subcommand list" -l json -d 'JSON rather than text'
+complete -c ipam -n "__fish_ipam_using_subcommand list" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and not __fish_seen_subcommand_from reserve help" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and not __fish_seen_subcommand_from reserve help" -f -a "reserve" -d 'Reserve an address of a MetalLB IPAddressPool for NAME and print it; requests with the same sharing key share one address. The same NAME again gets the same answer'
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and not __fish_seen_subcommand_from reserve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l pool -d 'The IPAddressPool (metallb.io/v1beta1)' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l name -d 'Who the address is for (a service, say)' -r
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l sharing-key -d 'Share one address among every request with this key' -r
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] for many' -r
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l json -d 'JSON rather than text'
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from help" -f -a "reserve" -d 'Reserve an address of a MetalLB IPAddressPool for NAME and print it; requests with the same sharing key share one address. The same NAME again gets the same answer'
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ipam -n "__fish_ipam_using_subcommand cni" -s h -l help -d 'Print help'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and not __fish_seen_subcommand_from vip netconfig reserve release list pool cni help" -f -a "vip" -d 'The cluster\'s VIPs'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and not __fish_seen_subcommand_from vip netconfig reserve release list pool cni help" -f -a "netconfig" -d 'NetConfig files (network.openstack.org/v1beta1): the networks reservations come from'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and not __fish_seen_subcommand_from vip netconfig reserve release list pool cni help" -f -a "reserve" -d 'Reserve an address on every network an IPSet asks for; print its status.reservations. The same IPSet again gets the same answer'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and not __fish_seen_subcommand_from vip netconfig reserve release list pool cni help" -f -a "release" -d 'Release every address reserved for NAME (an IPSet, or a pool request), in every pool'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and not __fish_seen_subcommand_from vip netconfig reserve release list pool cni help" -f -a "list" -d 'List every reservation in the store, by pool and address'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and not __fish_seen_subcommand_from vip netconfig reserve release list pool cni help" -f -a "pool" -d 'MetalLB address pools'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and not __fish_seen_subcommand_from vip netconfig reserve release list pool cni help" -f -a "cni" -d 'Act as a CNI IPAM plugin: CNI_COMMAND (ADD, DEL, CHECK, VERSION, GC), CNI_CONTAINERID, CNI_IFNAME and CNI_ARGS from the environment, the network config on stdin, the result or a CNI error object on stdout (exit 1 on error). Plain `ipam` does the same whenever CNI_COMMAND is set, so `"type": "ipam"` finds it on the CNI path'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and not __fish_seen_subcommand_from vip netconfig reserve release list pool cni help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and __fish_seen_subcommand_from vip" -f -a "validate" -d 'Check the VIPs with the installer\'s rules (and ours: not a network or broadcast address, not a node\'s address); list every problem in the installer\'s words and exit 1 if any'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and __fish_seen_subcommand_from vip" -f -a "suggest" -d 'Suggest VIPs as OpenStack\'s installer does: hosts 5 (API) and 7 (Ingress) of the first machine network of each family, moving on to the next free address when one is a node\'s or reserved in the store'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and __fish_seen_subcommand_from netconfig" -f -a "validate" -d 'Check a NetConfig with the infra-operator\'s rules and ours (no overlapping cidrs or ranges); list every problem and exit 1 if any'
+complete -c ipam -n "__fish_ipam_using_subcommand help; and __fish_seen_subcommand_from pool" -f -a "reserve" -d 'Reserve an address of a MetalLB IPAddressPool for NAME and print it; requests with the same sharing key share one address. The same NAME again gets the same answer'
