@@ -32,6 +32,18 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+fn reserve(netconfig: &str, ipset: &str, store: &str) -> (i32, String, String) {
+    run(&[
+        "reserve",
+        "--netconfig",
+        netconfig,
+        "--ipset",
+        ipset,
+        "--store",
+        store,
+    ])
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -140,15 +152,7 @@ fn the_fixture_ipset_gets_the_recorded_reservations() {
         "edpm-compute-1",
         "  - name: CtlPlane\n    subnetName: subnet1\n  - name: InternalApi\n    subnetName: subnet1\n",
     );
-    let (code, out, err) = run(&[
-        "reserve",
-        "--netconfig",
-        &netconfig,
-        "--ipset",
-        &other,
-        "--store",
-        &store,
-    ]);
+    let (code, out, err) = reserve(&netconfig, &other, &store);
     assert_eq!(code, 0, "{err}");
     let got = yaml(&out);
     assert_eq!(got["reservations"][0]["address"], "192.168.122.101");
@@ -161,15 +165,7 @@ fn the_fixture_ipset_gets_the_recorded_reservations() {
         "  - name: InternalApi\n    subnetName: subnet1\n    fixedIP: 172.17.0.150\n",
     );
     let before = snapshot(Path::new(&store));
-    let (code, _, err) = run(&[
-        "reserve",
-        "--netconfig",
-        &netconfig,
-        "--ipset",
-        &thief,
-        "--store",
-        &store,
-    ]);
+    let (code, _, err) = reserve(&netconfig, &thief, &store);
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("172.17.0.150 is already reserved for edpm-compute-0"),
@@ -187,15 +183,7 @@ fn the_fixture_ipset_gets_the_recorded_reservations() {
     let (_, list, _) = run(&["list", "--store", &store]);
     assert_eq!(list.lines().count(), 2, "{list}");
     // The lowest free address comes back first.
-    let (_, out, _) = run(&[
-        "reserve",
-        "--netconfig",
-        &netconfig,
-        "--ipset",
-        &ipset,
-        "--store",
-        &store,
-    ]);
+    let (_, out, _) = reserve(&netconfig, &ipset, &store);
     assert!(out.contains("address: 192.168.122.100"), "{out}");
 }
 
@@ -206,28 +194,12 @@ fn an_ipset_is_all_or_nothing_and_follows_its_networks() {
     let netconfig = small_netconfig(dir.path(), "192.0.2.11");
     let both = "  - name: B\n    subnetName: s\n  - name: A\n    subnetName: s\n";
     for n in ["n0", "n1"] {
-        let (code, _, err) = run(&[
-            "reserve",
-            "--netconfig",
-            &netconfig,
-            "--ipset",
-            &ipset_file(dir.path(), n, both),
-            "--store",
-            &store,
-        ]);
+        let (code, _, err) = reserve(&netconfig, &ipset_file(dir.path(), n, both), &store);
         assert_eq!(code, 0, "{err}");
     }
     // A is full (two addresses): n2 gets nothing on B either.
     let before = snapshot(Path::new(&store));
-    let (code, _, err) = run(&[
-        "reserve",
-        "--netconfig",
-        &netconfig,
-        "--ipset",
-        &ipset_file(dir.path(), "n2", both),
-        "--store",
-        &store,
-    ]);
+    let (code, _, err) = reserve(&netconfig, &ipset_file(dir.path(), "n2", both), &store);
     assert_eq!(code, 1);
     assert!(
         err.contains("netconfig/A/s: no free address left in 192.0.2.10-192.0.2.11"),
@@ -249,29 +221,13 @@ fn an_ipset_is_all_or_nothing_and_follows_its_networks() {
 
     // n0 now asks for B only: its address on A is released, and n2 can have it.
     let b_only = "  - name: B\n    subnetName: s\n";
-    let (code, out, _) = run(&[
-        "reserve",
-        "--netconfig",
-        &netconfig,
-        "--ipset",
-        &ipset_file(dir.path(), "n0", b_only),
-        "--store",
-        &store,
-    ]);
+    let (code, out, _) = reserve(&netconfig, &ipset_file(dir.path(), "n0", b_only), &store);
     assert_eq!(code, 0);
     assert!(
         out.contains("198.51.100.10") && !out.contains("192.0.2."),
         "{out}"
     );
-    let (code, out, err) = run(&[
-        "reserve",
-        "--netconfig",
-        &netconfig,
-        "--ipset",
-        &ipset_file(dir.path(), "n2", both),
-        "--store",
-        &store,
-    ]);
+    let (code, out, err) = reserve(&netconfig, &ipset_file(dir.path(), "n2", both), &store);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("address: 192.0.2.10"), "{out}");
 }
@@ -282,19 +238,7 @@ fn bad_input_is_refused_by_name_and_the_store_is_untouched() {
     let store = dir.path().join("store").display().to_string();
     let good = small_netconfig(dir.path(), "192.0.2.20");
     let first = ipset_file(dir.path(), "first", "  - name: A\n    subnetName: s\n");
-    assert_eq!(
-        run(&[
-            "reserve",
-            "--netconfig",
-            &good,
-            "--ipset",
-            &first,
-            "--store",
-            &store
-        ])
-        .0,
-        0
-    );
+    assert_eq!(reserve(&good, &first, &store).0, 0);
     let before = snapshot(Path::new(&store));
 
     let net = |body: &str| format!("kind: NetConfig\nspec:\n  networks:\n{body}");
@@ -346,15 +290,7 @@ fn bad_input_is_refused_by_name_and_the_store_is_untouched() {
             networks
         };
         let is = ipset_file(dir.path(), "bad", &networks);
-        let (code, out, err) = run(&[
-            "reserve",
-            "--netconfig",
-            &nc,
-            "--ipset",
-            &is,
-            "--store",
-            &store,
-        ]);
+        let (code, out, err) = reserve(&nc, &is, &store);
         assert_eq!(code, 2, "{what}: {err}");
         assert!(out.is_empty(), "{what}: {out}");
         assert!(err.contains(expect), "{what}: expected {expect:?} in {err}");
@@ -394,15 +330,7 @@ fn bad_input_is_refused_by_name_and_the_store_is_untouched() {
     std::fs::remove_file(&record).unwrap();
     std::os::unix::fs::symlink("not json", &record).unwrap();
     // `first` holds that address: asking again reads the record.
-    let (code, _, err) = run(&[
-        "reserve",
-        "--netconfig",
-        &good,
-        "--ipset",
-        &first,
-        "--store",
-        &store,
-    ]);
+    let (code, _, err) = reserve(&good, &first, &store);
     assert_eq!(code, 3, "{err}");
     assert!(
         err.contains("192.0.2.10") && err.contains("corrupt"),
@@ -420,7 +348,7 @@ fn metallb_pools_hand_out_and_share_addresses() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store").display().to_string();
     let pool = seeds("metallb-ipaddresspool.yaml");
-    let reserve = |name: &str, key: Option<&str>| {
+    let take = |name: &str, key: Option<&str>| {
         let mut args = vec![
             "pool", "reserve", "--pool", &pool, "--name", name, "--store", &store, "--json",
         ];
@@ -431,15 +359,15 @@ fn metallb_pools_hand_out_and_share_addresses() {
         assert_eq!(code, 0, "{err}");
         serde_json::from_str::<serde_json::Value>(&out).unwrap()
     };
-    assert_eq!(reserve("svc-a", None)["address"], "172.17.0.80");
-    assert_eq!(reserve("svc-b", None)["address"], "172.17.0.81");
-    let a = reserve("svc-a", None);
+    assert_eq!(take("svc-a", None)["address"], "172.17.0.80");
+    assert_eq!(take("svc-b", None)["address"], "172.17.0.81");
+    let a = take("svc-a", None);
     assert_eq!(
         (a["address"].as_str(), a["new"].as_bool()),
         (Some("172.17.0.80"), Some(false))
     );
-    let c = reserve("svc-c", Some("dns"));
-    let d = reserve("svc-d", Some("dns"));
+    let c = take("svc-c", Some("dns"));
+    let d = take("svc-d", Some("dns"));
     assert_eq!(c["address"], "172.17.0.82");
     assert_eq!(d["address"], c["address"]);
     assert_eq!(d["sharingKey"], "dns");
@@ -451,7 +379,7 @@ fn metallb_pools_hand_out_and_share_addresses() {
     );
     // The pool holds 11 addresses: 8 more, then no more.
     for n in 0..8 {
-        reserve(&format!("fill-{n}"), None);
+        take(&format!("fill-{n}"), None);
     }
     let (code, _, err) = run(&[
         "pool",

@@ -133,6 +133,17 @@ fn remove(path: &Path) -> Result<(), StoreError> {
     }
 }
 
+/// The entries of a directory; none when there is no directory (a pool not used yet).
+fn entries(dir: &Path) -> Result<Vec<fs::DirEntry>, StoreError> {
+    match fs::read_dir(dir) {
+        Ok(entries) => entries
+            .collect::<Result<_, _>>()
+            .map_err(io(dir, "listing")),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io(dir, "listing")(e)),
+    }
+}
+
 fn parse_ip(path: &Path, text: &[u8]) -> Result<IpAddr, StoreError> {
     let text = String::from_utf8_lossy(text);
     text.trim()
@@ -312,15 +323,8 @@ impl Store for FileStore {
     }
 
     fn list(&mut self, pool: &str) -> Result<Vec<(IpAddr, Record)>, StoreError> {
-        let dir = self.pool_dir(pool).join("ips");
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io(&dir, "listing")(e)),
-        };
         let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(io(&dir, "listing"))?;
+        for entry in entries(&self.pool_dir(pool).join("ips"))? {
             let name = entry.file_name();
             let path = entry.path();
             if name.as_bytes().starts_with(b".") {
@@ -339,15 +343,8 @@ impl Store for FileStore {
     }
 
     fn pools(&mut self) -> Result<Vec<String>, StoreError> {
-        let dir = self.root.join("pools");
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io(&dir, "listing")(e)),
-        };
         let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(io(&dir, "listing"))?;
+        for entry in entries(&self.root.join("pools"))? {
             let name = entry.file_name();
             let name = name.to_string_lossy();
             let pool = unescape(&name)
