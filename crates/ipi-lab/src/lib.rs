@@ -34,6 +34,7 @@ pub mod avahi;
 mod cmd;
 pub mod completions;
 mod daemon;
+pub mod etcd;
 mod lab;
 pub mod man;
 pub mod mounts;

@@ -1,0 +1,213 @@
+//! A real etcd on loopback, for the tests and benchmarks of ipam's etcd store.
+//!
+//! [`Etcd::start`] runs Debian's `/usr/bin/etcd` (package etcd-server) as a one-member cluster
+//! listening on 127.0.0.1 only, on ports free when it starts, with a data directory of its own
+//! that lives as long as the [`Etcd`]. [`Etcd::stop`] and [`Etcd::restart`] take it down and bring
+//! it back on the same ports and data, as an outage would. No network namespace is needed, so
+//! tests call [`available`] rather than [`crate::available`].
+
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::{cmd, wait_for, Daemon, LabError, Output};
+
+/// Where Debian's etcd-server package installs the server.
+pub const ETCD: &str = "/usr/bin/etcd";
+
+/// Where Debian's etcd-client package installs the command-line client.
+pub const ETCDCTL: &str = "/usr/bin/etcdctl";
+
+/// How long etcd gets to answer its health check after it is started.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Whether etcd is installed. Without it, prints why the caller is skipped and returns false;
+/// under `CI=true` it panics instead, so CI never passes by skipping.
+pub fn available() -> bool {
+    if Path::new(ETCD).is_file() {
+        return true;
+    }
+    let message =
+        format!("{ETCD} is not installed (package etcd-server; scripts/test installs it)");
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true and etcd cannot run: {message}");
+    }
+    eprintln!("skipped: {message}");
+    false
+}
+
+/// One etcd server on loopback. Dropping it stops the server and removes its data.
+#[derive(Debug)]
+pub struct Etcd {
+    dir: tempfile::TempDir,
+    client: SocketAddr,
+    peer: SocketAddr,
+    daemon: Option<Daemon>,
+    starts: usize,
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+fn free_port() -> Result<SocketAddr, LabError> {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map_err(LabError::io("find a free port on 127.0.0.1"))
+}
+
+impl Etcd {
+    /// Starts a new, empty etcd and waits until it answers.
+    pub fn start() -> Result<Etcd, LabError> {
+        let dir = tempfile::Builder::new()
+            .prefix("ipi-lab-etcd.")
+            .tempdir()
+            .map_err(LabError::io("create the etcd directory"))?;
+        let client = free_port()?;
+        let mut peer = free_port()?;
+        while peer == client {
+            peer = free_port()?;
+        }
+        let mut etcd = Etcd {
+            dir,
+            client,
+            peer,
+            daemon: None,
+            starts: 0,
+        };
+        etcd.launch()?;
+        Ok(etcd)
+    }
+
+    /// The store URL ipam takes: `etcd://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("etcd://{}", self.client)
+    }
+
+    /// The client address, `127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> SocketAddr {
+        self.client
+    }
+
+    /// The directory holding the data and the server's logs.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The data directory.
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Runs etcdctl (API v3) against this server, to read or write keys behind a client's back.
+    pub fn ctl<I, S>(&self, args: I) -> Result<Output, LabError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut command = Command::new(ETCDCTL);
+        command
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={}", self.client))
+            .arg("--command-timeout=5s")
+            .args(args);
+        cmd::output(&mut command)
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL); its data stays for [`Etcd::restart`].
+    pub fn stop(&mut self) {
+        if let Some(mut daemon) = self.daemon.take() {
+            daemon.stop();
+        }
+    }
+
+    /// Starts the server again on the same ports and data (stopping it first if it runs), and
+    /// waits until it answers.
+    pub fn restart(&mut self) -> Result<(), LabError> {
+        self.stop();
+        self.launch()
+    }
+
+    /// Every log of every start of the server, for a failing test's message.
+    pub fn log(&self) -> String {
+        (1..=self.starts)
+            .map(|n| {
+                let path = self.dir.path().join(format!("etcd-{n}.err"));
+                format!(
+                    "--- {}:\n{}",
+                    path.display(),
+                    std::fs::read_to_string(&path).unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
+    fn launch(&mut self) -> Result<(), LabError> {
+        self.starts += 1;
+        let client = format!("http://{}", self.client);
+        let peer = format!("http://{}", self.peer);
+        let mut command = Command::new(ETCD);
+        command
+            .arg("--name=lab")
+            .arg(format!("--data-dir={}", self.data().display()))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=lab={peer}"))
+            .arg("--initial-cluster-state=new")
+            .arg("--initial-cluster-token=ipi-lab");
+        let daemon = Daemon::start(&format!("etcd-{}", self.starts), command, self.dir.path())?;
+        self.daemon = Some(daemon);
+        let client = self.client;
+        let up = wait_for(START_TIMEOUT, Duration::from_millis(50), || {
+            healthy(client) || !self.daemon.as_mut().is_some_and(Daemon::running)
+        });
+        let running = self.daemon.as_mut().is_some_and(Daemon::running);
+        if up.is_none() || !running {
+            let why = if running { "did not answer" } else { "exited" };
+            self.stop();
+            return Err(LabError::Timeout {
+                what: format!(
+                    "etcd on {client} to answer its health check (it {why}):\n{}",
+                    self.log()
+                ),
+                seconds: START_TIMEOUT.as_secs_f64(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Whether etcd at `addr` says it is healthy (`GET /health`: `{"health":"true"}`), which it
+/// does once it has a leader and can serve requests.
+fn healthy(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET /health HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.contains(r#""health":"true""#)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_listening_is_not_healthy() {
+        let addr = free_port().map_err(|e| e.to_string());
+        assert!(addr.is_ok_and(|a| !healthy(a)));
+    }
+}
