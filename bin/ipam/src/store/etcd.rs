@@ -27,8 +27,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use etcd_client::{
-    Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, KvClient, Txn, TxnOp,
-    TxnOpResponse,
+    Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, KvClient, Txn, TxnOp, TxnOpResponse,
 };
 use tokio::runtime::Runtime;
 
@@ -109,7 +108,9 @@ pub fn address_key(ip: IpAddr) -> String {
 /// The address an [`address_key`] segment names; `None` when it names none.
 pub fn parse_address_key(segment: &str) -> Option<IpAddr> {
     let (family, hex) = segment.split_once('-')?;
-    let plain_hex = hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let plain_hex = hex
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     match (family, hex.len()) {
         ("4", 8) if plain_hex => u32::from_str_radix(hex, 16)
             .ok()
@@ -135,15 +136,31 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
     end
 }
 
-/// Why a request failed, in words.
+/// Why a request failed, in words: the gRPC status and its causes ("tcp connect error:
+/// Connection refused (os error 111)").
 fn describe(e: &etcd_client::Error) -> String {
-    match e {
-        etcd_client::Error::GRpcStatus(s) => {
-            let message = s.message();
-            let message = if message.is_empty() { "no message" } else { message };
-            format!("{message} ({:?})", s.code())
+    let (mut text, mut cause, code) = match e {
+        etcd_client::Error::GRpcStatus(s) => (
+            s.message().to_owned(),
+            std::error::Error::source(s),
+            Some(s.code()),
+        ),
+        other => (other.to_string(), std::error::Error::source(other), None),
+    };
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = if text.is_empty() {
+                more
+            } else {
+                format!("{text}: {more}")
+            };
         }
-        other => other.to_string(),
+        cause = c.source();
+    }
+    match code {
+        Some(code) => format!("{text} ({code:?})"),
+        None => text,
     }
 }
 
@@ -230,7 +247,11 @@ impl EtcdStore {
 
     fn corrupt(&self, key: &[u8], why: impl Into<String>) -> StoreError {
         StoreError::Corrupt {
-            place: format!("etcd {} key {}", self.endpoint, String::from_utf8_lossy(key)),
+            place: format!(
+                "etcd {} key {}",
+                self.endpoint,
+                String::from_utf8_lossy(key)
+            ),
             why: why.into(),
         }
     }
@@ -248,13 +269,12 @@ impl EtcdStore {
     }
 
     /// The value of one key, if it exists.
-    fn get(&mut self, key: &str, what: impl FnOnce() -> String) -> Result<Option<KeyValue>, StoreError> {
-        let mut answer = run(
-            &self.runtime,
-            &self.endpoint,
-            what,
-            self.kv.get(key, None),
-        )?;
+    fn get(
+        &mut self,
+        key: &str,
+        what: impl FnOnce() -> String,
+    ) -> Result<Option<KeyValue>, StoreError> {
+        let mut answer = run(&self.runtime, &self.endpoint, what, self.kv.get(key, None))?;
         Ok(answer.take_kvs().into_iter().next())
     }
 
@@ -287,7 +307,11 @@ impl EtcdStore {
         let key = self.owner_key(pool, owner);
         TxnOp::txn(
             Txn::new()
-                .when([Compare::value(key.clone(), CompareOp::Equal, index_value(ip))])
+                .when([Compare::value(
+                    key.clone(),
+                    CompareOp::Equal,
+                    index_value(ip),
+                )])
                 .and_then([TxnOp::delete(key, None)]),
         )
     }
@@ -341,15 +365,16 @@ impl EtcdStore {
 impl Store for EtcdStore {
     fn owned(&mut self, pool: &str, owner: &str) -> Result<Option<(IpAddr, Record)>, StoreError> {
         let key = self.owner_key(pool, owner);
-        let Some(kv) = self.get(&key, || format!("reading what {owner:?} holds in pool {pool:?}"))?
+        let Some(kv) = self.get(&key, || {
+            format!("reading what {owner:?} holds in pool {pool:?}")
+        })?
         else {
             return Ok(None);
         };
         let text = String::from_utf8_lossy(kv.value());
-        let ip: IpAddr = text
-            .trim()
-            .parse()
-            .map_err(|_| self.corrupt(kv.key(), format!("{:?} is not an IP address", text.trim())))?;
+        let ip: IpAddr = text.trim().parse().map_err(|_| {
+            self.corrupt(kv.key(), format!("{:?} is not an IP address", text.trim()))
+        })?;
         Ok(self
             .record(pool, ip)?
             .filter(|r| r.owner == owner)
@@ -411,13 +436,9 @@ impl Store for EtcdStore {
 
     fn list(&mut self, pool: &str) -> Result<Vec<(IpAddr, Record)>, StoreError> {
         let prefix = self.ips_prefix(pool);
-        let kvs = self.range(
-            &prefix,
-            prefix_end(&prefix),
-            false,
-            None,
-            &|| format!("listing pool {pool:?}"),
-        )?;
+        let kvs = self.range(&prefix, prefix_end(&prefix), false, None, &|| {
+            format!("listing pool {pool:?}")
+        })?;
         let mut out = Vec::with_capacity(kvs.len());
         for kv in &kvs {
             let ip = kv
@@ -441,8 +462,12 @@ impl Store for EtcdStore {
         let mut out = Vec::new();
         let mut from = prefix.clone();
         loop {
-            let kvs = self.range(&from, end.clone(), true, Some(1), &|| "listing pools".to_owned())?;
+            let kvs = self.range(&from, end.clone(), true, Some(1), &|| {
+                "listing pools".to_owned()
+            })?;
             let Some(kv) = kvs.first() else {
+                // Escaping changes the order ('%' sorts before '/').
+                out.sort();
                 return Ok(out);
             };
             let segment = kv
@@ -452,7 +477,9 @@ impl Store for EtcdStore {
                 .and_then(|rest| rest.split_once('/'))
                 .map(|(segment, _)| segment)
                 .filter(|segment| unescape(segment).is_some_and(|p| escape(&p) == *segment))
-                .ok_or_else(|| self.corrupt(kv.key(), "not under a pool (PREFIX/pools/POOL/...)"))?;
+                .ok_or_else(|| {
+                    self.corrupt(kv.key(), "not under a pool (PREFIX/pools/POOL/...)")
+                })?;
             out.push(unescape(segment).unwrap_or_default());
             // '0' follows '/': the first key after every key of this pool.
             from = format!("{prefix}{segment}0");
@@ -489,7 +516,14 @@ mod tests {
 
     #[test]
     fn address_keys_sort_like_addresses_and_read_back() {
-        let addresses = ["0.0.0.1", "192.0.2.9", "192.0.2.10", "255.255.255.255", "::1", "2001:db8::1"];
+        let addresses = [
+            "0.0.0.1",
+            "192.0.2.9",
+            "192.0.2.10",
+            "255.255.255.255",
+            "::1",
+            "2001:db8::1",
+        ];
         let keys: Vec<String> = addresses
             .iter()
             .map(|a| address_key(a.parse().unwrap()))
@@ -501,7 +535,14 @@ mod tests {
             assert_eq!(parse_address_key(k), Some(a.parse().unwrap()));
         }
         assert_eq!(address_key("192.0.2.1".parse().unwrap()), "4-c0000201");
-        for bad in ["4-c00002", "6-c0000201", "4-C0000201", "4-+0000201", "x-c0000201", "c0000201"] {
+        for bad in [
+            "4-c00002",
+            "6-c0000201",
+            "4-C0000201",
+            "4-+0000201",
+            "x-c0000201",
+            "c0000201",
+        ] {
             assert_eq!(parse_address_key(bad), None, "{bad}");
         }
     }
@@ -509,7 +550,10 @@ mod tests {
     #[test]
     fn urls_name_endpoints_and_a_prefix() {
         let ok = |rest: &str| parse_rest("etcd://x", rest).unwrap();
-        assert_eq!(ok("127.0.0.1:2379"), (vec!["127.0.0.1:2379".into()], DEFAULT_PREFIX.into()));
+        assert_eq!(
+            ok("127.0.0.1:2379"),
+            (vec!["127.0.0.1:2379".into()], DEFAULT_PREFIX.into())
+        );
         assert_eq!(
             ok("a:1,[::1]:2/my/ipam/"),
             (vec!["a:1".into(), "[::1]:2".into()], "/my/ipam".into())
