@@ -281,7 +281,13 @@ impl Drop for Cluster {
         if let Some(p) = self.poller.take() {
             let _ = p.join();
         }
-        // Then the nodes' daemons are stopped (SIGTERM) and the lab's namespaces deleted.
+        // Every daemon gets its SIGTERM at once, rather than one after the other as each is
+        // dropped and waited for; then the lab's namespaces go.
+        for n in &self.nodes {
+            for d in n.units().running.values() {
+                let _ = d.signal(nix::sys::signal::Signal::SIGTERM);
+            }
+        }
     }
 }
 
@@ -385,14 +391,15 @@ impl Cluster {
 
     /// The names asked of every DNS server, and the answers they should give: api and
     /// api-int (the API VIP), a name under apps (the Ingress VIP), and every node that
-    /// publishes itself over mDNS (its address).
+    /// publishes itself over mDNS and is up (its address; a node that is gone leaves the mDNS
+    /// inventory, and DNS, with its records' TTL).
     pub fn expected_dns(&self) -> BTreeMap<String, Vec<String>> {
         let mut want = BTreeMap::new();
         let api = vec![API_VIP.to_string()];
         want.insert(format!("api.{DOMAIN}"), api.clone());
         want.insert(format!("api-int.{DOMAIN}"), api);
         want.insert(format!("x.apps.{DOMAIN}"), vec![INGRESS_VIP.to_string()]);
-        for n in &self.nodes {
+        for n in self.nodes.iter().filter(|n| n.up) {
             if n.unit_names()
                 .iter()
                 .any(|u| u == "ipi-mdns-publish.service")

@@ -1,7 +1,8 @@
 //! mdns-publish in the lab: nodes publish what OpenShift publishes, a browse from another host
 //! finds them all with their addresses and roles; a node that stops sends its goodbye and is
 //! gone; a second host claiming a node's name loses and exits non-zero without renaming; an
-//! address change is seen; junk on the wire changes nothing; dig gets a legacy unicast answer.
+//! address change is seen (a VIP on the node is not its address); junk on the wire changes
+//! nothing; dig gets a legacy unicast answer.
 
 #![allow(clippy::unwrap_used)]
 
@@ -261,6 +262,20 @@ fn watch_rewrites_the_inventory_only_when_it_changes_and_sees_an_address_change(
         read().contains("192.0.2.77")
     })
     .unwrap_or_else(|| panic!("{}\n{}", read(), d.log()));
+    // The API VIP comes (as vrrpd adds it) with another address of the node's: the address is
+    // published, the VIP is the cluster's and is not.
+    for a in ["192.0.2.100/32", "192.0.2.78/24"] {
+        assert!(
+            node.run("ip", ["addr", "add", a, "dev", "eth0"])
+                .unwrap()
+                .success
+        );
+    }
+    wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
+        read().contains("192.0.2.78")
+    })
+    .unwrap_or_else(|| panic!("{}\n{}", read(), d.log()));
+    assert!(!read().contains("192.0.2.100"), "{}", read());
 }
 
 #[test]

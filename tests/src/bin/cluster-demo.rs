@@ -1,0 +1,251 @@
+//! `cluster-demo`: the cluster in a box (tests/src/cluster.rs). A bootstrap node, three masters
+//! and two workers in network namespaces run what OpenShift runs on them, started through the
+//! contrib units; the demo prints who holds each VIP, every node's DNS answers and where
+//! requests through the API VIP go, then removes the bootstrap node, kills the master with the
+//! API VIP and stops the router on the worker with the Ingress VIP, timing each move. Ctrl-C
+//! or the end tears everything down.
+//!
+//! `--bin-dir DIR` (default: this executable's directory) holds vrrpd, lb-proxy, mdns-publish
+//! and dns-render; `--contrib DIR` (default: this source tree's) the units.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use ipi_core::vrrp::{timers, Version};
+use ipi_net_tests::cluster::{Cluster, ClusterError, Options, Role, Spread, API_VIP, INGRESS_VIP};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// OpenShift's advert_int (1 s) and the priorities vrrpd's OpenShift render gives with every
+/// track script passing: masters' API 40 + 20 + 5, workers' Ingress 20 + 50.
+const ADVERT_CS: u16 = 100;
+const MASTER_API: u8 = 65;
+const WORKER_INGRESS: u8 = 70;
+
+fn main() -> ExitCode {
+    let mut options = match Options::beside_current_exe() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("cluster-demo: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next()) {
+            // Absolute: the programs start inside the nodes' mount namespaces.
+            ("--bin-dir", Some(dir)) => options.bin_dir = absolute(&dir),
+            ("--contrib", Some(dir)) => options.contrib = absolute(&dir),
+            _ => {
+                eprintln!("usage: cluster-demo [--bin-dir DIR] [--contrib DIR]");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if !ipi_lab::has_net_admin() {
+        eprintln!("cluster-demo: needs CAP_NET_ADMIN to build network namespaces: run it as root");
+        return ExitCode::from(1);
+    }
+    match Signals::new([SIGINT, SIGTERM]) {
+        Ok(mut signals) => {
+            std::thread::spawn(move || {
+                if signals.forever().next().is_some() {
+                    eprintln!("\ninterrupted: tearing the cluster down");
+                    ipi_lab::teardown_all();
+                    std::process::exit(130);
+                }
+            });
+        }
+        Err(e) => eprintln!("cluster-demo: Ctrl-C will not clean up: {e}"),
+    }
+    match demo(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cluster-demo: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn demo(options: &Options) -> Result<(), ClusterError> {
+    let t0 = Instant::now();
+    let at = || format!("{:7.3} s", t0.elapsed().as_secs_f64());
+    println!(
+        "cluster lab.example.com: API VIP {API_VIP}, Ingress VIP {INGRESS_VIP}, machine network \
+         192.0.2.0/24\nunits from {}, our programs from {}\n",
+        options.contrib.join("roles").display(),
+        options.bin_dir.display()
+    );
+    println!("==> standing the nodes up (units in their roles' order, After= respected)");
+    let mut cluster = Cluster::up(options, &mut |line| println!("{}  {line}", at()))?;
+
+    let settled = cluster.settle(Duration::from_secs(120))?;
+    println!(
+        "\n==> {}  at rest {:.1} s after the units started",
+        at(),
+        settled.as_secs_f64()
+    );
+    vips(&cluster);
+    vrrp(&cluster);
+    dns(&cluster);
+    let spread = cluster.requests("worker-0", 6)?;
+    println!(
+        "  6 requests to {API_VIP}:6443 from worker-0: {} (the bootstrap node holds the VIP \
+         and serves its own API)",
+        spread_text(&spread)
+    );
+
+    println!(
+        "\n==> {}  removing the bootstrap node (its units stop: vrrpd resigns with priority 0)",
+        at()
+    );
+    let m = cluster.remove_bootstrap()?;
+    println!(
+        "{}  API VIP: {} -> {} in {:.3} s (a master's Skew_Time: {:.2} s)",
+        at(),
+        m.from,
+        m.to,
+        m.took.as_secs_f64(),
+        cs(timers::skew_time(Version::V2, MASTER_API, ADVERT_CS))
+    );
+    let masters: Vec<String> = cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.role == Role::Master)
+        .map(|n| n.name.clone())
+        .collect();
+    let spread = cluster.spread_over("worker-0", 6, &masters, Duration::from_secs(30))?;
+    println!(
+        "{}  6 requests to {API_VIP}:6443 from worker-0, redirected to {}'s lb-proxy (:9445): {}",
+        at(),
+        m.to,
+        spread_text(&spread)
+    );
+
+    println!(
+        "\n==> {}  killing {} (off the network, every process SIGKILLed)",
+        at(),
+        m.to
+    );
+    let k = cluster.kill_api_master()?;
+    println!(
+        "{}  API VIP: {} -> {} in {:.3} s (Master_Down_Interval: {:.2} s after {}'s last advert, \
+         which came up to 1 s before the cut)",
+        at(),
+        k.from,
+        k.to,
+        k.took.as_secs_f64(),
+        cs(timers::master_down_interval(
+            Version::V2,
+            MASTER_API,
+            ADVERT_CS
+        )),
+        k.from
+    );
+    let left: Vec<String> = masters.iter().filter(|n| **n != k.from).cloned().collect();
+    let spread = cluster.spread_over("worker-0", 6, &left, Duration::from_secs(60))?;
+    println!(
+        "{}  6 requests to {API_VIP}:6443 from worker-0: {}",
+        at(),
+        spread_text(&spread)
+    );
+
+    let holder = cluster.holders().ingress.join(" ");
+    println!(
+        "\n==> {}  stopping the router on {holder} (its chk_ingress fails)",
+        at()
+    );
+    let i = cluster.stop_ingress_router()?;
+    println!(
+        "{}  Ingress VIP: {} -> {} in {:.3} s (chk_ingress every 1 s, then Master_Down_Interval \
+         {:.2} s)",
+        at(),
+        i.from,
+        i.to,
+        i.took.as_secs_f64(),
+        cs(timers::master_down_interval(
+            Version::V2,
+            WORKER_INGRESS,
+            ADVERT_CS
+        ))
+    );
+    println!("\n==> {}  at the end", at());
+    vips(&cluster);
+    dns(&cluster);
+    println!("\n==> {}  tearing down", at());
+    drop(cluster);
+    println!("{}  done", at());
+    Ok(())
+}
+
+fn absolute(dir: &str) -> PathBuf {
+    std::path::absolute(dir).unwrap_or_else(|_| PathBuf::from(dir))
+}
+
+fn cs(centiseconds: u32) -> f64 {
+    f64::from(centiseconds) / 100.0
+}
+
+fn vips(cluster: &Cluster) {
+    let h = cluster.holders();
+    println!("  API VIP {API_VIP} on {}", h.api.join(" "));
+    println!("  Ingress VIP {INGRESS_VIP} on {}", h.ingress.join(" "));
+}
+
+fn vrrp(cluster: &Cluster) {
+    let vrrpd = cluster.options().bin_dir.join("vrrpd");
+    for n in cluster.nodes().iter().filter(|n| n.is_up()) {
+        let instances: Vec<String> = n
+            .vrrp(&vrrpd)
+            .iter()
+            .map(|(i, s, p)| format!("{i} {s} {p}"))
+            .collect();
+        println!("  vrrpd on {:<9} {}", n.name, instances.join(", "));
+    }
+}
+
+fn dns(cluster: &Cluster) {
+    let answers = cluster.dns();
+    let servers: Vec<&str> = answers.iter().map(|a| a.server.as_str()).collect();
+    println!(
+        "  DNS, each node's dnsmasq asked from the node (dig @NODE-IP): {}",
+        servers.join(" ")
+    );
+    for (name, want) in cluster.expected_dns() {
+        let mut by_answer: Vec<(Vec<String>, Vec<&str>)> = Vec::new();
+        for a in &answers {
+            let got = a.answers.get(&name).cloned().unwrap_or_default();
+            match by_answer.iter_mut().find(|(g, _)| *g == got) {
+                Some((_, who)) => who.push(&a.server),
+                None => by_answer.push((got, vec![&a.server])),
+            }
+        }
+        for (got, who) in by_answer {
+            let text = if got.is_empty() {
+                "(no answer)".to_string()
+            } else {
+                got.join(" ")
+            };
+            let mark = if got == want {
+                ""
+            } else {
+                "  <- expected another answer"
+            };
+            let from = if who.len() == answers.len() {
+                "every node".to_string()
+            } else {
+                who.join(" ")
+            };
+            println!("    {name:<28} {text:<14} from {from}{mark}");
+        }
+    }
+}
+
+fn spread_text(s: &Spread) -> String {
+    let mut parts: Vec<String> = s.answered.iter().map(|(n, c)| format!("{n} {c}")).collect();
+    if s.failed > 0 {
+        parts.push(format!("no answer {}", s.failed));
+    }
+    parts.join(", ")
+}
