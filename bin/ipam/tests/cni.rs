@@ -95,7 +95,7 @@ fn run(command: &str, conf: &str, ctr: &str) -> Out {
 /// Changes to the environment: a `None` value removes the variable.
 type Env<'a> = Vec<(&'a str, Option<&'a str>)>;
 
-/// Every file and directory under `dir`, with the files' contents (empty when there is none).
+/// Every file, link and directory under `dir`, with the files' contents and the links' targets.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
     let mut out = BTreeMap::new();
     let mut todo = vec![dir.to_owned()];
@@ -105,12 +105,22 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
         };
         for e in entries {
             let p = e.unwrap().path();
-            if p.is_dir() {
-                out.insert(p.clone(), None);
-                todo.push(p);
+            let kind = std::fs::symlink_metadata(&p).unwrap().file_type();
+            let content = if kind.is_dir() {
+                todo.push(p.clone());
+                None
+            } else if kind.is_symlink() {
+                // The file store keeps values as symbolic links.
+                Some(
+                    std::fs::read_link(&p)
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                )
             } else {
-                out.insert(p.clone(), Some(std::fs::read(&p).unwrap()));
-            }
+                Some(std::fs::read(&p).unwrap())
+            };
+            out.insert(p, content);
         }
     }
     out
