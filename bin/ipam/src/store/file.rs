@@ -158,37 +158,44 @@ fn value(record: &Record) -> Vec<u8> {
     bytes
 }
 
+/// Whether `root` is a store (`FORMAT` says so); `false` for a directory that may become one
+/// (nothing in it but the lock and temporary files, whose names start with `.`).
+fn check_format(root: &Path, format: &Path) -> Result<bool, StoreError> {
+    match fs::read(format) {
+        Ok(bytes) if bytes == FORMAT.as_bytes() => Ok(true),
+        Ok(_) => Err(corrupt(
+            format,
+            format!(
+                "expected {:?}: not an ipam store, or a newer one",
+                FORMAT.trim()
+            ),
+        )),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            let foreign = entries(root)?.iter().any(|e| {
+                let name = e.file_name();
+                name != "lock" && !name.as_bytes().starts_with(b".")
+            });
+            if foreign {
+                Err(corrupt(
+                    format,
+                    "missing in a directory that is not empty: not an ipam store",
+                ))
+            } else {
+                Ok(false)
+            }
+        }
+        Err(e) => Err(io(format, "reading")(e)),
+    }
+}
+
 impl FileStore {
     /// Opens (creating it if need be) the store in `root` and takes its lock, waiting for any
     /// other command that holds it.
     pub fn open(root: &Path) -> Result<Self, StoreError> {
         fs::create_dir_all(root).map_err(io(root, "creating the store directory"))?;
         let format = root.join("FORMAT");
-        match fs::read(&format) {
-            Ok(bytes) if bytes == FORMAT.as_bytes() => {}
-            Ok(_) => {
-                return Err(corrupt(
-                    &format,
-                    format!(
-                        "expected {:?}: not an ipam store, or a newer one",
-                        FORMAT.trim()
-                    ),
-                ))
-            }
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                let foreign = fs::read_dir(root)
-                    .map_err(io(root, "listing"))?
-                    .filter_map(Result::ok)
-                    .any(|e| e.file_name() != "lock");
-                if foreign {
-                    return Err(corrupt(
-                        &format,
-                        "missing in a directory that is not empty: not an ipam store",
-                    ));
-                }
-            }
-            Err(e) => return Err(io(&format, "reading")(e)),
-        }
+        // Refuse a directory that is plainly not a store before writing anything into it ...
+        check_format(root, &format)?;
         let lock_path = root.join("lock");
         let file = OpenOptions::new()
             .create(true)
@@ -198,7 +205,8 @@ impl FileStore {
             .map_err(io(&lock_path, "opening the lock"))?;
         let lock = Flock::lock(file, FlockArg::LockExclusive)
             .map_err(|(_, errno)| io(&lock_path, "locking")(errno.into()))?;
-        if !format.exists() {
+        // ... and decide for certain under the lock, when no other command is writing FORMAT.
+        if !check_format(root, &format)? {
             ipi_core::atomic::write(&format, FORMAT.as_bytes()).map_err(|e| StoreError::Io {
                 path: format.clone(),
                 what: e.step,
@@ -474,6 +482,16 @@ mod tests {
         fs::write(dir.path().join("FORMAT"), b"something else\n").unwrap();
         assert!(FileStore::open(dir.path()).is_err());
         assert_eq!(fs::read(dir.path().join("precious")).unwrap(), b"x");
+    }
+
+    #[test]
+    fn a_fresh_store_being_created_by_another_command_is_no_corruption() {
+        // Another command holds the lock and is writing FORMAT: its temporary file is there.
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("lock"), b"").unwrap();
+        fs::write(dir.path().join(".FORMAT.tmp.4242.0"), FORMAT).unwrap();
+        FileStore::open(dir.path()).unwrap();
+        assert_eq!(fs::read(dir.path().join("FORMAT")).unwrap(), FORMAT.as_bytes());
     }
 
     #[test]

@@ -1,0 +1,31 @@
+//! Fuzz ipam's readers of NetConfig, IPSet and MetalLB IPAddressPool files, and its address
+//! ranges. Arbitrary text gives a checked object or problems that name the input, never a panic;
+//! a NetConfig that reads has subnets whose every range lies inside their cidr.
+
+#![no_main]
+
+use ipam::netconfig::{IpSet, NetConfig};
+use ipam::pool::AddressPool;
+use ipam::range::Span;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let _ = Span::parse(&text);
+    match NetConfig::parse(&text, "fuzz.yaml") {
+        Ok(n) => {
+            for s in &n.subnets {
+                for span in &s.pool.space.spans {
+                    assert!(s.cidr.contains(span.first) && s.cidr.contains(span.last));
+                }
+            }
+            if let Err(p) = IpSet::parse(&text, "fuzz-ipset.yaml", &n) {
+                assert!(p.0.iter().all(|m| m.starts_with("fuzz-ipset.yaml")), "{p}");
+            }
+        }
+        Err(p) => assert!(p.0.iter().all(|m| m.starts_with("fuzz.yaml")), "{p}"),
+    }
+    if let Err(p) = AddressPool::parse(&text, "fuzz-pool.yaml") {
+        assert!(p.0.iter().all(|m| m.starts_with("fuzz-pool.yaml")), "{p}");
+    }
+});
