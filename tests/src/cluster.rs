@@ -434,6 +434,21 @@ impl Cluster {
         !got.is_empty() && got.iter().all(|d| d.answers == want)
     }
 
+    /// Waits until every DNS server gives every expected answer (a dnsmasq restarted by the
+    /// dns-render path unit misses a query or two); returns those answers.
+    pub fn wait_dns(&self, timeout: Duration) -> Result<Vec<DnsAnswers>, ClusterError> {
+        let want = self.expected_dns();
+        let mut got = Vec::new();
+        let ok = wait_for(timeout, Duration::from_millis(250), || {
+            got = self.dns();
+            !got.is_empty() && got.iter().all(|d| d.answers == want)
+        });
+        match ok {
+            Some(_) => Ok(got),
+            None => Err(self.failed(&format!("every DNS server to answer {want:?}: {got:?}"))),
+        }
+    }
+
     /// `n` requests to API-VIP:6443 from `from`, each on a connection of its own (plain
     /// HTTP: the stand-ins answer with their name).
     pub fn requests(&self, from: &str, n: usize) -> Result<Spread, ClusterError> {

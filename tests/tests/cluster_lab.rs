@@ -84,7 +84,9 @@ fn the_cluster_in_a_box() {
     let h = cluster.holders();
     assert_eq!(h.api, ["bootstrap"]);
     assert!(h.ingress[0].starts_with("worker-"), "{h:?}");
-    let dns = cluster.dns();
+    let dns = cluster
+        .wait_dns(Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(dns.len(), 5, "a DNS server on every master and worker");
     let want = cluster.expected_dns();
     assert_eq!(want[&format!("api.{DOMAIN}")], ["192.0.2.100"]);
@@ -144,13 +146,21 @@ fn the_cluster_in_a_box() {
     ));
     assert_eq!(i.from, h.ingress[0]);
     assert!(i.to.starts_with("worker-") && i.to != i.from, "{i:?}");
-    // DNS still answers on the nodes left.
-    let dns = cluster.dns();
+    // DNS still answers on the nodes left: the VIPs and the nodes that are up.
+    let dns = cluster
+        .wait_dns(Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(dns.len(), 4);
     for d in &dns {
         assert_eq!(
             d.answers[&format!("api.{DOMAIN}")],
             ["192.0.2.100"],
+            "{}",
+            d.server
+        );
+        assert_eq!(
+            d.answers[&format!("x.apps.{DOMAIN}")],
+            ["192.0.2.101"],
             "{}",
             d.server
         );
