@@ -196,6 +196,37 @@ fn an_unreachable_etcd_is_an_error_naming_it() {
 }
 
 #[test]
+fn a_hung_etcd_times_out_with_an_error_naming_it() {
+    let Some(etcd) = etcd() else { return };
+    let mut s = open(&etcd.url());
+    assert!(s
+        .claim("p", ip("192.0.2.1"), &Record::owned_by("a"))
+        .unwrap());
+    etcd.pause().unwrap();
+    let e = s.claim("p", ip("192.0.2.2"), &Record::owned_by("b"));
+    etcd.resume().unwrap();
+    let e = e.unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, StoreError::Etcd { .. }), "{text}");
+    assert!(
+        text.contains(&etcd.endpoint().to_string()) && text.contains("no answer"),
+        "{text}"
+    );
+    // The request reached etcd, which may apply it once thawed: the client cannot know, and
+    // either way the store is whole and the same request finds its answer.
+    let held = s.record("p", ip("192.0.2.2")).unwrap();
+    assert!(
+        held.is_none() || held == Some(Record::owned_by("b")),
+        "{held:?}"
+    );
+    assert_eq!(
+        s.owned("p", "b").unwrap().map(|(i, _)| i),
+        held.map(|_| ip("192.0.2.2"))
+    );
+    assert!(s.record("p", ip("192.0.2.1")).unwrap().is_some());
+}
+
+#[test]
 fn survives_an_etcd_restart() {
     let Some(mut etcd) = etcd() else { return };
     let url = etcd.url();

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use nix::sys::signal::Signal;
+
 use crate::{cmd, wait_for, Daemon, LabError, Output};
 
 /// Where Debian's etcd-server package installs the server.
@@ -117,7 +119,30 @@ impl Etcd {
     /// Stops the server (SIGTERM, then SIGKILL); its data stays for [`Etcd::restart`].
     pub fn stop(&mut self) {
         if let Some(mut daemon) = self.daemon.take() {
+            // A paused server would sit out SIGTERM's grace period.
+            let _ = daemon.signal(Signal::SIGCONT);
             daemon.stop();
+        }
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open and nothing answers, as with a
+    /// member that hangs. [`Etcd::resume`] thaws it.
+    pub fn pause(&self) -> Result<(), LabError> {
+        self.signal(Signal::SIGSTOP)
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn resume(&self) -> Result<(), LabError> {
+        self.signal(Signal::SIGCONT)
+    }
+
+    fn signal(&self, signal: Signal) -> Result<(), LabError> {
+        match &self.daemon {
+            Some(daemon) => daemon.signal(signal),
+            None => Err(LabError::Io {
+                what: format!("send {signal} to etcd on {}", self.client),
+                source: std::io::Error::other("it is stopped"),
+            }),
         }
     }
 

@@ -199,9 +199,12 @@ impl EtcdStore {
                 endpoint: endpoint.clone(),
                 why: format!("cannot start the client's runtime: {e}"),
             })?;
+        // A member cut off from its cluster's leader refuses at once ("no leader") rather than
+        // holding the request until it times out. Requests are timed by `run`, waiting for a
+        // connection included.
         let options = ConnectOptions::new()
             .with_connect_timeout(CONNECT_TIMEOUT)
-            .with_timeout(REQUEST_TIMEOUT);
+            .with_require_leader(true);
         let client = run(
             &runtime,
             &endpoint,
