@@ -528,8 +528,15 @@ fn a_failed_dual_stack_add_gives_back_what_it_took() {
     }
     // IPv6 has no address left (::1 to ::3); IPv4 would have had .4.
     assert_eq!(run("ADD", &c, "d").code(), 999);
-    let v4 = dir.path().join("pools/cni%2Fhalf%2F0/ips");
-    let held: Vec<_> = std::fs::read_dir(v4).unwrap().collect();
+    // The pool's records are the entries named by an address (ipam-store(5)).
+    let v4 = dir.path().join("pools/cni%2Fhalf%2F0");
+    let held: Vec<_> = std::fs::read_dir(v4)
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_str().unwrap().parse::<std::net::IpAddr>().is_ok()
+        })
+        .collect();
     assert_eq!(held.len(), 3, "d's IPv4 address was given back");
     // Once an IPv6 address is free, d gets both.
     run("DEL", &c, "a").success();

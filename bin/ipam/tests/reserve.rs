@@ -326,7 +326,7 @@ fn bad_input_is_refused_by_name_and_the_store_is_untouched() {
     assert_eq!((code, out.contains("valid: 6 subnet(s)")), (0, true));
 
     // A store that is no store: exit 3, named, untouched.
-    let record = Path::new(&store).join("pools/netconfig%2FA%2Fs/ips/192.0.2.10");
+    let record = Path::new(&store).join("pools/netconfig%2FA%2Fs/192.0.2.10");
     std::fs::remove_file(&record).unwrap();
     std::os::unix::fs::symlink("not json", &record).unwrap();
     // `first` holds that address: asking again reads the record.

@@ -3,8 +3,8 @@
 //! ```text
 //! ROOT/FORMAT                      "ipi-net-ipam 1": what this directory is
 //! ROOT/lock                        flock(2)ed exclusively for as long as a command has it open
-//! ROOT/pools/POOL/ips/ADDRESS  ->  the address's record (JSON): the source of truth
-//! ROOT/pools/POOL/owners/OWNER ->  the owner's address: an index, checked against the record
+//! ROOT/pools/POOL/ADDRESS      ->  the address's record (JSON): the source of truth
+//! ROOT/pools/POOL/@OWNER       ->  the owner's address: an index, checked against the record
 //! ROOT/pools/POOL/next         ->  where the next search starts (a hint)
 //! ```
 //!
@@ -12,16 +12,20 @@
 //! (`ls -l` shows the store): creating a link is atomic, so a link exists with its whole value
 //! or not at all, whatever moment a `kill -9` or a power cut strikes, and its value needs no
 //! data block flushed. A value is replaced by linking a temporary name and renaming it over the
-//! old one. Making a reservation durable costs two directory flushes, not four file-and-directory
-//! flushes, which is most of what a CNI ADD costs.
+//! old one. A pool's links share one directory, so one flush of it makes a whole change durable:
+//! a reservation costs one directory flush, where files would cost four file-and-directory
+//! flushes (which would be most of what a CNI ADD costs).
 //!
-//! A claim makes the owner's index entry durable before the address's record, and a release
-//! removes the record before the index entry: a crash in between leaves an index entry that
+//! A claim links the owner's index entry before the address's record, and a release removes
+//! the record before the index entry: a process killed in between leaves an index entry that
 //! points at an address whose record names someone else or no one, which [`Store::owned`]
-//! treats as no holding. Nothing is reported done before its record is durable, and an address
-//! is taken only by creating its record, so there is never a duplicate. Anything in the
-//! directory that ipam never writes is reported as corruption naming the file, and the store is
-//! not written to.
+//! treats as no holding. (File systems that journal metadata in order, ext4 and XFS among them,
+//! keep that order across a power cut too; elsewhere a cut before the flush could keep a record
+//! without its index entry: a reservation never reported done, that `ipam release` or a CNI GC
+//! frees.) Nothing is reported done before its directory is flushed, and an address is taken
+//! only by creating its record, so there is never a duplicate. Anything in the directory that
+//! ipam never writes is reported as corruption naming the file, and the store is not written
+//! to.
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
@@ -124,10 +128,10 @@ fn parent(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
 }
 
-/// Removes a link and flushes its directory; a link already gone is fine.
+/// Removes a link (its directory is flushed by the caller); a link already gone is fine.
 fn remove(path: &Path) -> Result<(), StoreError> {
     match fs::remove_file(path) {
-        Ok(()) => sync_dir(parent(path)),
+        Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
         Err(e) => Err(io(path, "removing")(e)),
     }
@@ -224,11 +228,11 @@ impl FileStore {
     }
 
     fn ip_path(&self, pool: &str, ip: IpAddr) -> PathBuf {
-        self.pool_dir(pool).join("ips").join(ip.to_string())
+        self.pool_dir(pool).join(ip.to_string())
     }
 
     fn owner_path(&self, pool: &str, owner: &str) -> PathBuf {
-        self.pool_dir(pool).join("owners").join(escape(owner))
+        self.pool_dir(pool).join(format!("@{}", escape(owner)))
     }
 
     fn read_record(&self, path: &Path) -> Result<Option<Record>, StoreError> {
@@ -237,30 +241,15 @@ impl FileStore {
             .transpose()
     }
 
-    /// Creates the directories of a pool, durably, if they are not there.
-    fn make_pool(&self, pool: &str) -> Result<(), StoreError> {
+    /// Creates the directory of a pool, durably, if it is not there.
+    fn make_pool(&self, pool: &str) -> Result<PathBuf, StoreError> {
         let dir = self.pool_dir(pool);
-        let missing: Vec<PathBuf> = ["ips", "owners"]
-            .iter()
-            .map(|sub| dir.join(sub))
-            .filter(|path| !path.is_dir())
-            .collect();
-        if missing.is_empty() {
-            return Ok(());
+        if !dir.is_dir() {
+            fs::create_dir_all(&dir).map_err(io(&dir, "creating"))?;
+            sync_dir(parent(&dir))?;
+            sync_dir(&self.root)?;
         }
-        for path in &missing {
-            fs::create_dir_all(path).map_err(io(path, "creating"))?;
-        }
-        sync_dir(&dir)?;
-        sync_dir(parent(&dir))?;
-        sync_dir(&self.root)
-    }
-
-    /// Points `owner`'s index entry at `ip`, durably.
-    fn index(&self, pool: &str, owner: &str, ip: IpAddr) -> Result<(), StoreError> {
-        let path = self.owner_path(pool, owner);
-        set(&path, ip.to_string().as_bytes())?;
-        sync_dir(parent(&path))
+        Ok(dir)
     }
 }
 
@@ -287,12 +276,15 @@ impl Store for FileStore {
         if self.read_record(&path)?.is_some() {
             return Ok(false);
         }
-        self.make_pool(pool)?;
-        self.index(pool, &record.owner, ip)?;
+        let dir = self.make_pool(pool)?;
+        set(
+            &self.owner_path(pool, &record.owner),
+            ip.to_string().as_bytes(),
+        )?;
         if !create(&path, &value(record))? {
             return Ok(false);
         }
-        sync_dir(parent(&path))?;
+        sync_dir(&dir)?;
         Ok(true)
     }
 
@@ -307,14 +299,16 @@ impl Store for FileStore {
             return Ok(false);
         }
         if old.owner != new.owner {
-            self.index(pool, &new.owner, ip)?;
+            set(
+                &self.owner_path(pool, &new.owner),
+                ip.to_string().as_bytes(),
+            )?;
         }
-        let path = self.ip_path(pool, ip);
-        set(&path, &value(new))?;
-        sync_dir(parent(&path))?;
+        set(&self.ip_path(pool, ip), &value(new))?;
         if old.owner != new.owner {
             remove(&self.owner_path(pool, &old.owner))?;
         }
+        sync_dir(&self.pool_dir(pool))?;
         Ok(true)
     }
 
@@ -327,14 +321,18 @@ impl Store for FileStore {
         if read_value(&index)?.is_some_and(|b| b == ip.to_string().as_bytes()) {
             remove(&index)?;
         }
+        sync_dir(&self.pool_dir(pool))?;
         Ok(true)
     }
 
     fn list(&mut self, pool: &str) -> Result<Vec<(IpAddr, Record)>, StoreError> {
         let mut out = Vec::new();
-        for entry in entries(&self.pool_dir(pool).join("ips"))? {
+        for entry in entries(&self.pool_dir(pool))? {
             let name = entry.file_name();
             let path = entry.path();
+            if name.as_bytes().starts_with(b"@") || name == "next" {
+                continue;
+            }
             if name.as_bytes().starts_with(b".") {
                 // The temporary link of a writer killed before its rename; we hold the lock,
                 // so no writer is at work: it is garbage.
@@ -372,8 +370,8 @@ impl Store for FileStore {
     fn set_next(&mut self, pool: &str, ip: IpAddr) -> Result<(), StoreError> {
         // A hint: replaced atomically but not flushed; a crash that loses it costs a longer
         // search, never an address given twice.
-        self.make_pool(pool)?;
-        set(&self.pool_dir(pool).join("next"), ip.to_string().as_bytes())
+        let dir = self.make_pool(pool)?;
+        set(&dir.join("next"), ip.to_string().as_bytes())
     }
 }
 
@@ -432,7 +430,7 @@ mod tests {
         assert!(s
             .claim("a", ip("2001:db8::1"), &Record::owned_by("v6"))
             .unwrap());
-        fs::write(s.pool_dir("b/x").join("ips/.192.0.2.11.tmp.1.0"), b"{").unwrap();
+        fs::write(s.pool_dir("b/x").join(".192.0.2.11.tmp.1.0"), b"{").unwrap();
         let got: Vec<String> = s
             .list("b/x")
             .unwrap()
@@ -441,7 +439,7 @@ mod tests {
             .collect();
         assert_eq!(got, ["192.0.2.9", "192.0.2.10", "192.0.2.100"]);
         assert_eq!(s.pools().unwrap(), ["a", "b/x"]);
-        assert!(!s.pool_dir("b/x").join("ips/.192.0.2.11.tmp.1.0").exists());
+        assert!(!s.pool_dir("b/x").join(".192.0.2.11.tmp.1.0").exists());
     }
 
     #[test]
@@ -469,7 +467,7 @@ mod tests {
         assert!(e.to_string().contains("not a symbolic link"), "{e}");
         assert_eq!(fs::read(&file).unwrap(), b"{}");
         fs::remove_file(&file).unwrap();
-        fs::write(s.pool_dir("p").join("ips/not-an-ip"), b"{}").unwrap();
+        fs::write(s.pool_dir("p").join("not-an-ip"), b"{}").unwrap();
         assert!(s.list("p").unwrap_err().to_string().contains("not-an-ip"));
     }
 
@@ -491,7 +489,10 @@ mod tests {
         fs::write(dir.path().join("lock"), b"").unwrap();
         fs::write(dir.path().join(".FORMAT.tmp.4242.0"), FORMAT).unwrap();
         FileStore::open(dir.path()).unwrap();
-        assert_eq!(fs::read(dir.path().join("FORMAT")).unwrap(), FORMAT.as_bytes());
+        assert_eq!(
+            fs::read(dir.path().join("FORMAT")).unwrap(),
+            FORMAT.as_bytes()
+        );
     }
 
     #[test]
