@@ -113,16 +113,14 @@ impl Unit {
             kind: "simple".to_string(),
             ..Unit::default()
         };
-        let mut section = String::new();
-        for (line, text) in logical_lines(text) {
-            if let Some(s) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
-                section = s.to_string();
-                continue;
-            }
-            let Some((key, value)) = text.split_once('=') else {
-                return Err(error(file, line, format!("not `Key=value`: {text}")));
-            };
-            let (key, value) = (key.trim(), value.trim());
+        for Setting {
+            section,
+            key,
+            value,
+            line,
+        } in settings(file, text)?
+        {
+            let (key, value, line) = (key.as_str(), value.as_str(), line);
             let exec = || exec(file, line, value);
             match (section.as_str(), key) {
                 ("Service", "Type") => unit.kind = value.to_string(),
@@ -226,6 +224,42 @@ fn role_units(text: &str) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// One `Key=value` setting of a unit file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// The `[Section]` it is in.
+    pub section: String,
+    /// Its key.
+    pub key: String,
+    /// Its value, trimmed.
+    pub value: String,
+    /// The line it starts on.
+    pub line: usize,
+}
+
+/// Every setting of a unit file's text, in order, continued lines joined, comments left out
+/// (`file` names it in errors).
+pub fn settings(file: &Path, text: &str) -> Result<Vec<Setting>, UnitError> {
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for (line, text) in logical_lines(text) {
+        if let Some(s) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+            section = s.to_string();
+            continue;
+        }
+        let Some((key, value)) = text.split_once('=') else {
+            return Err(error(file, line, format!("not `Key=value`: {text}")));
+        };
+        out.push(Setting {
+            section: section.clone(),
+            key: key.trim().to_string(),
+            value: value.trim().to_string(),
+            line,
+        });
+    }
+    Ok(out)
 }
 
 /// The order in which systemd would start `units` together (indices into it): a unit after

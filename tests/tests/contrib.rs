@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::Parser;
+use ipi_net_tests::units;
 
 /// The variables node.env defines, and the only ones a command line may use.
 const NODE_ENV_VARS: [&str; 4] = ["IPI_ROLE", "IPI_HOSTNAME", "IPI_NODE_IP", "IPI_INTERFACE"];
@@ -29,9 +30,9 @@ const ROLES: [(&str, &[&str]); 3] = [
         "master",
         &[
             "ipi-vrrpd",
-            "ipi-lb-proxy",
             "ipi-mdns-publish",
             "ipi-mdns-browse",
+            "ipi-lb-proxy",
             "ipi-dns-render",
             "ipi-dnsmasq",
         ],
@@ -72,34 +73,18 @@ fn units() -> Vec<(String, PathBuf)> {
     units
 }
 
-/// A unit file as (section, key, value, line) entries, comments and blank lines left out.
-/// Continuation lines are refused: the demo reads one line per setting.
+/// A unit file as (section, key, value, line) entries, read by the lab's own unit reader.
+/// Continuation lines are refused here: one line per setting keeps the units easy to read.
 fn entries(path: &Path) -> Vec<(String, String, String, usize)> {
     let text = std::fs::read_to_string(path).unwrap();
-    let mut section = String::new();
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let at = format!("{}:{}", path.display(), n + 1);
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        assert!(!line.ends_with('\\'), "{at}: a continued line");
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = name.to_string();
-            continue;
-        }
-        let (key, value) = line
-            .split_once('=')
-            .unwrap_or_else(|| panic!("{at}: not KEY=VALUE: {line}"));
-        out.push((
-            section.clone(),
-            key.trim().to_string(),
-            value.trim().to_string(),
-            n + 1,
-        ));
+    if let Some(n) = text.lines().position(|l| l.trim_end().ends_with('\\')) {
+        panic!("{}:{}: a continued line", path.display(), n + 1);
     }
-    out
+    units::settings(path, &text)
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.section, s.key, s.value, s.line))
+        .collect()
 }
 
 fn values(entries: &[(String, String, String, usize)], section: &str, key: &str) -> Vec<String> {
@@ -316,14 +301,23 @@ fn every_role_runs_the_agreed_units_and_they_exist() {
         let text = std::fs::read_to_string(dir.join(role)).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines, expected, "contrib/roles/{role}");
-        for unit in lines {
+        let mut read = Vec::new();
+        for unit in &lines {
             let path = contrib().join("systemd").join(format!("{unit}.service"));
             assert!(
                 path.is_file(),
                 "contrib/roles/{role}: {} missing",
                 path.display()
             );
+            read.push(units::Unit::read(&path).unwrap());
         }
+        // Listed in an order systemd could start them in (After=/Before= respected).
+        let order = units::start_order(&read).unwrap();
+        assert_eq!(
+            order,
+            (0..read.len()).collect::<Vec<_>>(),
+            "contrib/roles/{role}: not in After= order"
+        );
     }
     // Every service is some role's.
     for (name, _) in units() {
