@@ -189,10 +189,7 @@ fn list(url: &str, json: bool) -> Outcome {
                 names: &r.names,
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&listed).map_err(usage)?
-        );
+        println!("{}", serde_json::to_string_pretty(&listed).map_err(usage)?);
     } else {
         for (pool, ip, record) in &all {
             println!("{pool}\t{ip}\t{}", record.holders().join(","));
