@@ -16,7 +16,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_ipam");
 const HOST_LOCAL: &str = "/usr/lib/cni/host-local";
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/seeds/nad-internalapi-whereabouts.json"
+    "/../../tests/fixtures/seeds/nad-internalapi-whereabouts.json"
 );
 
 /// What one plugin run printed.

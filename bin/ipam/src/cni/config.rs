@@ -927,11 +927,11 @@ mod tests {
 
     #[test]
     fn reads_the_whereabouts_fixture() {
-        let text = std::fs::read("../../../shared/fixtures/seeds/nad-internalapi-whereabouts.json")
-            .or_else(|_| {
-                std::fs::read("/work/shared/fixtures/seeds/nad-internalapi-whereabouts.json")
-            })
-            .unwrap();
+        let text = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/seeds/nad-internalapi-whereabouts.json"
+        ))
+        .unwrap();
         let c = parse(&text, "ADD", "0.3.0").unwrap();
         assert_eq!(c.cni_version, "0.3.1");
         assert_eq!(c.ipam.style, Style::Whereabouts);
