@@ -1,5 +1,5 @@
-//! The etcd store against a real etcd on loopback: the same behaviours as the file store (each
-//! run on both), corruption named and left alone, the key layout as etcdctl sees it, and an
+//! The store contract (tests/common/behaviours.rs) on the file store, and the etcd store against
+//! a real etcd on loopback: the same behaviours, corruption named and left alone, the key layout as etcdctl sees it, and an
 //! etcd restart.
 
 #![allow(clippy::unwrap_used)]
@@ -26,12 +26,18 @@ fn ctl(etcd: &Etcd, args: &[&str]) -> String {
 }
 
 #[test]
+fn the_file_store_behaves() {
+    for (name, check) in behaviours::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        eprintln!("{name} on {}", dir.path().display());
+        check(open(&dir.path().display().to_string()).as_mut());
+    }
+}
+
+#[test]
 fn behaves_like_the_file_store() {
     let Some(etcd) = etcd() else { return };
     for (n, (name, check)) in behaviours::ALL.iter().enumerate() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut file = open(&dir.path().display().to_string());
-        check(file.as_mut());
         // A prefix of its own for each behaviour: a fresh store in the same etcd.
         let url = format!("{}/test/{n}", etcd.url());
         eprintln!("{name} on {url}");
