@@ -69,7 +69,9 @@ pub fn prepend(text: &str, nameserver: IpAddr, search: &str) -> String {
             Some("search" | "domain") => {
                 for d in words {
                     let d = d.trim_end_matches('.');
-                    if !domains.iter().any(|x| x.eq_ignore_ascii_case(d)) {
+                    // `.` alone is the root: no domain to search (and an empty word would
+                    // print as a trailing blank that the next pass drops: found by the fuzzer).
+                    if !d.is_empty() && !domains.iter().any(|x| x.eq_ignore_ascii_case(d)) {
                         domains.push(d.to_string());
                     }
                 }
@@ -108,6 +110,14 @@ pub fn resolved_dropin(nameserver: IpAddr, search: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_root_search_domain_is_no_domain() {
+        let own: IpAddr = "192.0.2.1".parse().unwrap();
+        let once = prepend("domain\rc\r\r.\n", own, "lab.example.com");
+        assert!(once.contains("search lab.example.com c\n"), "{once:?}");
+        assert_eq!(prepend(&once, own, "lab.example.com"), once);
+    }
 
     #[test]
     fn upstreams_leave_out_the_node_and_loopback() {
