@@ -11,17 +11,11 @@
 //!
 //! The units a role runs are read from `contrib/roles/ROLE` and started in the order systemd
 //! would start them together (that order, but each after the units its `After=` names), each
-//! as systemd would: `ConditionPathExists=`, `RuntimeDirectory=`, the environment from
-//! `EnvironmentFile=` and `Environment=`, `ExecStartPre=`, then `ExecStart=` (a daemon, or
-//! run to completion for `Type=oneshot`), `ExecStartPost=`. `Type=notify` units get a
-//! `NOTIFY_SOCKET` and the next unit starts once they said `READY=1`. `/usr/bin/PROGRAM` of
-//! ours is the freshly built binary in the options' `bin_dir`, which also comes first on
-//! PATH (the track scripts call `lb-proxy` by name); anything else runs as the unit says.
-//! `systemctl` in a command line acts on the host's units (`start`, `stop`, `restart`,
-//! `try-restart`, `reload`...). A `.path` unit (listed, or named by a service's `Also=`) is
-//! emulated by polling its `PathChanged=`/`PathModified=` files every 100 ms and starting its
-//! service again when their content changes. `Restart=` is not emulated: a daemon that dies is
-//! reported by the step that needed it.
+//! as systemd would: the crate's `supervisor` module is that part of systemd (conditions,
+//! environment, `ExecStartPre=`/`ExecStart=`/`ExecStartPost=`, `Type=notify` and
+//! `NOTIFY_SOCKET`, `systemctl` in a command line, `.path` units polled every 100 ms; no
+//! `Restart=`: a daemon that dies is reported by the step that needed it). `/usr/bin/PROGRAM`
+//! of ours ([`PROGRAMS`]) is the freshly built binary in the options' `bin_dir`.
 //!
 //! Stand-ins for what the cluster itself runs: an HTTPS API server ([`ApiServer`], `/readyz`
 //! on :6443) on the masters and on the bootstrap node (its bootstrap API server, which its
@@ -34,9 +28,7 @@
 //! them.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
-use std::os::unix::net::UnixDatagram;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,9 +38,11 @@ use std::time::{Duration, Instant};
 use ipi_lab::api::ApiServer;
 use ipi_lab::mounts::{Mount, MountNamespace};
 use ipi_lab::router::Router;
-use ipi_lab::{wait_for, Daemon, Host, Lab, LabError};
+use ipi_lab::{wait_for, Host, Lab, LabError};
 
-use crate::units::{self, Exec, Unit, UnitError};
+use crate::probe::{dig, get};
+use crate::supervisor::Units;
+use crate::units::{self, Unit, UnitError};
 
 /// The API VIP of the lab cluster.
 pub const API_VIP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 100);
@@ -70,8 +64,6 @@ pub const LAYOUT: [(&str, Role); 6] = [
 
 /// How often conditions are polled while a move is timed.
 const POLL: Duration = Duration::from_millis(10);
-/// How long a `Type=notify` unit has to say READY=1.
-const READY: Duration = Duration::from_secs(30);
 /// The interval of the emulated path units.
 const PATH_POLL: Duration = Duration::from_millis(100);
 
@@ -145,7 +137,7 @@ pub enum ClusterError {
 }
 
 impl ClusterError {
-    fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ClusterError {
+    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ClusterError {
         let what = what.into();
         move |source| ClusterError::Io { what, source }
     }
@@ -800,405 +792,6 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
     })
 }
 
-/// A `.path` unit being emulated: the files (in the lab) and their content when last seen.
-#[derive(Debug)]
-struct Watch {
-    service: String,
-    files: Vec<PathBuf>,
-    seen: Vec<Option<Vec<u8>>>,
-}
-
-fn contents(files: &[PathBuf]) -> Vec<Option<Vec<u8>>> {
-    files.iter().map(|f| std::fs::read(f).ok()).collect()
-}
-
-/// One node's units: systemd's part, as far as the lab needs it.
-#[derive(Debug)]
-struct Units {
-    ns: MountNamespace,
-    dir: PathBuf,
-    bin_dir: PathBuf,
-    systemd: PathBuf,
-    units: BTreeMap<String, Unit>,
-    running: BTreeMap<String, Daemon>,
-    /// The NOTIFY_SOCKET of each running `Type=notify` unit (later messages, RELOADING=1 and
-    /// READY=1 around a reload, go there too).
-    notify: BTreeMap<String, UnixDatagram>,
-    order: Vec<String>,
-    watches: Vec<Watch>,
-    /// What the oneshot runs printed, for a failing step's message.
-    oneshots: String,
-}
-
-impl Units {
-    fn unit(&mut self, name: &str) -> Result<Unit, ClusterError> {
-        if let Some(u) = self.units.get(name) {
-            return Ok(u.clone());
-        }
-        let u = Unit::read(&self.systemd.join(name))?;
-        self.units.insert(name.to_string(), u.clone());
-        Ok(u)
-    }
-
-    /// A path in the node's view, in the lab (the mounted directories only).
-    fn lab_path(&self, path: &Path) -> Option<PathBuf> {
-        [
-            ("/etc/ipi-net", "etc"),
-            ("/run/ipi-net", "run"),
-            ("/run/NetworkManager", "nm"),
-        ]
-        .iter()
-        .find_map(|(view, lab)| {
-            let rest = path.strip_prefix(view).ok()?;
-            Some(self.dir.join(lab).join(rest))
-        })
-    }
-
-    fn program(&self, word: &str) -> String {
-        match word.strip_prefix("/usr/bin/") {
-            Some(p) if PROGRAMS.contains(&p) => self.bin_dir.join(p).display().to_string(),
-            _ => word.to_string(),
-        }
-    }
-
-    fn command(&self, words: &[String], env: &BTreeMap<String, String>) -> Command {
-        let program = self.program(&words[0]);
-        let mut c = self.ns.command(&program, &words[1..]);
-        let path = format!(
-            "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            self.bin_dir.display()
-        );
-        c.env_clear()
-            .env("PATH", path)
-            .env("LANG", "C.UTF-8")
-            .envs(env);
-        c
-    }
-
-    fn start(&mut self, name: &str) -> Result<(), ClusterError> {
-        if name.ends_with(".path") {
-            return self.watch(name);
-        }
-        let unit = self.unit(name)?;
-        for also in unit.also.iter().filter(|a| a.ends_with(".path")) {
-            self.watch(also)?;
-        }
-        for (path, negated) in &unit.conditions {
-            let exists = match self.lab_path(path) {
-                Some(p) => p.exists(),
-                None => {
-                    self.ns
-                        .run("test", [OsArg::from("-e"), path.as_os_str().into()])?
-                        .success
-                }
-            };
-            if exists == *negated {
-                self.oneshots.push_str(&format!(
-                    "{name}: not started, ConditionPathExists={}{} is false\n",
-                    if *negated { "!" } else { "" },
-                    path.display()
-                ));
-                return Ok(());
-            }
-        }
-        for d in &unit.runtime_directories {
-            self.ns.run("mkdir", ["-p", &format!("/run/{d}")])?;
-        }
-        let files = |p: &Path| self.lab_path(p);
-        let mut env = unit.env(&files)?;
-        for e in &unit.exec_start_pre {
-            self.exec(&unit, e, &env)?;
-        }
-        if unit.kind == "oneshot" {
-            for e in &unit.exec_start {
-                self.exec(&unit, e, &env)?;
-            }
-        } else {
-            let [e] = unit.exec_start.as_slice() else {
-                return Err(ClusterError::Step(format!(
-                    "{}: Type={} needs exactly one ExecStart=",
-                    unit.file.display(),
-                    unit.kind
-                )));
-            };
-            let (daemon, socket) = self.spawn(&unit, e, &env)?;
-            env.insert("MAINPID".into(), daemon.pid().to_string());
-            self.running.insert(name.to_string(), daemon);
-            if let Some(socket) = socket {
-                self.notify.insert(name.to_string(), socket);
-            }
-        }
-        for e in &unit.exec_start_post {
-            self.exec(&unit, e, &env)?;
-        }
-        Ok(())
-    }
-
-    /// Starts a daemon; a `Type=notify` one is waited for until it says READY=1.
-    fn spawn(
-        &self,
-        unit: &Unit,
-        e: &Exec,
-        env: &BTreeMap<String, String>,
-    ) -> Result<(Daemon, Option<UnixDatagram>), ClusterError> {
-        let words = e.expand(&unit.name, env)?;
-        let stem = unit.name.trim_end_matches(".service");
-        let mut c = self.command(&words, env);
-        let socket = if unit.kind == "notify" {
-            let path = self.dir.join(format!("{stem}.notify"));
-            let _ = std::fs::remove_file(&path);
-            let s = UnixDatagram::bind(&path)
-                .map_err(ClusterError::io(format!("bind {}", path.display())))?;
-            c.env("NOTIFY_SOCKET", &path);
-            Some(s)
-        } else {
-            None
-        };
-        let mut daemon = Daemon::start(stem, c, &self.dir)?;
-        if let Some(s) = &socket {
-            let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
-            let mut buf = [0u8; 4096];
-            let ready = wait_for(READY, Duration::ZERO, || {
-                let got = s.recv(&mut buf).ok().is_some_and(|n| {
-                    String::from_utf8_lossy(&buf[..n])
-                        .lines()
-                        .any(|l| l == "READY=1")
-                });
-                got || !daemon.running()
-            });
-            if ready.is_none() || !daemon.running() {
-                return Err(ClusterError::Step(format!(
-                    "{}:{}: {} did not say READY=1:\n{}",
-                    e.file.display(),
-                    e.line,
-                    unit.name,
-                    daemon.log()
-                )));
-            }
-        }
-        Ok((daemon, socket))
-    }
-
-    /// Runs a command line to completion.
-    fn exec(
-        &mut self,
-        unit: &Unit,
-        e: &Exec,
-        env: &BTreeMap<String, String>,
-    ) -> Result<(), ClusterError> {
-        let words = e.expand(&unit.name, env)?;
-        let (ok, said) = if words[0].ends_with("/systemctl") {
-            (self.systemctl(&words[1..], e)?, String::new())
-        } else {
-            let out = self
-                .command(&words, env)
-                .output()
-                .map_err(ClusterError::io(format!("run {}", words.join(" "))))?;
-            (
-                out.status.success(),
-                format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                ),
-            )
-        };
-        self.oneshots.push_str(&format!(
-            "--- {} ({}): {}\n{said}",
-            unit.name,
-            if ok { "ok" } else { "failed" },
-            words.join(" ")
-        ));
-        if !ok && !e.ignore_failure {
-            return Err(ClusterError::Step(format!(
-                "{}:{}: `{}` failed: {said}",
-                e.file.display(),
-                e.line,
-                words.join(" ")
-            )));
-        }
-        Ok(())
-    }
-
-    /// `systemctl [OPTIONS] VERB UNIT...` on this node's units; false for what systemctl
-    /// would fail.
-    fn systemctl(&mut self, args: &[String], e: &Exec) -> Result<bool, ClusterError> {
-        let mut words = args.iter().filter(|a| !a.starts_with('-'));
-        let verb = words.next().map(String::as_str).unwrap_or("");
-        let targets: Vec<String> = words
-            .map(|u| {
-                if u.contains('.') {
-                    u.clone()
-                } else {
-                    format!("{u}.service")
-                }
-            })
-            .collect();
-        for t in targets {
-            let running = self.running.contains_key(&t);
-            match verb {
-                "start" if !running => self.start(&t)?,
-                "start" => {}
-                "stop" => self.stop(&t),
-                "restart" | "try-restart" if verb == "restart" || running => {
-                    self.stop(&t);
-                    self.start(&t)?;
-                }
-                "try-restart" => {}
-                "reload" | "try-reload-or-restart" | "reload-or-restart" if running => {
-                    self.reload(&t)?;
-                }
-                "reload" => return Ok(false),
-                "reload-or-restart" => self.start(&t)?,
-                "try-reload-or-restart" => {}
-                other => {
-                    return Err(ClusterError::Step(format!(
-                        "{}:{}: systemctl {other} is not emulated in the lab",
-                        e.file.display(),
-                        e.line
-                    )))
-                }
-            }
-        }
-        Ok(true)
-    }
-
-    fn reload(&mut self, name: &str) -> Result<(), ClusterError> {
-        let unit = self.unit(name)?;
-        let files = |p: &Path| self.lab_path(p);
-        let mut env = unit.env(&files)?;
-        if let Some(d) = self.running.get(name) {
-            env.insert("MAINPID".into(), d.pid().to_string());
-        }
-        for e in &unit.exec_reload {
-            self.exec(&unit, e, &env)?;
-        }
-        Ok(())
-    }
-
-    fn stop(&mut self, name: &str) {
-        if let Some(mut d) = self.running.remove(name) {
-            d.stop();
-        }
-        self.notify.remove(name);
-    }
-
-    /// Stops every unit, the last started first (SIGTERM).
-    fn stop_all(&mut self) {
-        self.watches.clear();
-        for name in self.order.clone().iter().rev() {
-            self.stop(name);
-        }
-    }
-
-    /// Kills every unit at once (SIGKILL).
-    fn kill_all(&mut self) {
-        self.watches.clear();
-        for d in self.running.values() {
-            let _ = d.signal(nix::sys::signal::Signal::SIGKILL);
-        }
-        for (_, mut d) in std::mem::take(&mut self.running) {
-            d.stop();
-        }
-    }
-
-    /// Starts emulating a `.path` unit (once).
-    fn watch(&mut self, name: &str) -> Result<(), ClusterError> {
-        let unit = self.unit(name)?;
-        let service = unit
-            .activates
-            .clone()
-            .unwrap_or_else(|| name.trim_end_matches(".path").to_string() + ".service");
-        if self.watches.iter().any(|w| w.service == service) {
-            return Ok(());
-        }
-        let mut files = Vec::new();
-        for p in &unit.watches {
-            files.push(self.lab_path(p).ok_or_else(|| {
-                ClusterError::Step(format!(
-                    "{}: {} is outside what the lab mounts (/etc/ipi-net, /run/ipi-net, \
-                     /run/NetworkManager)",
-                    unit.file.display(),
-                    p.display()
-                ))
-            })?);
-        }
-        let seen = contents(&files);
-        self.watches.push(Watch {
-            service,
-            files,
-            seen,
-        });
-        Ok(())
-    }
-
-    /// One round of the emulated path units: a service whose files changed runs again.
-    fn poll(&mut self) {
-        let mut due = Vec::new();
-        for w in &mut self.watches {
-            let now = contents(&w.files);
-            if now != w.seen {
-                w.seen = now;
-                due.push(w.service.clone());
-            }
-        }
-        for service in due {
-            if let Err(e) = self.start(&service) {
-                self.oneshots
-                    .push_str(&format!("{service} (path unit): {e}\n"));
-            }
-        }
-    }
-}
-
-type OsArg = std::ffi::OsString;
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// `dig @server` from `host` for the A records of `names`, in one run: name to addresses.
-fn dig(host: &Host, server: Ipv4Addr, names: &[String]) -> BTreeMap<String, Vec<String>> {
-    let mut args = vec![
-        format!("@{server}"),
-        "+noall".into(),
-        "+answer".into(),
-        "+tries=1".into(),
-        "+time=2".into(),
-    ];
-    for n in names {
-        args.push(n.clone());
-        args.push("A".into());
-    }
-    let mut out: BTreeMap<String, Vec<String>> =
-        names.iter().map(|n| (n.clone(), Vec::new())).collect();
-    let Ok(o) = host.run("dig", &args) else {
-        return out;
-    };
-    for line in o.stdout.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if let [name, _, "IN", "A", address] = f.as_slice() {
-            if let Some(list) = out.get_mut(name.trim_end_matches('.')) {
-                list.push(address.to_string());
-            }
-        }
-    }
-    for list in out.values_mut() {
-        list.sort();
-    }
-    out
-}
-
-/// One plain-HTTP request on a connection of its own; the answering server's name.
-fn get(to: SocketAddr) -> std::io::Result<String> {
-    let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(3)))?;
-    s.write_all(b"GET / HTTP/1.1\r\nHost: api\r\nConnection: close\r\n\r\n")?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer)?;
-    if !answer.starts_with("HTTP/1.1 200") {
-        return Err(std::io::Error::other(format!("answer: {answer}")));
-    }
-    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").trim();
-    Ok(body.to_string())
 }

@@ -5,9 +5,13 @@
 //! - [`vrrp`]: a VRRP group's keepalived.conf, started under keepalived or vrrpd.
 //! - [`failover`]: two routers, the master cut off, the backup takes over, the link heals.
 //! - [`cluster`]: the cluster in a box (a bootstrap node, three masters, two workers, started
-//!   through the contrib units read by [`units`]), its VIPs, DNS and failovers.
+//!   through the contrib units read by [`units`]), its VIPs, DNS and failovers. Its nodes' units
+//!   run under `supervisor` (systemd's part, as far as the lab needs it); what its clients ask
+//!   (dig, an HTTP GET) is in `probe`.
 
 pub mod cluster;
 pub mod failover;
+mod probe;
+mod supervisor;
 pub mod units;
 pub mod vrrp;
