@@ -8,6 +8,14 @@
 //! it that we do not know is an error naming it (DESIGN.md principle 2), except for the
 //! whereabouts and host-local keys about their own storage and logging, which have no meaning
 //! with our store and are accepted without effect (listed in ipam-cni(5)).
+//!
+//! Here: the model ([`NetConf`], [`Ipam`], [`RangeSet`]), [`parse`] with its version gates and
+//! [`ConfigError`], the `ipam` keys both styles share, the checks across range sets, and the
+//! small readers every part uses (a JSON object with its path, CIDRs, routes, DNS). How each
+//! style's keys become range sets is in the submodules `whereabouts` and `host_local`.
+
+mod host_local;
+mod whereabouts;
 
 use std::net::IpAddr;
 
@@ -16,7 +24,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::alloc::{Order, Pool};
-use crate::range::{from_u128, to_u128, Space, Span};
+use crate::range::{Space, Span};
+use host_local::{host_local_sets, HOST_LOCAL_KEYS};
+use whereabouts::{whereabouts_sets, WHEREABOUTS_KEYS};
 
 /// The CNI versions whose configs we read and whose results we write.
 pub const SUPPORTED: [&str; 5] = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
@@ -421,23 +431,6 @@ fn object<'a>(v: &'a Value, path: String) -> Result<Obj<'a>, ConfigError> {
 }
 
 const COMMON_KEYS: [&str; 5] = ["type", "routes", "dns", "store", "name"];
-const WHEREABOUTS_KEYS: [&str; 7] = [
-    "range",
-    "range_start",
-    "range_end",
-    "exclude",
-    "gateway",
-    "ipRanges",
-    "network_name",
-];
-const HOST_LOCAL_KEYS: [&str; 6] = [
-    "ranges",
-    "subnet",
-    "rangeStart",
-    "rangeEnd",
-    "gateway",
-    "resolvConf",
-];
 
 fn read_ipam(map: &Map<String, Value>, name: &str) -> Result<Ipam, ConfigError> {
     let o = Obj {
@@ -548,233 +541,6 @@ fn masked(net: IpNetwork) -> IpNetwork {
 
 fn same_family(a: IpAddr, b: IpAddr) -> bool {
     a.is_ipv4() == b.is_ipv4()
-}
-
-fn whereabouts_sets(o: &Obj<'_>) -> Result<Vec<RangeSet>, ConfigError> {
-    let top_exclude = read_exclude(o, "exclude")?;
-    let mut sets = Vec::new();
-    if o.map.contains_key("range") {
-        sets.push(whereabouts_range(o, &top_exclude)?);
-    } else if o.map.contains_key("range_start") || o.map.contains_key("range_end") {
-        return Err(invalid(
-            o.field("range_start"),
-            "range_start and range_end go with `range` (or inside ipRanges entries)",
-        ));
-    }
-    if let Some(list) = o.array("ipRanges")? {
-        for (i, v) in list.iter().enumerate() {
-            let entry = object(v, format!("ipam.ipRanges[{i}]"))?;
-            entry.only(&["range", "range_start", "range_end", "exclude"])?;
-            sets.push(whereabouts_range(&entry, &top_exclude)?);
-        }
-    }
-    if sets.is_empty() {
-        return Err(invalid("ipam.ipRanges", "empty: no addresses to hand out"));
-    }
-    // The top-level gateway goes with the range set whose subnet holds it.
-    if let Some(gw) = o.ip("gateway")? {
-        let set = sets
-            .iter_mut()
-            .find(|s| s.ranges.iter().any(|r| r.subnet.contains(gw)))
-            .ok_or_else(|| invalid("ipam.gateway", format!("{gw} is in no range's subnet")))?;
-        for r in &mut set.ranges {
-            r.gateway = Some(gw);
-        }
-    }
-    Ok(sets)
-}
-
-/// whereabouts' `exclude` (CIDRs; plain addresses and `a-b` ranges are read too).
-fn read_exclude(o: &Obj<'_>, key: &str) -> Result<Vec<Span>, ConfigError> {
-    let Some(list) = o.array(key)? else {
-        return Ok(Vec::new());
-    };
-    list.iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let field = format!("{}[{i}]", o.field(key));
-            let text = v.as_str().ok_or_else(|| invalid(&field, "not a string"))?;
-            Span::parse(text).map_err(|why| invalid(&field, why))
-        })
-        .collect()
-}
-
-/// One whereabouts range: `range` as `CIDR` or `FIRST-LAST/LEN`, with `range_start`,
-/// `range_end` and `exclude` (the top-level exclusions of its family apply too).
-fn whereabouts_range(o: &Obj<'_>, top_exclude: &[Span]) -> Result<RangeSet, ConfigError> {
-    let field = o.field("range");
-    let text = o
-        .str("range")?
-        .ok_or_else(|| invalid(&field, "missing: a CIDR or FIRST-LAST/LEN"))?;
-    let (subnet, mut first, mut last) = match Span::parse_with_length(text) {
-        Ok(Some((span, net))) => {
-            if o.map.contains_key("range_start") || o.map.contains_key("range_end") {
-                return Err(invalid(
-                    &field,
-                    format!("{text:?} gives its first and last address: no range_start or range_end with it"),
-                ));
-            }
-            (net, span.first, span.last)
-        }
-        Ok(None) => {
-            if text.contains('-') {
-                return Err(invalid(
-                    &field,
-                    format!("{text:?} has no prefix length: write FIRST-LAST/LEN"),
-                ));
-            }
-            let net = masked(parse_net(&field, text)?);
-            let whole = Span::of_network(net);
-            (net, whole.first, whole.last)
-        }
-        Err(why) => return Err(invalid(&field, why)),
-    };
-    for (key, end) in [("range_start", &mut first), ("range_end", &mut last)] {
-        if let Some(ip) = o.ip(key)? {
-            if !subnet.contains(ip) {
-                return Err(invalid(o.field(key), format!("{ip} is outside {subnet}")));
-            }
-            *end = ip;
-        }
-    }
-    let span = Span::new(first, last).map_err(|why| invalid(o.field("range_start"), why))?;
-    let mut excluded = read_exclude(o, "exclude")?;
-    if let Some(bad) = excluded.iter().find(|s| !same_family(s.first, first)) {
-        return Err(invalid(
-            o.field("exclude"),
-            format!("{bad} is not of the family of {subnet}"),
-        ));
-    }
-    excluded.extend(top_exclude.iter().filter(|s| same_family(s.first, first)));
-    Ok(RangeSet {
-        ranges: vec![Range {
-            subnet,
-            span,
-            gateway: None,
-        }],
-        excluded,
-    })
-}
-
-fn host_local_sets(o: &Obj<'_>) -> Result<Vec<RangeSet>, ConfigError> {
-    if o.map.contains_key("subnet") {
-        if o.map.contains_key("ranges") {
-            return Err(invalid(
-                "ipam.subnet",
-                "give either `subnet` (one range) or `ranges`, not both",
-            ));
-        }
-        return Ok(vec![RangeSet {
-            ranges: vec![host_local_range(o)?],
-            excluded: Vec::new(),
-        }]);
-    }
-    if let Some(k) = ["rangeStart", "rangeEnd", "gateway"]
-        .into_iter()
-        .find(|k| o.map.contains_key(*k))
-    {
-        return Err(invalid(
-            o.field(k),
-            "goes with `subnet`, or inside a range of `ranges`",
-        ));
-    }
-    let list = o.array("ranges")?.map(Vec::as_slice).unwrap_or_default();
-    if list.is_empty() {
-        return Err(invalid("ipam.ranges", "empty: no range sets"));
-    }
-    list.iter()
-        .enumerate()
-        .map(|(i, set)| {
-            let path = format!("ipam.ranges[{i}]");
-            let Value::Array(ranges) = set else {
-                return Err(invalid(path, "not a list of ranges (a range set)"));
-            };
-            if ranges.is_empty() {
-                return Err(invalid(path, "an empty range set"));
-            }
-            let ranges = ranges
-                .iter()
-                .enumerate()
-                .map(|(j, r)| {
-                    let r = object(r, format!("{path}[{j}]"))?;
-                    r.only(&["subnet", "rangeStart", "rangeEnd", "gateway"])?;
-                    host_local_range(&r)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            if let Some(r) = ranges.iter().find(|r| r.subnet.is_ipv4() != ranges[0].subnet.is_ipv4()) {
-                return Err(invalid(
-                    path,
-                    format!("mixes address families ({} and {}): one family per range set, a set per family for dual stack", ranges[0].subnet, r.subnet),
-                ));
-            }
-            Ok(RangeSet {
-                ranges,
-                excluded: Vec::new(),
-            })
-        })
-        .collect()
-}
-
-/// One host-local range, with host-local's defaults: from the subnet's first host to its last
-/// (the IPv4 broadcast address excluded), gateway the first host.
-fn host_local_range(o: &Obj<'_>) -> Result<Range, ConfigError> {
-    let field = o.field("subnet");
-    let text = o
-        .str("subnet")?
-        .ok_or_else(|| invalid(&field, "missing: the range's subnet (a CIDR)"))?;
-    let subnet = parse_net(&field, text)?;
-    if subnet.ip() != subnet.network() {
-        return Err(invalid(
-            &field,
-            format!(
-                "{text:?} has host bits set: the network is {}",
-                masked(subnet)
-            ),
-        ));
-    }
-    let bits = if subnet.is_ipv4() { 32 } else { 128 };
-    if subnet.prefix() + 2 > bits {
-        return Err(invalid(
-            &field,
-            format!("{subnet} is too small to allocate from"),
-        ));
-    }
-    let whole = Span::of_network(subnet);
-    let host = |n: u128| from_u128(n, whole.first);
-    let first_host = host(to_u128(whole.first) + 1);
-    let last_host = if subnet.is_ipv4() {
-        host(to_u128(whole.last) - 1)
-    } else {
-        Some(whole.last)
-    };
-    let (Some(first_host), Some(last_host)) = (first_host, last_host) else {
-        return Err(invalid(&field, format!("{subnet} has no host addresses")));
-    };
-    let (mut first, mut last) = (first_host, last_host);
-    for (key, end) in [("rangeStart", &mut first), ("rangeEnd", &mut last)] {
-        if let Some(ip) = o.ip(key)? {
-            if !subnet.contains(ip) {
-                return Err(invalid(o.field(key), format!("{ip} is outside {subnet}")));
-            }
-            *end = ip;
-        }
-    }
-    let span = Span::new(first, last).map_err(|why| invalid(o.field("rangeStart"), why))?;
-    let gateway = match o.ip("gateway")? {
-        Some(gw) if !subnet.contains(gw) => {
-            return Err(invalid(
-                o.field("gateway"),
-                format!("{gw} is outside {subnet}"),
-            ))
-        }
-        Some(gw) => gw,
-        None => first_host,
-    };
-    Ok(Range {
-        subnet,
-        span,
-        gateway: Some(gateway),
-    })
 }
 
 /// Across all sets: no two ranges overlap, and every set can hand out an address.
@@ -915,66 +681,16 @@ fn read_prev_ips(v: &Value) -> Result<Vec<IpAddr>, ConfigError> {
 mod tests {
     use super::*;
 
-    fn ip(s: &str) -> IpAddr {
+    /// An address, for the tests here and the styles' (`super::whereabouts`, `super::host_local`).
+    pub(super) fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
     }
 
-    fn conf(ipam: &str) -> Result<NetConf, ConfigError> {
+    /// A config of version 1.0.0 for network `net1` with this `ipam` section, read for ADD.
+    pub(super) fn conf(ipam: &str) -> Result<NetConf, ConfigError> {
         let text =
             format!(r#"{{"cniVersion":"1.0.0","name":"net1","type":"bridge","ipam":{ipam}}}"#);
         parse(text.as_bytes(), "ADD", "0.3.0")
-    }
-
-    #[test]
-    fn reads_the_whereabouts_fixture() {
-        let text = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/fixtures/seeds/nad-internalapi-whereabouts.json"
-        ))
-        .unwrap();
-        let c = parse(&text, "ADD", "0.3.0").unwrap();
-        assert_eq!(c.cni_version, "0.3.1");
-        assert_eq!(c.ipam.style, Style::Whereabouts);
-        let r = c.ipam.sets[0].ranges[0];
-        assert_eq!(r.subnet.to_string(), "172.17.0.0/24");
-        assert_eq!(r.span.to_string(), "172.17.0.30-172.17.0.70");
-        assert_eq!(c.ipam.pools()[0].name, "cni/internalapi/0");
-    }
-
-    #[test]
-    fn whereabouts_ranges_with_and_without_ends() {
-        let c = conf(r#"{"range":"192.0.2.225-192.0.2.230/28","gateway":"192.0.2.238","exclude":["192.0.2.226/32"]}"#).unwrap();
-        let set = &c.ipam.sets[0];
-        assert_eq!(set.ranges[0].subnet.to_string(), "192.0.2.224/28");
-        assert_eq!(set.ranges[0].gateway, Some(ip("192.0.2.238")));
-        let space = set.space();
-        assert_eq!(
-            space.next_allowed(&space.spans[0], 0),
-            Some(ip("192.0.2.225"))
-        );
-        assert!(space.refusal(ip("192.0.2.226")).is_some());
-        // A plain CIDR: the whole subnet less its network and broadcast addresses.
-        let c = conf(r#"{"range":"192.0.2.5/30"}"#).unwrap();
-        let space = c.ipam.sets[0].space();
-        assert_eq!(
-            space.next_allowed(&space.spans[0], 0),
-            Some(ip("192.0.2.5"))
-        );
-        assert!(space.refusal(ip("192.0.2.7")).is_some());
-        let e = conf(r#"{"range":"192.0.2.1-192.0.2.9"}"#).unwrap_err();
-        assert!(e.to_string().contains("no prefix length"), "{e}");
-    }
-
-    #[test]
-    fn host_local_defaults_and_dual_stack() {
-        let c = conf(r#"{"type":"host-local","ranges":[[{"subnet":"192.0.2.0/24"}],[{"subnet":"2001:db8::/64","rangeStart":"2001:db8::10"}]],"routes":[{"dst":"0.0.0.0/0"}]}"#).unwrap();
-        let v4 = c.ipam.sets[0].ranges[0];
-        assert_eq!(v4.span.to_string(), "192.0.2.1-192.0.2.254");
-        assert_eq!(v4.gateway, Some(ip("192.0.2.1")));
-        let v6 = c.ipam.sets[1].ranges[0];
-        assert_eq!(v6.span.last, ip("2001:db8::ffff:ffff:ffff:ffff"));
-        assert_eq!(c.ipam.pools()[1].name, "cni/net1/1");
-        assert_eq!(c.ipam.routes[0].dst, "0.0.0.0/0");
     }
 
     #[test]
