@@ -451,3 +451,11 @@ fn vip_suggest_avoids_reserved_addresses() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "apiVIPs:\n- 192.0.2.6\ningressVIPs:\n- 192.0.2.7\n");
 }
+
+#[test]
+fn a_usage_error_names_what_is_missing() {
+    let (code, out, err) = run(&["reserve", "--netconfig", "x"]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert!(err.contains("--ipset"), "{err}");
+}

@@ -103,10 +103,3 @@ fn suggestions_before_there_are_vips() {
     assert_eq!(code, 2);
     assert!(err.contains("networking.machineNetwork[0].cidr"), "{err}");
 }
-
-#[test]
-fn what_is_not_built_says_so() {
-    let (code, _, err) = run(&["reserve", "--netconfig", "x"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("not implemented yet"), "{err}");
-}
