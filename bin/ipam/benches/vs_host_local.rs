@@ -2,8 +2,8 @@
 //!
 //! - 1,000 sequential ADDs, each a new container id, of one host-local config (a /16), through
 //!   each plugin as a runtime calls it (a process per ADD, the config on stdin): wall time. Once
-//!   with both stores on the disk, where ipam's file store makes each reservation durable (two
-//!   directory flushes) and host-local does not flush at all; once on tmpfs, where flushing
+//!   with both stores on the disk, where ipam's file store makes each reservation durable (one
+//!   directory flush) and host-local does not flush at all; once on tmpfs, where flushing
 //!   costs nothing, which leaves the processes and the plugins' own work. Goal: ipam at least
 //!   3x faster.
 //! - One more ADD into a /16 that holds 60,000 reservations, against one into an empty store:
