@@ -309,8 +309,8 @@ fn walk(spans: &[Span], start: Option<IpAddr>) -> Vec<Span> {
 
 /// Claims the first free address from the pool's hint on, and moves the hint past it.
 fn search(store: &mut dyn Store, pool: &Pool, record: &Record) -> Result<IpAddr, AllocError> {
-    let mut hint = store.next(&pool.name)?;
-    for span in walk(&pool.space.spans, hint) {
+    let start = store.next(&pool.name)?;
+    for span in walk(&pool.space.spans, start) {
         let mut from = to_u128(span.first);
         while let Some(ip) = pool.space.next_allowed(&span, from) {
             if store.claim(&pool.name, ip, record)? {
@@ -318,19 +318,10 @@ fn search(store: &mut dyn Store, pool: &Pool, record: &Record) -> Result<IpAddr,
                 store.set_next(&pool.name, after.unwrap_or(ip))?;
                 return Ok(ip);
             }
-            let Some(mut next) = to_u128(ip).checked_add(1) else {
-                break;
-            };
-            // Taken at or past the hint: other machines are allocating from the same hint
-            // right now (etcd; nothing races on the file store). The hint they moved says how
-            // far they got: jump there rather than lose each of their addresses in turn.
-            if hint.is_some_and(|h| h.is_ipv4() == ip.is_ipv4() && to_u128(ip) >= to_u128(h)) {
-                hint = store.next(&pool.name)?;
-                if let Some(h) = hint.filter(|h| span.contains(*h) && to_u128(*h) > next) {
-                    next = to_u128(h);
-                }
+            match to_u128(ip).checked_add(1) {
+                Some(n) => from = n,
+                None => break,
             }
-            from = next;
         }
     }
     Err(AllocError::Exhausted {
