@@ -107,7 +107,9 @@ pub struct Held {
 
 /// Reserves an address of `pool` for `owner`: the one it holds already, else `fixed` if given
 /// (when the pool may hand it out and no one holds it), else the first free one in the pool's
-/// order. A held address is moved to `fixed` when they differ.
+/// order. A held address is moved to `fixed` when they differ, and to a new one when the pool
+/// may no longer hand it out (its configuration changed: a range, an exclusion), as host-local
+/// does; the old one is freed once the new one is held.
 pub fn reserve(
     store: &mut dyn Store,
     pool: &Pool,
@@ -116,7 +118,8 @@ pub fn reserve(
 ) -> Result<Held, AllocError> {
     let held = store.owned(&pool.name, owner)?;
     if let Some((ip, _)) = &held {
-        if fixed.is_none_or(|f| f == *ip) {
+        let allowed = pool.space.refusal(*ip).is_none();
+        if allowed && fixed.is_none_or(|f| f == *ip) {
             return Ok(Held {
                 ip: *ip,
                 new: false,

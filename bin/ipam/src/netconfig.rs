@@ -513,20 +513,28 @@ impl IpSet {
         store: &mut dyn Store,
         netconfig: &NetConfig,
     ) -> Result<Vec<Reservation>, AllocError> {
-        let mut taken: Vec<(&Pool, IpAddr)> = Vec::new();
+        // What this call changed: the pool, and what the IPSet held there before (to go back to
+        // when a later network cannot give an address).
+        let mut changed: Vec<(&Pool, Option<IpAddr>)> = Vec::new();
         let mut out = Vec::new();
         for (sub, fixed, default_route) in &self.requests {
+            let before = store.owned(&sub.pool.name, &self.name)?.map(|(ip, _)| ip);
             match alloc::reserve(store, &sub.pool, &self.name, *fixed) {
                 Ok(held) => {
                     if held.new {
-                        taken.push((&sub.pool, held.ip));
+                        changed.push((&sub.pool, before));
                     }
                     out.push(Reservation::new(sub, held.ip, *default_route));
                 }
                 Err(e) => {
-                    for (pool, _) in taken {
-                        // Best effort: the error that stopped us is the one to report.
-                        let _ = alloc::release(store, pool, &self.name);
+                    for (pool, before) in changed {
+                        // Best effort: the error that stopped us is the one to report. An
+                        // address moved away from is taken back (this call freed it, so it is
+                        // free unless another machine took it meanwhile).
+                        let _ = match before {
+                            Some(ip) => alloc::reserve(store, pool, &self.name, Some(ip)).map(drop),
+                            None => alloc::release(store, pool, &self.name).map(drop),
+                        };
                     }
                     return Err(e);
                 }

@@ -6,6 +6,8 @@ use ipi_core::vip::address_problems;
 use ipi_core::Inventory;
 use ipnetwork::IpNetwork;
 
+use crate::range::{from_u128, to_u128, Span};
+
 /// The host number OpenStack's installer gives the API VIP by default.
 pub const API_HOST: u128 = 5;
 /// ... and the Ingress VIP.
@@ -22,22 +24,11 @@ pub struct Suggestion {
 
 /// Host `n` of `network`, if the network is that large.
 fn host(network: &IpNetwork, n: u128) -> Option<IpAddr> {
-    match network {
-        IpNetwork::V4(v4) => {
-            let base = u32::from(v4.network());
-            let size = 1u128 << (32 - v4.prefix());
-            (n < size).then(|| IpAddr::V4((base + n as u32).into()))
-        }
-        IpNetwork::V6(v6) => {
-            let base = u128::from(v6.network());
-            let size = if v6.prefix() == 0 {
-                u128::MAX
-            } else {
-                1u128 << (128 - v6.prefix())
-            };
-            (n < size).then(|| IpAddr::V6((base + n).into()))
-        }
-    }
+    let all = Span::of_network(*network);
+    to_u128(all.first)
+        .checked_add(n)
+        .filter(|a| *a <= to_u128(all.last))
+        .and_then(|a| from_u128(a, all.first))
 }
 
 /// The first address from host `from` of `network` that can be a VIP and is not in `taken`.

@@ -459,3 +459,64 @@ fn a_usage_error_names_what_is_missing() {
     assert!(out.is_empty());
     assert!(err.contains("--ipset"), "{err}");
 }
+
+#[test]
+fn a_failed_ipset_gives_back_even_a_moved_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store").display().to_string();
+    let netconfig = write(
+        dir.path(),
+        "nc.yaml",
+        "kind: NetConfig\nspec:\n  networks:\n  - name: A\n    subnets:\n    - name: s\n      cidr: 192.0.2.0/24\n      allocationRanges:\n      - {start: 192.0.2.10, end: 192.0.2.20}\n  - name: B\n    subnets:\n    - name: s\n      cidr: 198.51.100.0/24\n      allocationRanges:\n      - {start: 198.51.100.10, end: 198.51.100.11}\n",
+    );
+    let a_only = "  - name: A\n    subnetName: s\n";
+    let (code, _, err) = reserve(&netconfig, &ipset_file(dir.path(), "n0", a_only), &store);
+    assert_eq!(code, 0, "{err}");
+    let b_only = "  - name: B\n    subnetName: s\n";
+    for other in ["other", "another"] {
+        let (code, _, err) = reserve(&netconfig, &ipset_file(dir.path(), other, b_only), &store);
+        assert_eq!(code, 0, "{err}");
+    }
+    let before = snapshot(Path::new(&store));
+
+    // n0 moves to a fixed address on A and asks for B, which is full: nothing changes, and
+    // n0 still holds its old address.
+    let moved =
+        "  - name: A\n    subnetName: s\n    fixedIP: 192.0.2.15\n  - name: B\n    subnetName: s\n";
+    let (code, _, err) = reserve(&netconfig, &ipset_file(dir.path(), "n0", moved), &store);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no free address left in 198.51.100.10-198.51.100.11"),
+        "{err}"
+    );
+    let (_, list, _) = run(&["list", "--store", &store]);
+    assert!(list.contains("netconfig/A/s\t192.0.2.10\tn0"), "{list}");
+    assert!(!list.contains("192.0.2.15"), "{list}");
+    let records = |s: BTreeMap<PathBuf, Vec<u8>>| {
+        s.into_iter()
+            .filter(|(p, _)| !p.ends_with("next"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(records(snapshot(Path::new(&store))), records(before));
+}
+
+#[test]
+fn a_held_address_the_netconfig_now_excludes_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store").display().to_string();
+    let netconfig = small_netconfig(dir.path(), "192.0.2.20");
+    let set = ipset_file(dir.path(), "n0", "  - name: A\n    subnetName: s\n");
+    let (_, out, _) = reserve(&netconfig, &set, &store);
+    assert!(out.contains("address: 192.0.2.10"), "{out}");
+    // The operator excludes 192.0.2.10 now: the same IPSet moves to the lowest allowed address.
+    let text = std::fs::read_to_string(&netconfig).unwrap().replace(
+        "      gateway: 192.0.2.1\n",
+        "      gateway: 192.0.2.1\n      excludeAddresses: [192.0.2.10]\n",
+    );
+    let excluded = write(dir.path(), "excluded.yaml", &text);
+    let (code, out, err) = reserve(&excluded, &set, &store);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("address: 192.0.2.11"), "{out}");
+    let (_, list, _) = run(&["list", "--store", &store]);
+    assert_eq!(list, "netconfig/A/s\t192.0.2.11\tn0\n");
+}
