@@ -12,7 +12,7 @@ use ipam::alloc::{self, AllocError};
 use ipam::cli::{Cli, ClusterArgs, Command, NetconfigCommand, PoolCommand, VipCommand};
 use ipam::netconfig::{self, IpSet, NetConfig};
 use ipam::pool::{AddressPool, Answer};
-use ipam::store::{self, Store, StoreError};
+use ipam::store::{self, Record, Store, StoreError};
 use ipi_core::exit::Status;
 use ipi_core::{Cluster, ClusterError, Inventory};
 
@@ -66,21 +66,24 @@ fn main() -> ExitCode {
     }
 }
 
-/// What a command ends with: a status, and on failure the message for stderr.
-type Outcome = Result<Status, (Status, String)>;
+/// A failed command: its status and the message for stderr.
+type Failure = (Status, String);
 
-fn usage(message: impl ToString) -> (Status, String) {
+/// What a command ends with.
+type Outcome = Result<Status, Failure>;
+
+fn usage(message: impl ToString) -> Failure {
     (Status::Usage, message.to_string())
 }
 
-fn store_failed(e: StoreError) -> (Status, String) {
+fn store_failed(e: StoreError) -> Failure {
     match e {
         StoreError::Url { .. } => usage(e),
         _ => (Status::Unavailable, e.to_string()),
     }
 }
 
-fn alloc_failed(e: AllocError) -> (Status, String) {
+fn alloc_failed(e: AllocError) -> Failure {
     match e {
         AllocError::Store(e) => store_failed(e),
         AllocError::Contended { .. } => (Status::Unavailable, e.to_string()),
@@ -88,11 +91,25 @@ fn alloc_failed(e: AllocError) -> (Status, String) {
     }
 }
 
-fn open(url: &str) -> Result<Box<dyn Store>, (Status, String)> {
+fn open(url: &str) -> Result<Box<dyn Store>, Failure> {
     store::open(url).map_err(store_failed)
 }
 
-fn nodes(args: &ClusterArgs) -> Result<Option<Inventory>, (Status, String)> {
+/// Every reservation of the store at `url`, by pool; none when there is no store there yet
+/// (which a listing does not create).
+fn all_reservations(url: &str) -> Result<Vec<(String, IpAddr, Record)>, Failure> {
+    let Some(mut store) = store::open_existing(url).map_err(store_failed)? else {
+        return Ok(Vec::new());
+    };
+    let mut all = Vec::new();
+    for pool in store.pools().map_err(store_failed)? {
+        let held = store.list(&pool).map_err(store_failed)?;
+        all.extend(held.into_iter().map(|(ip, r)| (pool.clone(), ip, r)));
+    }
+    Ok(all)
+}
+
+fn nodes(args: &ClusterArgs) -> Result<Option<Inventory>, Failure> {
     args.nodes
         .as_ref()
         .map(|p| Inventory::load(p).map_err(usage))
@@ -127,11 +144,7 @@ fn suggest(args: &ClusterArgs, store: Option<&str>, json: bool) -> Outcome {
     let networks = Cluster::load_machine_networks(&args.cluster).map_err(usage)?;
     let mut reserved = Vec::new();
     if let Some(url) = store {
-        let mut store = open(url)?;
-        for pool in store.pools().map_err(store_failed)? {
-            let held = store.list(&pool).map_err(store_failed)?;
-            reserved.extend(held.into_iter().map(|(ip, _)| ip));
-        }
+        reserved.extend(all_reservations(url)?.into_iter().map(|(_, ip, _)| ip));
     }
     let s = ipam::vip::suggest(&networks, nodes.as_ref(), &reserved)
         .map_err(|e| (Status::Failed, e))?;
@@ -151,8 +164,10 @@ fn reserve(netconfig: &std::path::Path, ipset: &std::path::Path, url: &str, json
 }
 
 fn release(name: &str, url: &str) -> Outcome {
-    let mut store = open(url)?;
-    let released = alloc::release_name(store.as_mut(), name).map_err(alloc_failed)?;
+    let released = match store::open_existing(url).map_err(store_failed)? {
+        Some(mut store) => alloc::release_name(store.as_mut(), name).map_err(alloc_failed)?,
+        None => Vec::new(),
+    };
     if released.is_empty() {
         eprintln!("ipam: {name} held nothing");
     }
@@ -173,12 +188,7 @@ struct Listed<'a> {
 }
 
 fn list(url: &str, json: bool) -> Outcome {
-    let mut store = open(url)?;
-    let mut all = Vec::new();
-    for pool in store.pools().map_err(store_failed)? {
-        let held = store.list(&pool).map_err(store_failed)?;
-        all.extend(held.into_iter().map(|(ip, r)| (pool.clone(), ip, r)));
-    }
+    let all = all_reservations(url)?;
     if json {
         let listed: Vec<Listed> = all
             .iter()

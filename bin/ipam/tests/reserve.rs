@@ -520,3 +520,28 @@ fn a_held_address_the_netconfig_now_excludes_moves() {
     let (_, list, _) = run(&["list", "--store", &store]);
     assert_eq!(list, "netconfig/A/s\t192.0.2.11\tn0\n");
 }
+
+#[test]
+fn reading_a_store_that_is_not_there_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let typo = dir.path().join("no-such-store").display().to_string();
+    let cluster = ipi_lab::install_config(dir.path(), &["192.0.2.0/24"], &[], &[]);
+    for args in [
+        vec!["list", "--store", &typo],
+        vec!["list", "--store", &typo, "--json"],
+        vec!["release", "x", "--store", &typo],
+        vec![
+            "vip",
+            "suggest",
+            "--cluster",
+            cluster.to_str().unwrap(),
+            "--store",
+            &typo,
+        ],
+    ] {
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(!Path::new(&typo).exists(), "{args:?} created {typo}");
+    }
+    assert_eq!(run(&["list", "--store", &typo, "--json"]).1, "[]\n");
+}

@@ -15,7 +15,6 @@ pub mod config;
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::IpAddr;
-use std::path::Path;
 use std::process::ExitCode;
 
 use serde::Serialize;
@@ -369,7 +368,7 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
             Ok(result_json(conf, &held, dns.as_ref()))
         }
         Command::Del => {
-            let Some(mut store) = open_existing(&conf.ipam.store)? else {
+            let Some(mut store) = store::open_existing(&conf.ipam.store)? else {
                 return Ok(String::new());
             };
             for pool in network_pools(store.as_mut(), conf)? {
@@ -378,7 +377,7 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
             Ok(String::new())
         }
         Command::Check => {
-            let Some(mut store) = open_existing(&conf.ipam.store)? else {
+            let Some(mut store) = store::open_existing(&conf.ipam.store)? else {
                 return Err(not_held(&call.owner, &pools[0], None));
             };
             check(store.as_mut(), conf, &pools, &call.owner)?;
@@ -392,25 +391,13 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
                 )
             })?;
             let keep: HashSet<String> = valid.iter().map(|(c, i)| format!("{c}/{i}")).collect();
-            if let Some(mut store) = open_existing(&conf.ipam.store)? {
+            if let Some(mut store) = store::open_existing(&conf.ipam.store)? {
                 gc(store.as_mut(), conf, &keep)?;
             }
             Ok(String::new())
         }
         Command::Status | Command::Version => Ok(String::new()),
     }
-}
-
-/// Opens the store, or `None` for a file store that does not exist yet (holding nothing, it
-/// need not be created to release or verify nothing).
-fn open_existing(url: &str) -> Result<Option<Box<dyn Store>>, CniError> {
-    if !url.starts_with("etcd://") {
-        let path = url.strip_prefix("file://").unwrap_or(url);
-        if !Path::new(path).join("FORMAT").exists() {
-            return Ok(None);
-        }
-    }
-    Ok(Some(store::open(url)?))
 }
 
 /// Which range set each requested address goes to (one at most per set).

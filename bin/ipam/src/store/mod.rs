@@ -16,7 +16,7 @@ pub mod file;
 use std::fmt;
 use std::io;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -151,28 +151,53 @@ pub trait Store: fmt::Debug {
 /// Where the store is when none is named: a directory for one machine.
 pub const DEFAULT_DIR: &str = "/var/lib/ipi-net/ipam";
 
-/// Opens the store `url` names: `etcd://HOST:PORT[,HOST:PORT...][/PREFIX]` for etcd, a
-/// directory path (or `file://PATH`) for the file store.
-pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
+/// Where a store URL points.
+enum Location<'a> {
+    /// etcd: the endpoints and prefix after `etcd://`.
+    Etcd(&'a str),
+    /// A directory.
+    Dir(&'a Path),
+}
+
+fn locate(url: &str) -> Result<Location<'_>, StoreError> {
     if let Some(rest) = url.strip_prefix("etcd://") {
-        return Ok(Box::new(etcd::EtcdStore::connect(url, rest)?));
+        return Ok(Location::Etcd(rest));
+    }
+    let bad = |why: String| StoreError::Url {
+        url: url.to_owned(),
+        why: format!("{why} (a path, file://PATH or etcd://HOST:PORT)"),
+    };
+    if let Some((scheme, _)) = url.split_once("://") {
+        if scheme != "file" {
+            return Err(bad(format!("unknown scheme {scheme:?}")));
+        }
     }
     let path = url.strip_prefix("file://").unwrap_or(url);
     if path.is_empty() {
-        return Err(StoreError::Url {
-            url: url.to_owned(),
-            why: "names no directory (a path, file://PATH or etcd://HOST:PORT)".into(),
-        });
+        return Err(bad("names no directory".into()));
     }
-    if let Some((scheme, _)) = url.split_once("://") {
-        if scheme != "file" {
-            return Err(StoreError::Url {
-                url: url.to_owned(),
-                why: format!("unknown scheme {scheme:?} (a path, file://PATH or etcd://HOST:PORT)"),
-            });
+    Ok(Location::Dir(Path::new(path)))
+}
+
+/// Opens the store `url` names: `etcd://HOST:PORT[,HOST:PORT...][/PREFIX]` for etcd, a
+/// directory path (or `file://PATH`) for the file store, which is created if need be.
+pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
+    Ok(match locate(url)? {
+        Location::Etcd(rest) => Box::new(etcd::EtcdStore::connect(url, rest)?),
+        Location::Dir(path) => Box::new(file::FileStore::open(path)?),
+    })
+}
+
+/// Opens the store `url` names if there is one: `None` for a directory that is not a store
+/// yet. What only reads or releases (a listing, a CNI DEL) finds nothing there, and must not
+/// leave an empty store behind (at a mistyped path, say).
+pub fn open_existing(url: &str) -> Result<Option<Box<dyn Store>>, StoreError> {
+    if let Location::Dir(path) = locate(url)? {
+        if !path.join("FORMAT").exists() {
+            return Ok(None);
         }
     }
-    Ok(Box::new(file::FileStore::open(path.as_ref())?))
+    open(url).map(Some)
 }
 
 /// A pool or owner name as one safe path segment or key segment: letters, digits, `-`, `_` and
