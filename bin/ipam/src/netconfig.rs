@@ -179,10 +179,15 @@ pub(crate) fn parse_object<S: serde::de::DeserializeOwned>(
             object.kind.unwrap_or_default()
         )]));
     }
+    let group = if kind == "IPAddressPool" {
+        "metallb.io"
+    } else {
+        "network.openstack.org"
+    };
     if let Some(v) = &object.api_version {
-        if !v.starts_with("network.openstack.org/") && !v.starts_with("metallb.io/") {
+        if v.split_once('/').map(|(g, _)| g) != Some(group) {
             return Err(Problems(vec![format!(
-                "{name}: apiVersion {v:?} is not one ipam reads"
+                "{name}: apiVersion {v:?}: a {kind} is {group}/VERSION"
             )]));
         }
     }

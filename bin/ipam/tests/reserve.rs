@@ -246,6 +246,7 @@ fn bad_input_is_refused_by_name_and_the_store_is_untouched() {
         ("malformed YAML", "kind: NetConfig\nspec: [\n".into(), String::new(), "netconfig"),
         ("malformed JSON", "{\"kind\": \"NetConfig\", \"spec\": {\"networks\": [}}".into(), String::new(), ":1:"),
         ("an unknown key", net("  - name: A\n    subnets: []\n    colour: blue\n"), String::new(), "unknown field `colour`"),
+        ("another API group", "apiVersion: metallb.io/v1beta1\nkind: NetConfig\nspec:\n  networks: []\n".into(), String::new(), "a NetConfig is network.openstack.org/VERSION"),
         (
             "a gateway outside the cidr",
             net("  - name: A\n    subnets:\n    - name: s\n      cidr: 192.0.2.0/24\n      gateway: 198.51.100.1\n      allocationRanges:\n      - {start: 192.0.2.10, end: 192.0.2.20}\n"),
