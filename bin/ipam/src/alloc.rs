@@ -318,7 +318,10 @@ fn search(store: &mut dyn Store, pool: &Pool, record: &Record) -> Result<IpAddr,
         while let Some(ip) = pool.space.next_allowed(&span, from) {
             if store.claim(&pool.name, ip, record)? {
                 let after = to_u128(ip).checked_add(1).and_then(|n| from_u128(n, ip));
-                store.set_next(&pool.name, after.unwrap_or(ip))?;
+                // The address is held: failing now to move a hint (etcd gone in between) must
+                // not report the reservation as failed, which would leave it held by no one's
+                // knowledge. The next search merely starts earlier.
+                let _ = store.set_next(&pool.name, after.unwrap_or(ip));
                 return Ok(ip);
             }
             match to_u128(ip).checked_add(1) {

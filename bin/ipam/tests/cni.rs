@@ -331,6 +331,18 @@ fn gc_drops_every_attachment_not_listed() {
     // GC needs a 1.1.0 config.
     let old = gc.replace("\"1.1.0\"", "\"1.0.0\"");
     assert_eq!(run_with(BIN, "GC", &old, "", &env).code(), 1);
+
+    // Two networks sharing their pools (one network_name): a GC of one knows nothing of the
+    // other's attachments and frees nothing.
+    let shared = json!({"range": "198.51.100.0/24", "network_name": "shared"});
+    let a = conf("1.1.0", "net-a", dir.path(), shared.clone());
+    let b = conf("1.1.0", "net-b", dir.path(), shared);
+    run("ADD", &a, "a1").success();
+    run("ADD", &b, "b1").success();
+    let mut gc_a: Value = serde_json::from_str(&a).unwrap();
+    gc_a["cni.dev/valid-attachments"] = json!([{"containerID": "a1", "ifname": "eth0"}]);
+    run_with(BIN, "GC", &gc_a.to_string(), "", &env).success();
+    run("CHECK", &b, "b1").success();
 }
 
 #[test]

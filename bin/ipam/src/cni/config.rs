@@ -251,11 +251,6 @@ impl RangeSet {
     pub fn range_of(&self, ip: IpAddr) -> Option<&Range> {
         self.ranges.iter().find(|r| r.span.contains(ip))
     }
-
-    /// Whether the set's addresses are IPv4.
-    pub fn is_ipv4(&self) -> bool {
-        self.ranges.first().is_some_and(|r| r.subnet.is_ipv4())
-    }
 }
 
 impl Ipam {

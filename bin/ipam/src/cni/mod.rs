@@ -322,6 +322,9 @@ pub fn error_json(version: &str, e: &CniError) -> String {
     text
 }
 
+/// The largest network config read from stdin (a real one is a few KiB).
+const MAX_CONFIG: u64 = 1 << 20;
+
 /// One call: what to print on success, or the version to answer in and the error.
 pub fn run(
     get: impl Fn(&str) -> Option<String>,
@@ -333,12 +336,21 @@ pub fn run(
         return Ok(version_json());
     }
     let mut bytes = Vec::new();
-    stdin.read_to_end(&mut bytes).map_err(|e| {
-        ours(CniError::new(
-            code::IO,
-            format!("reading the network config from stdin: {e}"),
-        ))
-    })?;
+    stdin
+        .take(MAX_CONFIG + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| {
+            ours(CniError::new(
+                code::IO,
+                format!("reading the network config from stdin: {e}"),
+            ))
+        })?;
+    if bytes.len() as u64 > MAX_CONFIG {
+        return Err(ours(CniError::new(
+            code::DECODE,
+            format!("the network config on stdin is larger than {MAX_CONFIG} bytes"),
+        )));
+    }
     let conf = config::parse(&bytes, call.command.name(), call.command.needs())
         .map_err(|e| ours(e.into()))?;
     let version = conf.cni_version.clone();
@@ -391,6 +403,12 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
                 )
             })?;
             let keep: HashSet<String> = valid.iter().map(|(c, i)| format!("{c}/{i}")).collect();
+            // Networks that share their pools (one `network_name`) share them with attachments
+            // this GC is not told of: it would free their addresses for others to take. The
+            // pools are then left to a GC of the network named as they are.
+            if conf.ipam.network != conf.name {
+                return Ok(String::new());
+            }
             if let Some(mut store) = store::open_existing(&conf.ipam.store)? {
                 gc(store.as_mut(), conf, &keep)?;
             }
@@ -415,6 +433,13 @@ fn assign_requested(conf: &NetConf, requested: &[IpAddr]) -> Result<Vec<Option<I
                     format!("CNI_ARGS: IP={ip} is in no range of the network"),
                 )
             })?;
+        // Refused before the store is opened: a bad call changes (and creates) nothing.
+        if let Some(why) = conf.ipam.sets[i].space().refusal(*ip) {
+            return Err(CniError::new(
+                code::INVALID_ENV,
+                format!("CNI_ARGS: IP={ip}: {why}"),
+            ));
+        }
         if let Some(other) = fixed[i].replace(*ip) {
             return Err(CniError::new(
                 code::INVALID_ENV,

@@ -219,11 +219,6 @@ impl EtcdStore {
         })
     }
 
-    /// The key prefix this store uses.
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
     fn pools_prefix(&self) -> String {
         format!("{}/pools/", self.prefix)
     }

@@ -193,6 +193,11 @@ fn check_format(root: &Path, format: &Path) -> Result<bool, StoreError> {
 }
 
 impl FileStore {
+    /// Whether `root` holds a store (its FORMAT file; not checked further).
+    pub fn exists(root: &Path) -> bool {
+        root.join("FORMAT").exists()
+    }
+
     /// Opens (creating it if need be) the store in `root` and takes its lock, waiting for any
     /// other command that holds it.
     pub fn open(root: &Path) -> Result<Self, StoreError> {

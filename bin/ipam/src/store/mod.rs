@@ -193,7 +193,7 @@ pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
 /// leave an empty store behind (at a mistyped path, say).
 pub fn open_existing(url: &str) -> Result<Option<Box<dyn Store>>, StoreError> {
     if let Location::Dir(path) = locate(url)? {
-        if !path.join("FORMAT").exists() {
+        if !file::FileStore::exists(path) {
             return Ok(None);
         }
     }

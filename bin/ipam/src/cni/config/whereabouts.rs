@@ -24,7 +24,7 @@ pub(super) fn whereabouts_sets(o: &Obj<'_>) -> Result<Vec<RangeSet>, ConfigError
     let top_exclude = read_exclude(o, "exclude")?;
     let mut sets = Vec::new();
     if o.map.contains_key("range") {
-        sets.push(whereabouts_range(o, &top_exclude)?);
+        sets.push(whereabouts_range(o, Vec::new(), &top_exclude)?);
     } else if o.map.contains_key("range_start") || o.map.contains_key("range_end") {
         return Err(invalid(
             o.field("range_start"),
@@ -35,7 +35,8 @@ pub(super) fn whereabouts_sets(o: &Obj<'_>) -> Result<Vec<RangeSet>, ConfigError
         for (i, v) in list.iter().enumerate() {
             let entry = object(v, format!("ipam.ipRanges[{i}]"))?;
             entry.only(&["range", "range_start", "range_end", "exclude"])?;
-            sets.push(whereabouts_range(&entry, &top_exclude)?);
+            let own = read_exclude(&entry, "exclude")?;
+            sets.push(whereabouts_range(&entry, own, &top_exclude)?);
         }
     }
     if sets.is_empty() {
@@ -70,8 +71,13 @@ fn read_exclude(o: &Obj<'_>, key: &str) -> Result<Vec<Span>, ConfigError> {
 }
 
 /// One whereabouts range: `range` as `CIDR` or `FIRST-LAST/LEN`, with `range_start`,
-/// `range_end` and `exclude` (the top-level exclusions of its family apply too).
-fn whereabouts_range(o: &Obj<'_>, top_exclude: &[Span]) -> Result<RangeSet, ConfigError> {
+/// `range_end`, its own exclusions (an `ipRanges` entry's `exclude`: of its family) and the
+/// top-level ones of its family (the top-level `exclude` may name both families).
+fn whereabouts_range(
+    o: &Obj<'_>,
+    own_exclude: Vec<Span>,
+    top_exclude: &[Span],
+) -> Result<RangeSet, ConfigError> {
     let field = o.field("range");
     let text = o
         .str("range")?
@@ -108,7 +114,7 @@ fn whereabouts_range(o: &Obj<'_>, top_exclude: &[Span]) -> Result<RangeSet, Conf
         }
     }
     let span = Span::new(first, last).map_err(|why| invalid(o.field("range_start"), why))?;
-    let mut excluded = read_exclude(o, "exclude")?;
+    let mut excluded = own_exclude;
     if let Some(bad) = excluded.iter().find(|s| !same_family(s.first, first)) {
         return Err(invalid(
             o.field("exclude"),
@@ -169,5 +175,29 @@ mod tests {
         assert!(space.refusal(ip("192.0.2.7")).is_some());
         let e = conf(r#"{"range":"192.0.2.1-192.0.2.9"}"#).unwrap_err();
         assert!(e.to_string().contains("no prefix length"), "{e}");
+    }
+
+    #[test]
+    fn a_top_level_exclude_may_name_both_families() {
+        let c = conf(
+            r#"{"range":"192.0.2.0/29","ipRanges":[{"range":"2001:db8::/125"}],"exclude":["2001:db8::1/128","192.0.2.1/32"]}"#,
+        )
+        .unwrap();
+        let (v4, v6) = (c.ipam.sets[0].space(), c.ipam.sets[1].space());
+        assert!(v4.refusal(ip("192.0.2.1")).is_some());
+        assert_eq!(v4.next_allowed(&v4.spans[0], 0), Some(ip("192.0.2.2")));
+        assert!(v6.refusal(ip("2001:db8::1")).is_some());
+        assert_eq!(
+            c.ipam.sets[1].excluded,
+            [crate::range::Span::single(ip("2001:db8::1"))]
+        );
+        assert_eq!(
+            c.ipam.sets[0].excluded,
+            [crate::range::Span::single(ip("192.0.2.1"))]
+        );
+        // An entry's own exclude is still of its family only.
+        let e = conf(r#"{"ipRanges":[{"range":"2001:db8::/125","exclude":["192.0.2.1/32"]}]}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("not of the family"), "{e}");
     }
 }
