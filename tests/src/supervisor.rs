@@ -369,6 +369,15 @@ impl Units {
 
     /// One round of the emulated path units: a service whose files changed runs again.
     pub(crate) fn poll(&mut self) {
+        // Read what running units said since (RELOADING=1 / READY=1 around each reload), as
+        // systemd does: a datagram socket nobody reads holds only a few messages (the kernel's
+        // max_dgram_qlen, 10 here), and then a unit's next sd_notify blocks it for good.
+        let mut buf = [0u8; 4096];
+        for socket in self.notify.values() {
+            if socket.set_nonblocking(true).is_ok() {
+                while socket.recv(&mut buf).is_ok() {}
+            }
+        }
         let mut due = Vec::new();
         for w in &mut self.watches {
             let now = contents(&w.files);
