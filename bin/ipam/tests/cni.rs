@@ -570,6 +570,29 @@ fn a_requested_address_is_honoured() {
     assert_eq!(addresses(&first.success().json()), ["192.0.2.77/24"]);
     assert_eq!(run_with(BIN, "ADD", &c, "c1", &args).stdout, first.stdout);
     assert_eq!(run_with(BIN, "ADD", &c, "c2", &args).code(), 999);
+
+    // The `ips` capability (how Multus passes a pod's static address) and args.cni.ips.
+    let mut with_caps: Value = serde_json::from_str(&c).unwrap();
+    with_caps["runtimeConfig"] = json!({"ips": ["192.0.2.88/24"]});
+    let caps = with_caps.to_string();
+    assert_eq!(
+        addresses(&run("ADD", &caps, "c3").success().json()),
+        ["192.0.2.88/24"]
+    );
+    let mut with_args: Value = serde_json::from_str(&c).unwrap();
+    with_args["args"] = json!({"cni": {"ips": ["192.0.2.99"]}});
+    assert_eq!(
+        addresses(&run("ADD", &with_args.to_string(), "c4").success().json()),
+        ["192.0.2.99/24"]
+    );
+    // The network address is never handed out, asked for or not; the store stays as it was.
+    let mut bad: Value = serde_json::from_str(&c).unwrap();
+    bad["runtimeConfig"] = json!({"ips": ["192.0.2.0/24"]});
+    let before = snapshot(dir.path());
+    assert_eq!(run("ADD", &bad.to_string(), "c5").code(), 4);
+    assert_eq!(snapshot(dir.path()), before);
+    bad["runtimeConfig"] = json!({"ips": ["not-an-address"]});
+    assert_eq!(run("ADD", &bad.to_string(), "c5").code(), 7);
 }
 
 /// host-local, or `None` (with a message) when it is missing; under CI=true a missing plugin

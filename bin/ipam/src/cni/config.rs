@@ -133,6 +133,9 @@ pub struct NetConf {
     pub valid_attachments: Option<Vec<(String, String)>>,
     /// The addresses of `prevResult.ips` (CHECK), when there is a previous result.
     pub prev_ips: Option<Vec<IpAddr>>,
+    /// Addresses asked for in the config: the `ips` capability (`runtimeConfig.ips`, how
+    /// Multus passes a pod's static addresses) and `args.cni.ips`, as host-local reads them.
+    pub requested: Vec<IpAddr>,
 }
 
 /// The `ipam` section.
@@ -331,6 +334,23 @@ pub fn parse(bytes: &[u8], command: &str, needs: &str) -> Result<NetConf, Config
         .map(read_attachments)
         .transpose()?;
     let prev_ips = top.get("prevResult").map(read_prev_ips).transpose()?;
+    let mut requested = Vec::new();
+    for (field, v) in [
+        (
+            "runtimeConfig.ips",
+            top.get("runtimeConfig").and_then(|r| r.get("ips")),
+        ),
+        (
+            "args.cni.ips",
+            top.get("args")
+                .and_then(|a| a.get("cni"))
+                .and_then(|c| c.get("ips")),
+        ),
+    ] {
+        if let Some(v) = v {
+            requested.extend(read_requested(field, v)?);
+        }
+    }
     Ok(NetConf {
         cni_version,
         name,
@@ -338,6 +358,7 @@ pub fn parse(bytes: &[u8], command: &str, needs: &str) -> Result<NetConf, Config
         dns,
         valid_attachments,
         prev_ips,
+        requested,
     })
 }
 
@@ -649,6 +670,22 @@ fn read_attachments(v: &Value) -> Result<Vec<(String, String)>, ConfigError> {
                     .ok_or_else(|| invalid(o.field(k), "missing"))
             };
             Ok((get("containerID")?, get("ifname")?))
+        })
+        .collect()
+}
+
+/// Requested addresses: a list of addresses, each with or without a prefix length.
+fn read_requested(field: &str, v: &Value) -> Result<Vec<IpAddr>, ConfigError> {
+    let list = v
+        .as_array()
+        .ok_or_else(|| invalid(field, "not a list of addresses"))?;
+    list.iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let at = format!("{field}[{i}]");
+            let text = item.as_str().ok_or_else(|| invalid(&at, "not a string"))?;
+            let address = text.split_once('/').map_or(text, |(a, _)| a);
+            crate::range::parse_ip(address).map_err(|why| invalid(&at, why))
         })
         .collect()
 }

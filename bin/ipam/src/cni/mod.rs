@@ -373,7 +373,13 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
     let pools = conf.ipam.pools();
     match call.command {
         Command::Add => {
-            let fixed = assign_requested(conf, &call.requested)?;
+            let mut requested = call.requested.clone();
+            requested.extend(
+                conf.requested
+                    .iter()
+                    .filter(|ip| !call.requested.contains(ip)),
+            );
+            let fixed = assign_requested(conf, &requested)?;
             let dns = dns(conf)?;
             let mut store = store::open(&conf.ipam.store)?;
             let held = add(store.as_mut(), &pools, &call.owner, &fixed)?;
@@ -418,7 +424,8 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
     }
 }
 
-/// Which range set each requested address goes to (one at most per set).
+/// Which range set each requested address (`CNI_ARGS` `IP=`, the `ips` capability,
+/// `args.cni.ips`) goes to (one at most per set).
 fn assign_requested(conf: &NetConf, requested: &[IpAddr]) -> Result<Vec<Option<IpAddr>>, CniError> {
     let mut fixed = vec![None; conf.ipam.sets.len()];
     for ip in requested {
@@ -430,20 +437,20 @@ fn assign_requested(conf: &NetConf, requested: &[IpAddr]) -> Result<Vec<Option<I
             .ok_or_else(|| {
                 CniError::new(
                     code::INVALID_ENV,
-                    format!("CNI_ARGS: IP={ip} is in no range of the network"),
+                    format!("requested address {ip} is in no range of the network"),
                 )
             })?;
         // Refused before the store is opened: a bad call changes (and creates) nothing.
         if let Some(why) = conf.ipam.sets[i].space().refusal(*ip) {
             return Err(CniError::new(
                 code::INVALID_ENV,
-                format!("CNI_ARGS: IP={ip}: {why}"),
+                format!("requested address {ip}: {why}"),
             ));
         }
         if let Some(other) = fixed[i].replace(*ip) {
             return Err(CniError::new(
                 code::INVALID_ENV,
-                format!("CNI_ARGS: IP={other} and IP={ip} are both of range set {i}: one address per set"),
+                format!("requested addresses {other} and {ip} are both of range set {i}: one address per set"),
             ));
         }
     }
