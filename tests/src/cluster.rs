@@ -754,6 +754,11 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
                 from: dir.join("nm"),
                 to: "/run/NetworkManager".into(),
             },
+            // /etc/ipi-net is made in an overlay of /etc, not on the machine's /etc.
+            Mount::Overlay {
+                dir: "/etc".into(),
+                upper: dir.join("etc-overlay"),
+            },
             Mount::Bind {
                 from: dir.join("etc"),
                 to: "/etc/ipi-net".into(),

@@ -20,6 +20,16 @@ use crate::{cmd, Daemon, Host, LabError, Output};
 pub enum Mount {
     /// A fresh, empty tmpfs on this path.
     Tmpfs(PathBuf),
+    /// The directory `dir` with a directory of the lab, `upper`, laid over it (overlayfs):
+    /// what is created or changed under `dir` in the namespace goes to the lab, never to the
+    /// file system beneath. Lets a [`Mount::Bind`] below a directory of the machine's
+    /// (`/etc/ipi-net`) make its mount point without touching the machine.
+    Overlay {
+        /// The directory seen changed.
+        dir: PathBuf,
+        /// Where the changes go (its `up` and `work` subdirectories).
+        upper: PathBuf,
+    },
     /// `from` (a directory or file of the lab) bind-mounted on `to`.
     Bind {
         /// What is seen.
@@ -40,7 +50,8 @@ pub struct MountNamespace {
 impl MountNamespace {
     /// Creates the namespace on `host` with `mounts`; `name` names the holder's log files.
     /// A mount point that does not exist is created as an empty directory first, on the file
-    /// system beneath (outside the lab: keep to paths under /run or already present).
+    /// system beneath: keep to paths under a [`Mount::Tmpfs`] or a [`Mount::Overlay`] made
+    /// before, or already present, so that nothing is left on the machine.
     pub fn new(host: &Host, name: &str, mounts: &[Mount]) -> Result<MountNamespace, LabError> {
         let mut script = String::from("set -e\n");
         for m in mounts {
@@ -48,6 +59,14 @@ impl MountNamespace {
                 Mount::Tmpfs(to) => {
                     let to = quote(&to.to_string_lossy());
                     script.push_str(&format!("mkdir -p {to}\nmount -t tmpfs tmpfs {to}\n"));
+                }
+                Mount::Overlay { dir, upper } => {
+                    let d = quote(&dir.to_string_lossy());
+                    let up = quote(&upper.join("up").to_string_lossy());
+                    let work = quote(&upper.join("work").to_string_lossy());
+                    script.push_str(&format!(
+                        "mkdir -p {up} {work}\nmount -t overlay overlay -o lowerdir={d},upperdir={up},workdir={work} {d}\n"
+                    ));
                 }
                 Mount::Bind { from, to } => {
                     let (f, t) = (quote(&from.to_string_lossy()), quote(&to.to_string_lossy()));
