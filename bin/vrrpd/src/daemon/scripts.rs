@@ -107,7 +107,19 @@ pub async fn run_once(program: &Path, script: &VrrpScript, who: Option<Identity>
         }
     };
     match tokio::time::timeout(script.timeout, child.wait()).await {
-        Ok(Ok(status)) => status.success(),
+        Ok(Ok(status)) => {
+            // 126 and 127 are the shell's "cannot run" and "not found" (a wrapper script whose
+            // `lb-proxy` is not on PATH): a failed check all the same, but one the operator
+            // must be told of, since the script's own output goes nowhere.
+            if let Some(code @ (126 | 127)) = status.code() {
+                tracing::warn!(
+                    "vrrp_script {}: {} exited {code}: a command it runs cannot be found or run",
+                    script.name,
+                    program.display()
+                );
+            }
+            status.success()
+        }
         Ok(Err(e)) => {
             tracing::warn!("vrrp_script {}: {e}", script.name);
             false
