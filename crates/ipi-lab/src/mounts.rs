@@ -80,14 +80,22 @@ impl MountNamespace {
             }
         }
         script.push_str("echo ready\nexec sleep infinity\n");
-        let holder = host.spawn(
+        let mut holder = host.spawn(
             name,
             "unshare",
             ["-m", "--propagation", "private", "sh", "-c", &script],
         )?;
+        // A mount that fails ends the script (set -e): say so at once, not after the deadline.
         let ready = crate::wait_for(Duration::from_secs(10), Duration::from_millis(10), || {
-            holder.stdout().contains("ready")
+            holder.stdout().contains("ready") || !holder.running()
         });
+        if ready.is_some() && !holder.running() {
+            return Err(LabError::Command {
+                command: format!("the mount namespace {name} on {}", host.name()),
+                status: "its mounts failed".into(),
+                stderr: holder.log(),
+            });
+        }
         if ready.is_none() {
             return Err(LabError::Timeout {
                 what: format!(

@@ -34,19 +34,4 @@ impl Router {
     pub fn stop(&mut self) {
         self.server.stop();
     }
-
-    /// Starts again after [`stop`](Self::stop).
-    pub fn restart(&mut self) -> io::Result<()> {
-        self.server.restart()
-    }
-
-    /// Makes the health URLs answer 200 (true) or 503 (false) while it runs.
-    pub fn set_ready(&self, ready: bool) {
-        self.server.set_ready(ready);
-    }
-
-    /// Health requests answered so far.
-    pub fn health_requests(&self) -> u64 {
-        self.server.readyz_requests()
-    }
 }
