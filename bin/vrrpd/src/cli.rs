@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+use ipi_core::Role;
 
 /// Hold virtual IPs with VRRP (RFC 3768 v2, RFC 5798 v3): a stand-in for keepalived.
 #[derive(Debug, Parser)]
@@ -94,7 +95,7 @@ pub struct Source {
     pub cluster: Option<PathBuf>,
     /// This node's role.
     #[arg(long, value_enum, requires = "cluster")]
-    pub role: Option<NodeRole>,
+    pub role: Option<Role>,
     /// The interface that holds the VIPs.
     #[arg(long, value_name = "IF", requires = "cluster")]
     pub interface: Option<String>,
@@ -111,15 +112,18 @@ pub struct Source {
     pub scripts_dir: Option<PathBuf>,
 }
 
-/// A node's role, as OpenShift configures VRRP for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NodeRole {
-    /// Holds the API VIP first, at a higher priority.
-    Bootstrap,
-    /// A control-plane node: API and Ingress.
-    Master,
-    /// A compute node: Ingress.
-    Worker,
+impl From<&Source> for crate::config::Source {
+    fn from(s: &Source) -> Self {
+        crate::config::Source {
+            config: s.config.clone(),
+            cluster: s.cluster.clone(),
+            role: s.role,
+            interface: s.interface.clone(),
+            nodes: s.nodes.clone(),
+            unicast: s.unicast,
+            scripts_dir: s.scripts_dir.clone(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,18 +3,12 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use ipi_core::exit::Status;
-use ipi_core::vrid::Vrids;
 use vrrpd::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Vrid { name } => {
-            let vrids = Vrids::for_cluster(&name);
-            println!("{} {}", vrids.api, vrids.ingress);
-            Status::Success.into()
-        }
+        Command::Vrid { name } => vrrpd::commands::vrid(&name),
         Command::CheckConfig { config } => vrrpd::commands::check_config(&config),
         Command::Render { source } => vrrpd::commands::render(&source),
         Command::Run { source, state_dir } => {

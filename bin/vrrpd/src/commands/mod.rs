@@ -3,14 +3,22 @@
 //!
 //! - [`check_config`] and [`render`]: the configuration side ([`crate::config`]).
 //! - [`run`] and [`status`]: the daemon and its state directory.
-//! - [`watch`]: adverts on the wire or in a capture, decoded.
+//! - [`watch`]: adverts on the wire or in a capture, decoded; [`vrid`]: OpenShift's VRIDs.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use ipi_core::exit::Status;
 
-use crate::cli::Source;
+use crate::cli;
+use crate::config::{Source, SourceError};
+
+/// `vrrpd vrid NAME`: the API and Ingress VRIDs of the cluster `name`, on one line.
+pub fn vrid(name: &str) -> ExitCode {
+    let vrids = ipi_core::vrid::Vrids::for_cluster(name);
+    println!("{} {}", vrids.api, vrids.ingress);
+    Status::Success.into()
+}
 
 /// `vrrpd check-config -f FILE`: 0 when valid, 2 with every error on stderr.
 pub fn check_config(config: &Path) -> ExitCode {
@@ -34,7 +42,7 @@ pub fn check_config(config: &Path) -> ExitCode {
 
 /// `vrrpd render (-f FILE | --cluster ...)`: the configuration as keepalived.conf on stdout;
 /// 2 with the errors when the input is wrong.
-pub fn render(source: &Source) -> ExitCode {
+pub fn render(source: &cli::Source) -> ExitCode {
     match crate::config::load_source(source) {
         Ok(c) => {
             print!("{}", crate::config::write::write(&c));
@@ -49,23 +57,20 @@ pub fn render(source: &Source) -> ExitCode {
 
 /// `vrrpd run (-f FILE | --cluster ...) --state-dir DIR`: runs until SIGTERM; 2 when the
 /// configuration is wrong, 1 when it cannot start (an interface, a socket).
-pub fn run(source: &Source, state_dir: &Path, verbose: u8, quiet: bool) -> ExitCode {
+pub fn run(source: &cli::Source, state_dir: &Path, verbose: u8, quiet: bool) -> ExitCode {
     ipi_core::service::logging(verbose, quiet);
-    let config = match crate::config::load_source(source) {
+    let source = Source::from(source);
+    let config = match crate::config::load_source(source.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
             return Status::Usage.into();
         }
     };
-    let reload: crate::daemon::Loader = match &source.config {
-        Some(path) if path.as_os_str() == "-" => Box::new(|| {
-            Err("the configuration came from standard input: nothing to reload".to_string())
-        }),
-        _ => {
-            let source = source.clone();
-            Box::new(move || crate::config::load_source(&source))
-        }
+    let reload: crate::daemon::Loader = if source.is_reloadable() {
+        Box::new(move || crate::config::load_source(source.clone()))
+    } else {
+        Box::new(|| Err(SourceError::NotReloadable))
     };
     match crate::daemon::run(config, state_dir, reload) {
         Ok(()) => Status::Success.into(),
@@ -120,10 +125,7 @@ pub fn watch(interface: Option<&str>, pcap: Option<&Path>, json: bool) -> ExitCo
         eprintln!("vrrpd watch: give --interface IF or --pcap FILE");
         return Status::Usage.into();
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match ipi_core::service::runtime() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("vrrpd watch: cannot start the event loop: {e}");

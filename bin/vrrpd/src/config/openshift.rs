@@ -11,7 +11,6 @@ use super::model::{
     Command, Config, GlobalDefs, Location, Notify, TrackedScript, User, VirtualAddress,
     VrrpInstance, VrrpScript,
 };
-use crate::cli::NodeRole;
 use crate::fsm::{GarpParams, InitialState};
 
 /// API priority on the bootstrap node: above any master's 40 + 20 + 5, so the VIP stays there
@@ -56,163 +55,232 @@ pub enum Scripts {
     Dir(String),
 }
 
-/// The configuration OpenShift runs on a node of `role` whose VIPs go on `interface`. With
-/// `unicast`, adverts go to the inventory's nodes that run the instance (bootstrap and masters
-/// for the API, masters and workers for Ingress) instead of the multicast group.
-pub fn from_cluster(
-    cluster: &Cluster,
-    role: NodeRole,
-    interface: &str,
-    nodes: Option<&Inventory>,
-    unicast: bool,
-    scripts: &Scripts,
-) -> Config {
-    let name = &cluster.name;
-    let vrids = cluster.vrids();
+/// This node, as OpenShift configures VRRP on it.
+#[derive(Debug, Clone, Copy)]
+pub struct Node<'a> {
+    /// Its role.
+    pub role: Role,
+    /// The interface its VIPs go on.
+    pub interface: &'a str,
+    /// The node inventory: the unicast peers.
+    pub nodes: Option<&'a Inventory>,
+    /// Adverts go to the inventory's nodes that run the instance instead of the multicast
+    /// group.
+    pub unicast: bool,
+}
+
+/// The configuration OpenShift runs on `node`: its role's global_defs and scripts, then the API
+/// instances (bootstrap and masters), then the Ingress ones (masters and workers), the primary
+/// family's first. With `node.unicast`, adverts go to the inventory's nodes that run the
+/// instance (bootstrap and masters for the API, masters and workers for Ingress) instead of the
+/// multicast group.
+pub fn from_cluster(cluster: &Cluster, node: &Node<'_>, scripts: &Scripts) -> Config {
+    let lines = ScriptLines::of(scripts);
     let mut c = Config {
-        global: GlobalDefs {
-            router_id: None,
-            script_user: Some(User {
-                user: "root".into(),
-                group: None,
-            }),
-            enable_script_security: true,
-            vrrp_version: ipi_core::vrrp::Version::V2,
-            garp: GarpParams::default(),
-        },
+        global: global_defs(node.role),
+        scripts: role_scripts(node.role, &lines),
         ..Config::default()
     };
-    let (lb, both, ingress) = match scripts {
-        Scripts::OpenShift => (
-            "/usr/bin/timeout 1.9 /etc/keepalived/chk_ocp_script.sh".to_string(),
-            "/usr/bin/timeout 1.9 /etc/keepalived/chk_ocp_script_both.sh".to_string(),
-            "/usr/bin/timeout 0.9 /usr/bin/curl -o /dev/null -Lfs http://localhost:1936/healthz/ready"
-                .to_string(),
-        ),
-        Scripts::Dir(dir) => (
-            format!("/usr/bin/timeout 1.9 {dir}/chk_ocp_script.sh"),
-            format!("/usr/bin/timeout 1.9 {dir}/chk_ocp_script_both.sh"),
-            format!("/usr/bin/timeout 0.9 {dir}/chk_ingress.sh"),
-        ),
-    };
-    let (lb, both, ingress) = (lb.as_str(), both.as_str(), ingress.as_str());
-    let (api, with_ingress, api_scripts): (Option<u8>, bool, Vec<&str>) = match role {
-        NodeRole::Bootstrap => {
-            c.scripts.push(script("chk_ocp", lb, 1, 50, 1, 1));
-            (Some(BOOTSTRAP_API_PRIORITY), false, vec!["chk_ocp"])
-        }
-        NodeRole::Master => {
-            c.scripts.push(script("chk_ocp_lb", lb, 2, 20, 3, 2));
-            c.scripts.push(script("chk_ocp_both", both, 2, 5, 3, 2));
-            c.scripts.push(script("chk_ingress", ingress, 1, 50, 1, 1));
-            (
-                Some(MASTER_API_PRIORITY),
-                true,
-                vec!["chk_ocp_lb", "chk_ocp_both"],
-            )
-        }
-        NodeRole::Worker => {
-            // Workers' template has no global_defs: their one script runs as keepalived's
-            // default user.
-            c.global = GlobalDefs::default();
-            c.scripts.push(script("chk_ingress", ingress, 1, 50, 1, 1));
-            (None, true, Vec::new())
-        }
-    };
     let families = [cluster.primary_family(), other(cluster.primary_family())];
-    let peers = |roles: &[Role], family: Family| -> Vec<IpAddr> {
-        let Some(nodes) = nodes.filter(|_| unicast) else {
-            return Vec::new();
+    for kind in [Kind::Api, Kind::Ingress] {
+        let Some((priority, tracked)) = kind.on(node.role) else {
+            continue;
         };
-        let mut out: Vec<IpAddr> = nodes
-            .nodes()
-            .iter()
-            .filter(|n| roles.iter().any(|r| n.has_role(*r)))
-            .flat_map(|n| n.addresses.iter().copied())
-            .filter(|a| Family::of(*a) == family)
-            .collect();
-        out.sort();
-        out.dedup();
-        out
-    };
-    let instance = |suffix: &str,
-                    vrid: u8,
-                    priority: u8,
-                    pass: String,
-                    vip: IpAddr,
-                    scripts: &[&str],
-                    roles: &[Role]| {
-        VrrpInstance {
-            name: format!("{name}_{suffix}"),
-            interface: interface.to_string(),
-            state: Some(InitialState::Backup),
-            vrid,
-            priority,
-            advert_int_cs: 100,
-            version: None,
-            native_ipv6: false,
-            preempt: true,
-            preempt_delay_cs: 0,
-            auth_pass: vip.is_ipv4().then_some(pass),
-            vips: vec![VirtualAddress {
-                address: vip,
-                prefix_len: if vip.is_ipv4() { 32 } else { 128 },
-                dev: None,
-                label: None,
-            }],
-            mcast_src_ip: None,
-            unicast_src_ip: None,
-            unicast_peers: peers(roles, Family::of(vip)),
-            track_scripts: scripts
-                .iter()
-                .map(|s| TrackedScript {
-                    name: s.to_string(),
-                    weight: None,
-                })
-                .collect(),
-            track_interfaces: Vec::new(),
-            dont_track_primary: false,
-            notify: Notify::default(),
-            garp: GarpParams::default(),
-            lower_prio_no_advert: false,
-            location: Location::default(),
-        }
-    };
-    if let Some(priority) = api {
         for (n, family) in families.iter().enumerate() {
-            if let Some(vip) = cluster.api_vip(*family) {
-                let suffix = suffix("API", n, *family);
-                let roles = [Role::Bootstrap, Role::Master];
-                c.instances.push(instance(
-                    &suffix,
-                    vrids.api,
-                    priority,
-                    format!("{name}_api_vip"),
-                    vip,
-                    &api_scripts,
-                    &roles,
-                ));
-            }
-        }
-    }
-    if with_ingress {
-        for (n, family) in families.iter().enumerate() {
-            if let Some(vip) = cluster.ingress_vip(*family) {
-                let suffix = suffix("INGRESS", n, *family);
-                let roles = [Role::Master, Role::Worker];
-                c.instances.push(instance(
-                    &suffix,
-                    vrids.ingress,
-                    INGRESS_PRIORITY,
-                    format!("{name}_ingress_vip"),
-                    vip,
-                    &["chk_ingress"],
-                    &roles,
-                ));
+            if let Some(vip) = kind.vip(cluster, *family) {
+                let name = format!("{}_{}", cluster.name, suffix(kind.name(), n, *family));
+                let mut i = instance(name, node, kind.vrid(cluster), priority, vip, tracked);
+                i.auth_pass = vip.is_ipv4().then(|| kind.password(&cluster.name));
+                i.unicast_peers = peers(node, &kind.roles(), Family::of(vip));
+                c.instances.push(i);
             }
         }
     }
     c
+}
+
+/// The command lines of the three track scripts.
+struct ScriptLines {
+    /// The API load balancer (`chk_ocp_script.sh`).
+    lb: String,
+    /// The API load balancer and server both (`chk_ocp_script_both.sh`).
+    both: String,
+    /// The Ingress router.
+    ingress: String,
+}
+
+impl ScriptLines {
+    fn of(scripts: &Scripts) -> ScriptLines {
+        match scripts {
+            Scripts::OpenShift => ScriptLines {
+                lb: "/usr/bin/timeout 1.9 /etc/keepalived/chk_ocp_script.sh".to_string(),
+                both: "/usr/bin/timeout 1.9 /etc/keepalived/chk_ocp_script_both.sh".to_string(),
+                ingress: "/usr/bin/timeout 0.9 /usr/bin/curl -o /dev/null -Lfs \
+                          http://localhost:1936/healthz/ready"
+                    .to_string(),
+            },
+            Scripts::Dir(dir) => ScriptLines {
+                lb: format!("/usr/bin/timeout 1.9 {dir}/chk_ocp_script.sh"),
+                both: format!("/usr/bin/timeout 1.9 {dir}/chk_ocp_script_both.sh"),
+                ingress: format!("/usr/bin/timeout 0.9 {dir}/chk_ingress.sh"),
+            },
+        }
+    }
+}
+
+/// The templates' global_defs: scripts run as root with script security, except on workers,
+/// whose template has none (their one script runs as keepalived's default user).
+fn global_defs(role: Role) -> GlobalDefs {
+    if role == Role::Worker {
+        return GlobalDefs::default();
+    }
+    GlobalDefs {
+        router_id: None,
+        script_user: Some(User {
+            user: "root".into(),
+            group: None,
+        }),
+        enable_script_security: true,
+        vrrp_version: ipi_core::vrrp::Version::V2,
+        garp: GarpParams::default(),
+    }
+}
+
+/// The track scripts of a role's template, in its order.
+fn role_scripts(role: Role, lines: &ScriptLines) -> Vec<VrrpScript> {
+    match role {
+        Role::Bootstrap => vec![script("chk_ocp", &lines.lb, 1, 50, 1, 1)],
+        Role::Master => vec![
+            script("chk_ocp_lb", &lines.lb, 2, 20, 3, 2),
+            script("chk_ocp_both", &lines.both, 2, 5, 3, 2),
+            script("chk_ingress", &lines.ingress, 1, 50, 1, 1),
+        ],
+        Role::Worker => vec![script("chk_ingress", &lines.ingress, 1, 50, 1, 1)],
+    }
+}
+
+/// The two VIPs OpenShift holds with VRRP.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Api,
+    Ingress,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Api => "API",
+            Kind::Ingress => "INGRESS",
+        }
+    }
+
+    /// A role's priority and track scripts for this VIP; None when the role does not run it.
+    fn on(self, role: Role) -> Option<(u8, &'static [&'static str])> {
+        match (self, role) {
+            (Kind::Api, Role::Bootstrap) => Some((BOOTSTRAP_API_PRIORITY, &["chk_ocp"])),
+            (Kind::Api, Role::Master) => {
+                Some((MASTER_API_PRIORITY, &["chk_ocp_lb", "chk_ocp_both"]))
+            }
+            (Kind::Api, Role::Worker) => None,
+            (Kind::Ingress, Role::Master | Role::Worker) => {
+                Some((INGRESS_PRIORITY, &["chk_ingress"]))
+            }
+            (Kind::Ingress, Role::Bootstrap) => None,
+        }
+    }
+
+    /// The roles whose nodes run this VIP's instance: the unicast peers.
+    fn roles(self) -> [Role; 2] {
+        match self {
+            Kind::Api => [Role::Bootstrap, Role::Master],
+            Kind::Ingress => [Role::Master, Role::Worker],
+        }
+    }
+
+    fn vip(self, cluster: &Cluster, family: Family) -> Option<IpAddr> {
+        match self {
+            Kind::Api => cluster.api_vip(family),
+            Kind::Ingress => cluster.ingress_vip(family),
+        }
+    }
+
+    fn vrid(self, cluster: &Cluster) -> u8 {
+        match self {
+            Kind::Api => cluster.vrids().api,
+            Kind::Ingress => cluster.vrids().ingress,
+        }
+    }
+
+    fn password(self, cluster_name: &str) -> String {
+        match self {
+            Kind::Api => format!("{cluster_name}_api_vip"),
+            Kind::Ingress => format!("{cluster_name}_ingress_vip"),
+        }
+    }
+}
+
+/// The unicast peers of an instance of `family` run by `roles`: every address of that family
+/// of the inventory's nodes with one of them, sorted; none in multicast mode.
+fn peers(node: &Node<'_>, roles: &[Role], family: Family) -> Vec<IpAddr> {
+    let Some(nodes) = node.nodes.filter(|_| node.unicast) else {
+        return Vec::new();
+    };
+    let mut out: Vec<IpAddr> = nodes
+        .nodes()
+        .iter()
+        .filter(|n| roles.iter().any(|r| n.has_role(*r)))
+        .flat_map(|n| n.addresses.iter().copied())
+        .filter(|a| Family::of(*a) == family)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// An instance as the templates write it, without password or peers.
+fn instance(
+    name: String,
+    node: &Node<'_>,
+    vrid: u8,
+    priority: u8,
+    vip: IpAddr,
+    tracked: &[&str],
+) -> VrrpInstance {
+    VrrpInstance {
+        name,
+        interface: node.interface.to_string(),
+        state: Some(InitialState::Backup),
+        vrid,
+        priority,
+        advert_int_cs: 100,
+        version: None,
+        native_ipv6: false,
+        preempt: true,
+        preempt_delay_cs: 0,
+        auth_pass: None,
+        vips: vec![VirtualAddress {
+            address: vip,
+            prefix_len: if vip.is_ipv4() { 32 } else { 128 },
+            dev: None,
+            label: None,
+        }],
+        mcast_src_ip: None,
+        unicast_src_ip: None,
+        unicast_peers: Vec::new(),
+        track_scripts: tracked
+            .iter()
+            .map(|s| TrackedScript {
+                name: s.to_string(),
+                weight: None,
+            })
+            .collect(),
+        track_interfaces: Vec::new(),
+        dont_track_primary: false,
+        notify: Notify::default(),
+        garp: GarpParams::default(),
+        lower_prio_no_advert: false,
+        location: Location::default(),
+    }
 }
 
 /// `API` for the primary family's instance, `API_V6` / `API_V4` for the other one.

@@ -14,7 +14,6 @@ pub mod setup;
 pub mod status;
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,21 +24,19 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
-use crate::fsm::{Action, Event, Instance, Instant, State};
+use crate::fsm::{Action, Event, Instant, State};
 use crate::net::{LinkWatcher, Netlink, Received};
 use setup::{Parts, Unit, Vr};
 
 /// Loads the configuration again on SIGHUP.
-pub type Loader = Box<dyn Fn() -> Result<Config, String>>;
+pub type Loader = Box<dyn Fn() -> Result<Config, crate::config::SourceError>>;
 
 /// Runs `config` until SIGTERM or SIGINT. Errors at start name the instance and the reason.
 pub fn run(config: Config, state_dir: &Path, reload: Loader) -> Result<(), String> {
     std::fs::create_dir_all(state_dir)
         .map_err(|e| format!("state directory {}: {e}", state_dir.display()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the event loop: {e}"))?;
+    let runtime =
+        ipi_core::service::runtime().map_err(|e| format!("cannot start the event loop: {e}"))?;
     runtime.block_on(async move {
         let mut d = Daemon::start(config, state_dir.to_path_buf(), reload).await?;
         d.run().await;
@@ -556,14 +553,6 @@ fn group_state(unit: &Unit) -> Option<(String, State)> {
     }
 }
 
-/// The instance of a unit (for status).
-pub fn member(unit: &Unit, member: usize) -> Option<&Instance> {
-    match unit {
-        Unit::One(i) => (member == 0).then_some(i),
-        Unit::Group(g, _) => g.member(member),
-    }
-}
-
 fn tracks_interface(vr: &Vr, name: &str) -> bool {
     vr.cfg.track_interfaces.iter().any(|t| t.name == name)
         || (vr.cfg.interface == name && !vr.cfg.dont_track_primary)
@@ -588,9 +577,4 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
-}
-
-/// The address an instance sends from.
-pub fn source(parts: &Parts, vr: &Vr) -> IpAddr {
-    parts.sockets[vr.socket].source()
 }

@@ -46,6 +46,16 @@ pub enum Unit {
     Group(SyncGroup, String),
 }
 
+impl Unit {
+    /// The instance of member `member` (for status).
+    pub fn member(&self, member: usize) -> Option<&Instance> {
+        match self {
+            Unit::One(i) => (member == 0).then_some(i),
+            Unit::Group(g, _) => g.member(member),
+        }
+    }
+}
+
 /// Everything built from a configuration.
 #[derive(Debug)]
 pub struct Parts {
@@ -61,6 +71,13 @@ pub struct Parts {
     pub notify_as: Option<Identity>,
     /// Every interface an instance tracks (its own included).
     pub tracked_interfaces: BTreeSet<String>,
+}
+
+impl Parts {
+    /// The address an instance sends from.
+    pub fn source(&self, vr: &Vr) -> IpAddr {
+        self.sockets[vr.socket].source()
+    }
 }
 
 /// The key a unit is carried over a reload by: its sync group or instance name.

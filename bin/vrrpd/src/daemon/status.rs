@@ -38,7 +38,7 @@ pub fn snapshot(parts: &Parts, invalid: &BTreeMap<String, BTreeMap<&'static str,
         .vrs
         .iter()
         .filter_map(|vr| {
-            let i = super::member(parts.units.get(vr.unit)?, vr.member)?;
+            let i = parts.units.get(vr.unit)?.member(vr.member)?;
             let c = i.counters();
             let scripts: Vec<Value> = i
                 .params()
@@ -60,7 +60,7 @@ pub fn snapshot(parts: &Parts, invalid: &BTreeMap<String, BTreeMap<&'static str,
                 "state": keepalived_state(i.state()),
                 "base_priority": i.params().priority,
                 "priority": i.priority(),
-                "source": super::source(parts, vr),
+                "source": parts.source(vr),
                 "master": i.master().map(|(address, priority)| json!({ "address": address, "priority": priority })),
                 "vips": vr.expect.addresses,
                 "scripts": scripts,
