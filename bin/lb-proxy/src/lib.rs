@@ -1,6 +1,7 @@
 //! lb-proxy: the API load balancer of an on-prem cluster (stands in for haproxy).
 //!
-//! - [`cli`]: the command line (and so the man pages).
+//! - [`cli`]: the command line (and so the man pages); [`commands`]: one function per
+//!   subcommand, turning the command line into the library's types.
 //! - [`config`]: haproxy.cfg, read with file:line errors; what OpenShift runs.
 //! - [`daemon`]: `run`: listeners, sessions, checks, monitor and stats, the VIP redirect.
 //! - [`forward`]: moving bytes (splice(2), or a buffer) with haproxy's timeouts.
@@ -10,6 +11,7 @@
 
 pub mod balance;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod daemon;
 pub mod forward;

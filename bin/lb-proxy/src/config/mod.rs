@@ -7,7 +7,8 @@ pub mod openshift;
 pub mod parse;
 pub mod write;
 
-use std::path::Path;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 
 pub use ipi_core::place::{Errors, Location};
 pub use model::{Config, InitState, Kind, Mode, Proxy, Server};
@@ -88,34 +89,70 @@ fn check(c: &Config, errors: &mut Errors) {
     }
 }
 
-/// The configuration `run` and `render` use: a haproxy.cfg (`-f`), or what OpenShift runs on a
-/// control-plane node of the cluster (`--cluster ... --nodes ...`), with the cluster's API
-/// VIPs (none for a haproxy.cfg).
-pub fn load_source(source: &crate::cli::Source) -> Result<(Config, Vec<std::net::IpAddr>), String> {
-    if let Some(path) = &source.config {
-        return load(path)
-            .map(|c| (c, Vec::new()))
-            .map_err(|e| e.to_string());
-    }
-    let (Some(cluster), Some(nodes)) = (&source.cluster, &source.nodes) else {
-        return Err("give -f FILE, or --cluster FILE --nodes INVENTORY".to_string());
+/// Where the configuration of `run` and `render` comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A haproxy.cfg (`-`: standard input).
+    File(PathBuf),
+    /// What OpenShift runs on a control-plane node of a cluster.
+    Cluster {
+        /// The cluster's install-config.yaml.
+        config: PathBuf,
+        /// The node inventory: its masters are the API servers.
+        nodes: PathBuf,
+    },
+}
+
+/// A configuration and what else its source says.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The proxies.
+    pub config: Config,
+    /// The cluster's API VIPs; None for a haproxy.cfg.
+    pub api_vips: Option<Vec<IpAddr>>,
+}
+
+/// Why a [`Source`] gave no configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The haproxy.cfg, or the one built for the cluster, is wrong.
+    #[error(transparent)]
+    Config(#[from] Errors),
+    /// The node inventory cannot be read.
+    #[error(transparent)]
+    Inventory(#[from] ipi_core::inventory::InventoryError),
+    /// The install-config cannot be read.
+    #[error(transparent)]
+    Cluster(#[from] ipi_core::cluster::ClusterError),
+    /// The inventory has no master.
+    #[error("{}: no master in the inventory: nothing to balance", .0.display())]
+    NoMasters(PathBuf),
+}
+
+/// The configuration `run` and `render` use: a haproxy.cfg, or what OpenShift runs on a
+/// control-plane node of the cluster.
+pub fn load_source(source: &Source) -> Result<Loaded, SourceError> {
+    let (path, nodes_path) = match source {
+        Source::File(path) => {
+            return Ok(Loaded {
+                config: load(path)?,
+                api_vips: None,
+            })
+        }
+        Source::Cluster { config, nodes } => (config, nodes),
     };
-    let nodes = ipi_core::Inventory::load(nodes).map_err(|e| e.to_string())?;
-    let cluster = ipi_core::Cluster::load(cluster, Some(&nodes)).map_err(|e| e.to_string())?;
+    let nodes = ipi_core::Inventory::load(nodes_path)?;
+    let cluster = ipi_core::Cluster::load(path, Some(&nodes))?;
     let config = openshift::from_cluster(&cluster, &nodes);
     if config
         .proxy("masters")
         .is_some_and(|m| m.servers.is_empty())
     {
-        return Err(format!(
-            "{}: no master in the inventory: nothing to balance",
-            source
-                .nodes
-                .as_ref()
-                .map_or_else(String::new, |p| p.display().to_string())
-        ));
+        return Err(SourceError::NoMasters(nodes_path.clone()));
     }
     // What we build must be what we would read.
-    let config = parse_str(&write::write(&config), "(rendered)").map_err(|e| e.to_string())?;
-    Ok((config, cluster.api_vips))
+    Ok(Loaded {
+        config: parse_str(&write::write(&config), "(rendered)")?,
+        api_vips: Some(cluster.api_vips),
+    })
 }

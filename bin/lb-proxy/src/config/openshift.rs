@@ -23,6 +23,9 @@ pub const READY_PORT: u16 = 9444;
 pub const MONITOR_PORT: u16 = 9454;
 /// The stats page, on localhost.
 pub const STATS_PORT: u16 = 29445;
+/// The file that exists while the API VIP redirect is on: what keepalived's chk_ocp_lb looks
+/// for.
+pub const FLAG_FILE: &str = "/var/run/keepalived/iptables-rule-exists";
 
 fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
     Proxy {

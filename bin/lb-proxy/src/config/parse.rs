@@ -4,11 +4,12 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
+use ipi_core::place::Errors;
+
 use super::model::{
     Bind, Config, HttpCheck, InitState, Kind, Location, Mode, MonitorFail, Proxy, Server, Stats,
     Timeouts,
 };
-use super::Errors;
 
 /// What a `defaults` section passes on.
 #[derive(Debug, Clone, Default)]

@@ -29,13 +29,37 @@ use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::config::model::Bind;
-use crate::config::Config;
+use crate::config::{Config, SourceError};
 use crate::forward::Transfer;
 use redirect::{Debounce, Redirect};
 use table::{ListenerKey, Table};
 
 /// Reads the configuration again (for SIGHUP).
-pub type Loader = Box<dyn Fn() -> Result<Config, String> + Send>;
+pub type Loader = Box<dyn Fn() -> Result<Config, SourceError> + Send>;
+
+/// Why `run` could not start, or a reload was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An event loop, its thread or a signal handler could not be set up.
+    #[error("{0}")]
+    Setup(#[from] std::io::Error),
+    /// The thread of an event loop ended before it started.
+    #[error("{0}")]
+    CoreGone(#[from] std::sync::mpsc::RecvError),
+    /// A listening socket could not be opened.
+    #[error("{proxy}: cannot bind {address}: {source}")]
+    Bind {
+        /// The proxy it was for.
+        proxy: String,
+        /// Its address.
+        address: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The configuration could not be read again.
+    #[error(transparent)]
+    Reload(#[from] SourceError),
+}
 
 /// How `run` runs.
 #[derive(Debug, Clone)]
@@ -51,7 +75,7 @@ pub struct Options {
 }
 
 /// How connections are spread over the cores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runtime {
     /// One event loop per thread, each with its own listening sockets (SO_REUSEPORT: the
     /// kernel spreads new connections), a connection never leaves its thread; checks, monitor
@@ -62,7 +86,7 @@ pub enum Runtime {
 }
 
 /// Runs until a signal stops it.
-pub fn run(config: Config, options: Options, reload: Loader) -> Result<(), String> {
+pub fn run(config: Config, options: Options, reload: Loader) -> Result<(), Error> {
     use tokio::runtime::Builder;
     raise_fd_limit();
     let threads = match options.threads {
@@ -74,44 +98,34 @@ pub fn run(config: Config, options: Options, reload: Loader) -> Result<(), Strin
             let runtime = Builder::new_multi_thread()
                 .worker_threads(threads)
                 .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?;
+                .build()?;
             // One listening socket: maxconn's excess stays in the kernel's backlog.
             let workers = vec![runtime.handle().clone()];
             runtime.block_on(serve(config, options, reload, workers))
         }
         Runtime::PerCore => {
             let workers = (0..threads).map(core).collect::<Result<Vec<_>, _>>()?;
-            let runtime = Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?;
+            let runtime = ipi_core::service::runtime()?;
             runtime.block_on(serve(config, options, reload, workers))
         }
     }
 }
 
 /// Starts the event loop of core `index` on a thread of its own; returns its handle.
-fn core(index: usize) -> Result<Handle, String> {
+fn core(index: usize) -> Result<Handle, Error> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name(format!("lb-proxy-{index}"))
-        .spawn(move || {
-            match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => {
-                    let _ = tx.send(Ok(runtime.handle().clone()));
-                    runtime.block_on(std::future::pending::<()>());
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(e.to_string()));
-                }
+        .spawn(move || match ipi_core::service::runtime() {
+            Ok(runtime) => {
+                let _ = tx.send(Ok(runtime.handle().clone()));
+                runtime.block_on(std::future::pending::<()>());
             }
-        })
-        .map_err(|e| e.to_string())?;
-    rx.recv().map_err(|e| e.to_string())?
+            Err(e) => {
+                let _ = tx.send(Err(e));
+            }
+        })?;
+    Ok(rx.recv()??)
 }
 
 /// Every connection takes two descriptors and a spliced one four more: raise the soft limit
@@ -168,7 +182,7 @@ type Opened = Vec<(ListenerKey, Vec<std::net::TcpListener>)>;
 
 impl Running {
     /// Opens the listeners `table` needs that are not open yet: all of them or none.
-    fn open(&self, table: &Table) -> Result<Opened, String> {
+    fn open(&self, table: &Table) -> Result<Opened, Error> {
         let mut opened = Vec::new();
         for key in table.listeners() {
             if self.listeners.contains_key(&key) {
@@ -181,7 +195,11 @@ impl Running {
             let sockets = (0..count)
                 .map(|_| bind(&key.1, backlog))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("{}: cannot bind {}: {e}", key.0, key.1.address))?;
+                .map_err(|source| Error::Bind {
+                    proxy: key.0.clone(),
+                    address: key.1.address,
+                    source,
+                })?;
             opened.push((key, sockets));
         }
         Ok(opened)
@@ -243,7 +261,7 @@ async fn serve(
     options: Options,
     reload: Loader,
     workers: Vec<Handle>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     stats::started();
     let table = Table::build(config, None);
     let mut running = Running {
@@ -255,10 +273,10 @@ async fn serve(
     };
     let opened = running.open(&table)?;
     running.install(table, opened);
-    let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
-    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
-    let mut usr1 = signal(SignalKind::user_defined1()).map_err(|e| e.to_string())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut usr1 = signal(SignalKind::user_defined1())?;
     let redirect = options.redirect.clone();
     let redirect_task = redirect
         .clone()
@@ -268,7 +286,7 @@ async fn serve(
         tokio::select! {
             _ = hup.recv() => {
                 notify_systemd("RELOADING=1");
-                match reload().and_then(|c| {
+                match reload().map_err(Error::from).and_then(|c| {
                     let t = Table::build(c, Some(&running.table.borrow()));
                     running.open(&t).map(|o| (t, o))
                 }) {

@@ -6,6 +6,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::config::openshift;
+
 /// Healthy rounds in a row that turn the redirect on.
 pub const ON_AFTER: u32 = 3;
 /// Unhealthy rounds in a row that turn it off.
@@ -57,6 +59,60 @@ pub struct Redirect {
     pub interval: Duration,
 }
 
+/// What the command line asks of the redirect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wanted {
+    /// The VIPs named (none: the cluster's, if any).
+    pub vips: Vec<IpAddr>,
+    /// No redirect, even on a cluster.
+    pub off: bool,
+    /// The flag file named.
+    pub flag_file: Option<PathBuf>,
+    /// How often health is looked at.
+    pub interval: Duration,
+}
+
+impl Redirect {
+    /// The redirect `run` keeps: the VIPs `wanted` names, else the cluster's API VIPs
+    /// (`cluster_vips`, None when the configuration is no cluster's) unless `wanted.off`. On a
+    /// cluster the flag file defaults to OpenShift's, which keepalived's chk_ocp_lb tests for.
+    /// None when there is no VIP to redirect.
+    pub fn choose(wanted: Wanted, cluster_vips: Option<&[IpAddr]>) -> Option<Redirect> {
+        let cluster = cluster_vips.is_some();
+        let vips = match cluster_vips {
+            Some(api) if wanted.vips.is_empty() && !wanted.off => api.to_vec(),
+            _ => wanted.vips,
+        };
+        let flag_file = wanted
+            .flag_file
+            .or_else(|| cluster.then(|| openshift::FLAG_FILE.into()));
+        (!vips.is_empty()).then_some(Redirect {
+            vips,
+            flag_file,
+            interval: wanted.interval,
+        })
+    }
+}
+
+/// Why the redirect could not be changed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// nft could not be run.
+    #[error("nft: {0}")]
+    Nft(#[from] std::io::Error),
+    /// nft refused the rules; its own words.
+    #[error("nft: {0}")]
+    Refused(String),
+    /// The flag file could not be written or removed.
+    #[error("{}: {source}", path.display())]
+    FlagFile {
+        /// The flag file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
 /// The nftables script that installs the rules sending `vips`:6443 to `port` (replacing our
 /// table as one transaction), or that removes our table when `port` is None.
 pub fn script(vips: &[IpAddr], port: Option<u16>) -> String {
@@ -85,37 +141,28 @@ pub fn script(vips: &[IpAddr], port: Option<u16>) -> String {
 }
 
 /// Applies `script` with `nft -f -`.
-pub async fn apply(script: &str) -> Result<(), String> {
+pub async fn apply(script: &str) -> Result<(), Error> {
     use tokio::io::AsyncWriteExt;
     let mut child = tokio::process::Command::new("nft")
         .args(["-f", "-"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("nft: {e}"))?;
+        .spawn()?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(script.as_bytes())
-            .await
-            .map_err(|e| format!("nft: {e}"))?;
+        stdin.write_all(script.as_bytes()).await?;
     }
-    let out = child
-        .wait_with_output()
-        .await
-        .map_err(|e| format!("nft: {e}"))?;
+    let out = child.wait_with_output().await?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "nft: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        Err(Error::Refused(said))
     }
 }
 
 /// Turns the redirect on (rules and flag file) or off.
-pub async fn set(r: &Redirect, port: Option<u16>) -> Result<(), String> {
+pub async fn set(r: &Redirect, port: Option<u16>) -> Result<(), Error> {
     let rules = apply(&script(&r.vips, port)).await;
     if let Some(flag) = &r.flag_file {
         let flagged = match port {
@@ -128,7 +175,10 @@ pub async fn set(r: &Redirect, port: Option<u16>) -> Result<(), String> {
                 }
             }),
         };
-        flagged.map_err(|e| format!("{}: {e}", flag.display()))?;
+        flagged.map_err(|source| Error::FlagFile {
+            path: flag.clone(),
+            source,
+        })?;
     }
     rules
 }
@@ -152,6 +202,32 @@ mod tests {
         }
         assert_eq!(d.round(false), Some(false));
         assert_eq!(d.round(false), None);
+    }
+
+    #[test]
+    fn a_cluster_redirects_its_api_vips_with_openshifts_flag_file() {
+        let wanted = |vips: Vec<IpAddr>, off: bool| Wanted {
+            vips,
+            off,
+            flag_file: None,
+            interval: Duration::from_secs(1),
+        };
+        let api: Vec<IpAddr> = vec!["192.0.2.5".parse().unwrap()];
+        let named: Vec<IpAddr> = vec!["192.0.2.9".parse().unwrap()];
+        let r = Redirect::choose(wanted(Vec::new(), false), Some(&api)).unwrap();
+        assert_eq!(r.vips, api);
+        assert_eq!(r.flag_file, Some(openshift::FLAG_FILE.into()));
+        let r = Redirect::choose(wanted(named.clone(), false), Some(&api)).unwrap();
+        assert_eq!(r.vips, named, "VIPs named win");
+        assert_eq!(r.flag_file, Some(openshift::FLAG_FILE.into()));
+        assert_eq!(Redirect::choose(wanted(Vec::new(), true), Some(&api)), None);
+        let r = Redirect::choose(wanted(named.clone(), false), None).unwrap();
+        assert_eq!(
+            (r.vips, r.flag_file),
+            (named, None),
+            "a haproxy.cfg: no flag file"
+        );
+        assert_eq!(Redirect::choose(wanted(Vec::new(), false), None), None);
     }
 
     #[test]
