@@ -1,6 +1,7 @@
 //! ipam: IP address management for an on-prem cluster.
 //!
-//! - [`cli`]: the command line (and so the man pages).
+//! - [`cli`]: the command line (and so the man pages); [`commands`]: one function per
+//!   subcommand.
 //! - [`vip`]: VIP suggestion (validation is ipi-core's rules).
 //! - [`range`]: address arithmetic and the [`range::Space`] a pool hands addresses out from.
 //! - [`alloc`]: the allocator: reserve, share, release, never an address twice.
@@ -12,6 +13,7 @@
 pub mod alloc;
 pub mod cli;
 pub mod cni;
+pub mod commands;
 pub mod netconfig;
 pub mod pool;
 pub mod range;

@@ -344,6 +344,32 @@ fn check_subnet(
     for r in &sub.routes {
         address_in(cidr, at, "route nexthop", &r.nexthop, problems);
     }
+    let spans = check_ranges(sub, cidr, at, problems);
+    check_destinations(sub, cidr, at, problems);
+    let mut space = Space::new(spans);
+    space.network = Some(cidr);
+    space.gateway = gateway;
+    space.excluded = excluded;
+    Some(CheckedSubnet {
+        network: net.name.clone(),
+        subnet: sub.name.clone(),
+        cidr,
+        gateway,
+        vlan: sub.vlan,
+        mtu: net.mtu,
+        dns_domain: net.dns_domain.clone(),
+        routes: sub.routes.clone(),
+        pool: Pool {
+            name: pool_name(&net.name, &sub.name),
+            space,
+            order: Order::Lowest,
+        },
+    })
+}
+
+/// A subnet's allocation ranges as spans: each inside the cidr, start before end, none
+/// overlapping another; a range that is not is a problem (and no span).
+fn check_ranges(sub: &Subnet, cidr: IpNetwork, at: &str, problems: &mut Vec<String>) -> Vec<Span> {
     let mut spans: Vec<Span> = Vec::new();
     for (i, r) in sub.allocation_ranges.iter().enumerate() {
         let what = format!("allocationRanges[{i}]");
@@ -371,6 +397,11 @@ fn check_subnet(
     if sub.allocation_ranges.is_empty() {
         problems.push(format!("{at}: has no allocationRanges"));
     }
+    spans
+}
+
+/// A subnet's route destinations: networks of the cidr's family; else a problem.
+fn check_destinations(sub: &Subnet, cidr: IpNetwork, at: &str, problems: &mut Vec<String>) {
     for r in &sub.routes {
         match r.destination.parse::<IpNetwork>() {
             Err(_) => problems.push(format!(
@@ -383,25 +414,6 @@ fn check_subnet(
             Ok(_) => {}
         }
     }
-    let mut space = Space::new(spans);
-    space.network = Some(cidr);
-    space.gateway = gateway;
-    space.excluded = excluded;
-    Some(CheckedSubnet {
-        network: net.name.clone(),
-        subnet: sub.name.clone(),
-        cidr,
-        gateway,
-        vlan: sub.vlan,
-        mtu: net.mtu,
-        dns_domain: net.dns_domain.clone(),
-        routes: sub.routes.clone(),
-        pool: Pool {
-            name: pool_name(&net.name, &sub.name),
-            space,
-            order: Order::Lowest,
-        },
-    })
 }
 
 /// An IPSet's request.

@@ -346,6 +346,7 @@ fn gc_drops_every_attachment_not_listed() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one case per kind of bad input, each with its code
 fn bad_input_gets_the_right_code_and_leaves_the_store_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let good = |ipam: Value| conf("1.0.0", "bad", dir.path(), ipam);
@@ -628,6 +629,7 @@ fn shape(result: &Value, ranges: &[IpNetwork]) -> (Vec<(bool, bool, Value)>, Val
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // the configs side by side, one table
 fn host_local_and_ipam_answer_the_same_configs_alike() {
     let Some(host_local) = host_local() else {
         return;

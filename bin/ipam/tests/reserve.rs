@@ -233,6 +233,7 @@ fn an_ipset_is_all_or_nothing_and_follows_its_networks() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one case per kind of bad input, each with its message
 fn bad_input_is_refused_by_name_and_the_store_is_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store").display().to_string();

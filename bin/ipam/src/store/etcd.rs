@@ -192,13 +192,10 @@ impl EtcdStore {
     pub fn connect(url: &str, rest: &str) -> Result<Self, StoreError> {
         let (endpoints, prefix) = parse_rest(url, rest)?;
         let endpoint = endpoints.join(",");
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| StoreError::Etcd {
-                endpoint: endpoint.clone(),
-                why: format!("cannot start the client's runtime: {e}"),
-            })?;
+        let runtime = ipi_core::service::runtime().map_err(|e| StoreError::Etcd {
+            endpoint: endpoint.clone(),
+            why: format!("cannot start the client's runtime: {e}"),
+        })?;
         // A member cut off from its cluster's leader refuses at once ("no leader") rather than
         // holding the request until it times out. Requests are timed by `run`, waiting for a
         // connection included.

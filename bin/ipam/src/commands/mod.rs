@@ -1,0 +1,223 @@
+//! One function per subcommand: each loads what it needs, prints its answer on stdout and
+//! ends in a [`Status`] or a [`Failure`] that `main` reports (0 success; 1 a check failed or a
+//! request cannot be met; 2 bad input or usage; 3 the store could not be used).
+//!
+//! - [`validate`] and [`suggest`]: the cluster's VIPs.
+//! - [`netconfig_validate`] and [`reserve`]: NetConfig networks and IPSet requests.
+//! - [`release`] and [`list`]: what the store holds.
+//! - [`pool_reserve`]: MetalLB pools.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::Path;
+
+use ipi_core::exit::Status;
+use ipi_core::{Cluster, ClusterError, Inventory};
+
+use crate::alloc::{self, AllocError};
+use crate::cli::ClusterArgs;
+use crate::netconfig::{self, IpSet, NetConfig};
+use crate::pool::{AddressPool, Answer};
+use crate::store::{self, Record, Store, StoreError};
+
+/// A command that failed: the status it exits with and the message for stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The exit status.
+    pub status: Status,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// What a command ends with.
+pub type Outcome = Result<Status, Failure>;
+
+fn failed(status: Status, message: impl ToString) -> Failure {
+    Failure {
+        status,
+        message: message.to_string(),
+    }
+}
+
+fn usage(message: impl ToString) -> Failure {
+    failed(Status::Usage, message)
+}
+
+fn store_failed(e: StoreError) -> Failure {
+    match e {
+        StoreError::Url { .. } => usage(e),
+        _ => failed(Status::Unavailable, e),
+    }
+}
+
+fn alloc_failed(e: AllocError) -> Failure {
+    match e {
+        AllocError::Store(e) => store_failed(e),
+        AllocError::Contended { .. } => failed(Status::Unavailable, e),
+        _ => failed(Status::Failed, e),
+    }
+}
+
+fn open(url: &str) -> Result<Box<dyn Store>, Failure> {
+    store::open(url).map_err(store_failed)
+}
+
+/// Every reservation of the store at `url`, by pool; none when there is no store there yet
+/// (which a listing does not create).
+fn all_reservations(url: &str) -> Result<Vec<(String, IpAddr, Record)>, Failure> {
+    let Some(mut store) = store::open_existing(url).map_err(store_failed)? else {
+        return Ok(Vec::new());
+    };
+    let mut all = Vec::new();
+    for pool in store.pools().map_err(store_failed)? {
+        let held = store.list(&pool).map_err(store_failed)?;
+        all.extend(held.into_iter().map(|(ip, r)| (pool.clone(), ip, r)));
+    }
+    Ok(all)
+}
+
+fn nodes(args: &ClusterArgs) -> Result<Option<Inventory>, Failure> {
+    args.nodes
+        .as_ref()
+        .map(|p| Inventory::load(p).map_err(usage))
+        .transpose()
+}
+
+/// `ipam vip validate`: 0 when the VIPs are valid, 1 with every problem when not.
+pub fn validate(args: &ClusterArgs) -> Outcome {
+    let nodes = nodes(args)?;
+    match Cluster::load(&args.cluster, nodes.as_ref()) {
+        Ok(c) => {
+            let list = |v: &[IpAddr]| {
+                v.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            println!(
+                "{}: valid: API {}, Ingress {}",
+                args.cluster.display(),
+                list(&c.api_vips),
+                list(&c.ingress_vips)
+            );
+            Ok(Status::Success)
+        }
+        Err(e @ ClusterError::Invalid { .. }) => Err(failed(Status::Failed, e)),
+        Err(e) => Err(usage(e)),
+    }
+}
+
+/// `ipam vip suggest`: VIPs clear of the nodes and of the store's reservations.
+pub fn suggest(args: &ClusterArgs, store: Option<&str>, json: bool) -> Outcome {
+    let nodes = nodes(args)?;
+    let networks = Cluster::load_machine_networks(&args.cluster).map_err(usage)?;
+    let mut reserved = Vec::new();
+    if let Some(url) = store {
+        reserved.extend(all_reservations(url)?.into_iter().map(|(_, ip, _)| ip));
+    }
+    let s = crate::vip::suggest(&networks, nodes.as_ref(), &reserved)
+        .map_err(|e| failed(Status::Failed, e))?;
+    print!("{}", if json { s.json() } else { s.yaml() });
+    Ok(Status::Success)
+}
+
+/// `ipam netconfig validate FILE`: 0 when valid, 1 with every problem when not.
+pub fn netconfig_validate(file: &Path) -> Outcome {
+    let n = NetConfig::load(file).map_err(|p| failed(Status::Failed, p))?;
+    println!("{}: valid: {} subnet(s)", file.display(), n.subnets.len());
+    Ok(Status::Success)
+}
+
+/// `ipam reserve`: an address on every network the IPSet asks for, as its status.
+pub fn reserve(netconfig: &Path, ipset: &Path, url: &str, json: bool) -> Outcome {
+    let netconfig = NetConfig::load(netconfig).map_err(usage)?;
+    let ipset = IpSet::load(ipset, &netconfig).map_err(usage)?;
+    let mut store = open(url)?;
+    let reservations = ipset
+        .reserve(store.as_mut(), &netconfig)
+        .map_err(alloc_failed)?;
+    print!("{}", netconfig::render(&reservations, json));
+    Ok(Status::Success)
+}
+
+/// `ipam release NAME`: every address NAME holds, in every pool.
+pub fn release(name: &str, url: &str) -> Outcome {
+    let released = match store::open_existing(url).map_err(store_failed)? {
+        Some(mut store) => alloc::release_name(store.as_mut(), name).map_err(alloc_failed)?,
+        None => Vec::new(),
+    };
+    if released.is_empty() {
+        eprintln!("ipam: {name} held nothing");
+    }
+    for (pool, ip) in released {
+        println!("released {ip} in {pool}");
+    }
+    Ok(Status::Success)
+}
+
+/// One reservation as `ipam list --json` prints it.
+#[derive(Debug, serde::Serialize)]
+struct Listed<'a> {
+    pool: &'a str,
+    address: IpAddr,
+    owner: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    names: &'a [String],
+}
+
+/// `ipam list`: every reservation, by pool and address.
+pub fn list(url: &str, json: bool) -> Outcome {
+    let all = all_reservations(url)?;
+    if json {
+        let listed: Vec<Listed> = all
+            .iter()
+            .map(|(pool, address, r)| Listed {
+                pool,
+                address: *address,
+                owner: &r.owner,
+                names: &r.names,
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&listed).map_err(usage)?);
+    } else {
+        for (pool, ip, record) in &all {
+            println!("{pool}\t{ip}\t{}", record.holders().join(","));
+        }
+    }
+    Ok(Status::Success)
+}
+
+/// `ipam pool reserve`: an address of a MetalLB pool for `name`, shared under `key`.
+pub fn pool_reserve(path: &Path, name: &str, key: Option<&str>, url: &str, json: bool) -> Outcome {
+    let pool = AddressPool::load(path).map_err(usage)?;
+    if name.is_empty() || key.is_some_and(str::is_empty) {
+        return Err(usage("--name and --sharing-key must not be empty"));
+    }
+    let mut store = open(url)?;
+    let held = match key {
+        Some(key) => alloc::share(store.as_mut(), &pool.pool, key, name),
+        None => alloc::reserve(store.as_mut(), &pool.pool, name, None),
+    }
+    .map_err(alloc_failed)?;
+    if json {
+        let answer = Answer {
+            pool: pool.name,
+            name: name.to_owned(),
+            sharing_key: key.map(str::to_owned),
+            address: held.ip,
+            new: held.new,
+        };
+        println!("{}", serde_json::to_string(&answer).map_err(usage)?);
+    } else {
+        println!("{}", held.ip);
+    }
+    Ok(Status::Success)
+}
