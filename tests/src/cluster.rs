@@ -35,14 +35,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+pub use ipi_core::Role;
 use ipi_lab::api::ApiServer;
 use ipi_lab::mounts::{Mount, MountNamespace};
 use ipi_lab::router::Router;
-use ipi_lab::{wait_for, Host, Lab, LabError};
+use ipi_lab::{wait_for, Host, Lab};
 
+pub use crate::error::ClusterError;
 use crate::probe::{dig, get};
 use crate::supervisor::Units;
-use crate::units::{self, Unit, UnitError};
+pub use crate::supervisor::PROGRAMS;
+use crate::units::{self, Unit};
 
 /// The API VIP of the lab cluster.
 pub const API_VIP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 100);
@@ -50,8 +53,6 @@ pub const API_VIP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 100);
 pub const INGRESS_VIP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 101);
 /// The cluster's domain: `metadata.name` and `baseDomain` of [`ipi_lab::install_config`].
 pub const DOMAIN: &str = "lab.example.com";
-/// The programs of ours that `/usr/bin/NAME` in a unit means.
-pub const PROGRAMS: [&str; 5] = ["vrrpd", "lb-proxy", "mdns-publish", "dns-render", "ipam"];
 /// The hosts, in the order the lab numbers them (192.0.2.1 is the bootstrap node).
 pub const LAYOUT: [(&str, Role); 6] = [
     ("bootstrap", Role::Bootstrap),
@@ -66,28 +67,6 @@ pub const LAYOUT: [(&str, Role); 6] = [
 const POLL: Duration = Duration::from_millis(10);
 /// The interval of the emulated path units.
 const PATH_POLL: Duration = Duration::from_millis(100);
-
-/// A node's role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// The bootstrap node.
-    Bootstrap,
-    /// A control-plane node.
-    Master,
-    /// A worker.
-    Worker,
-}
-
-impl Role {
-    /// As IPI_ROLE and `contrib/roles/` spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Bootstrap => "bootstrap",
-            Role::Master => "master",
-            Role::Worker => "worker",
-        }
-    }
-}
 
 /// Where the programs and the units come from.
 #[derive(Debug, Clone)]
@@ -111,35 +90,6 @@ impl Options {
             bin_dir: dir,
             contrib: Path::new(env!("CARGO_MANIFEST_DIR")).join("../contrib"),
         })
-    }
-}
-
-/// Why a step could not be taken.
-#[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    /// The lab failed.
-    #[error(transparent)]
-    Lab(#[from] LabError),
-    /// A unit, role or environment file is wrong.
-    #[error(transparent)]
-    Unit(#[from] UnitError),
-    /// A file or process could not be used.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// Why it failed.
-        source: std::io::Error,
-    },
-    /// What a step waited for did not happen; with what the daemons said.
-    #[error("{0}")]
-    Step(String),
-}
-
-impl ClusterError {
-    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ClusterError {
-        let what = what.into();
-        move |source| ClusterError::Io { what, source }
     }
 }
 
@@ -248,7 +198,7 @@ impl Node {
     /// What its daemons said so far, for a failing step's message.
     pub fn logs(&self) -> String {
         let u = self.units();
-        let mut out = format!("=== {} ({})\n", self.name, self.role.name());
+        let mut out = format!("=== {} ({})\n", self.name, self.role.as_str());
         for d in u.running.values() {
             out.push_str(&d.log());
         }
@@ -324,7 +274,7 @@ impl Cluster {
                 "{:<9} {} {:<7} {}",
                 n.name,
                 n.host.ipv4(),
-                n.role.name(),
+                n.role.as_str(),
                 n.unit_names().join(" ")
             ));
             nodes.push(n);
@@ -682,7 +632,7 @@ fn prepare(
     );
     let env = format!(
         "IPI_ROLE={}\nIPI_HOSTNAME={name}\nIPI_NODE_IP={}\nIPI_INTERFACE=eth0\n",
-        role.name(),
+        role.as_str(),
         host.ipv4()
     );
     write(&etc.join("node.env"), &env)?;
@@ -777,7 +727,7 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         watches: Vec::new(),
         oneshots: String::new(),
     };
-    let listed = units::role(&options.contrib.join("roles").join(role.name()))?;
+    let listed = units::role(&options.contrib.join("roles").join(role.as_str()))?;
     let loaded = listed
         .iter()
         .map(|name| units.unit(name))

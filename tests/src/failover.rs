@@ -65,94 +65,31 @@ pub fn run(
     let mut lab = Lab::new()?;
     let hosts = [lab.host("a")?, lab.host("b")?];
     for h in &hosts {
-        say(&format!(
+        let line = format!(
             "host {}: {} {} {}",
             h.name(),
             h.ipv4(),
             h.ipv6(),
             h.link_local()
-        ));
+        );
+        say(&line);
     }
     let capture = lab.capture("vrrp", "ip proto 112 or ip6 proto 112")?;
-    let priorities = [150u8, 100];
-    let mut routers = Vec::new();
-    for ((host, speaker), priority) in hosts.iter().zip(speakers).zip(priorities) {
-        routers.push(Router::start(host, speaker, group, priority, vrrpd)?);
-        say(&format!(
-            "{}: {} started, priority {priority}, VIPs {}",
-            host.name(),
-            speaker.name(),
-            list(&group.vips())
-        ));
-    }
-    // Both start as Backup: the first master appears after a Master_Down_Interval. The two
-    // intervals differ by a Skew_Time difference only, so a router that started a little later
-    // may be beaten by the lower priority, which it then preempts: wait until that settles.
-    let single = |r: &[Router]| r[0].holds(group) != r[1].holds_any(group);
-    wait_for(Duration::from_secs(20), POLL, || single(&routers))
-        .ok_or_else(|| ScenarioError::no_master("at start", &routers))?;
-    std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 30));
-    let m = wait_for(Duration::from_secs(10), POLL, || single(&routers))
-        .map(|_| usize::from(!routers[0].holds(group)))
-        .ok_or_else(|| ScenarioError::no_master("at start", &routers))?;
-    let o = 1 - m;
-    let (master_name, other_name) = (hosts[m].name(), hosts[o].name());
-    say(&format!("{master_name} holds the VIPs: it is master"));
-
+    let mut run = Run {
+        group,
+        vrrpd,
+        routers: Vec::new(),
+        master: 0,
+    };
+    run.elect(&hosts, speakers, &mut say)?;
+    let (m, o) = (run.master, 1 - run.master);
     // Capture timestamps are wall-clock time: the fault's, to find the takeover after it.
     let fault_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    match fault {
-        Fault::Partition => {
-            lab.partition(&hosts[m])?;
-            say(&format!(
-                "{master_name}: link cut (carrier up, off the bridge)"
-            ));
-        }
-        Fault::Terminate => {
-            routers[m]
-                .daemon
-                .signal(nix::sys::signal::Signal::SIGTERM)?;
-            say(&format!("{master_name}: SIGTERM (resigns with priority 0)"));
-        }
-    }
-    let mdi = group.master_down_interval(routers[o].priority);
-    let failover = wait_for(mdi * 3 + Duration::from_secs(5), POLL, || {
-        routers[o].holds(group)
-    })
-    .ok_or_else(|| ScenarioError::no_master("after the fault", &routers))?;
-    say(&format!(
-        "{other_name} holds the VIPs after {:.3} s (Master_Down_Interval {:.3} s)",
-        failover.as_secs_f64(),
-        mdi.as_secs_f64()
-    ));
-
-    match fault {
-        Fault::Partition => {
-            lab.heal(&hosts[m])?;
-            say(&format!("{master_name}: link restored"));
-        }
-        Fault::Terminate => {
-            routers[m].daemon.wait(Duration::from_secs(10))?;
-            let (speaker, priority) = (routers[m].speaker, routers[m].priority);
-            routers[m] = Router::start(&hosts[m], speaker, group, priority, vrrpd)?;
-            say(&format!("{master_name}: {} started again", speaker.name()));
-        }
-    }
-    // After a partition: exactly one master. After a restart: the higher priority preempts
-    // once its Master_Down_Interval has passed.
-    let converged = wait_for(mdi * 2 + Duration::from_secs(10), POLL, || {
-        let single = routers[0].holds_any(group) != routers[1].holds_any(group);
-        single && (fault == Fault::Partition || routers[m].holds(group))
-    })
-    .ok_or_else(|| ScenarioError::no_master("after the master came back", &routers))?;
-    let final_master = usize::from(!routers[0].holds(group));
-    say(&format!(
-        "one master again after {:.3} s: {}",
-        converged.as_secs_f64(),
-        hosts[final_master].name()
-    ));
+    let (failover, mdi) = run.take_master_away(&lab, fault, &mut say)?;
+    let converged = run.bring_it_back(&lab, fault, &mut say)?;
+    let final_master = usize::from(!run.routers[0].holds(group));
     std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 20));
     let file = capture.stop()?;
     let adverts = decode(&file)?;
@@ -161,21 +98,26 @@ pub fn run(
         Some(IpAddr::V6(_)) => IpAddr::V6(r.host.link_local()),
         _ => IpAddr::V4(r.host.ipv4()),
     };
-    let silence = silence(&adverts, source(&routers[m]), source(&routers[o]), fault_at);
+    let silence = silence(
+        &adverts,
+        source(&run.routers[m]),
+        source(&run.routers[o]),
+        fault_at,
+    );
     if let Some(gap) = silence {
+        let (from, to) = (hosts[m].name(), hosts[o].name());
         say(&format!(
-            "on the wire: {:.3} s from {}'s last advert to {}'s first",
-            gap.as_secs_f64(),
-            master_name,
-            other_name
+            "on the wire: {:.3} s from {from}'s last advert to {to}'s first",
+            gap.as_secs_f64()
         ));
     }
     Ok(Outcome {
-        routers: routers
+        routers: run
+            .routers
             .iter()
             .map(|r| (r.host.name().to_string(), r.speaker, r.priority))
             .collect(),
-        first_master: master_name.to_string(),
+        first_master: hosts[m].name().to_string(),
         failover,
         master_down_interval: mdi,
         converged,
@@ -184,6 +126,131 @@ pub fn run(
         adverts,
         pcap: std::fs::read(&file).map_err(|e| ScenarioError::Capture(e.to_string()))?,
     })
+}
+
+/// The scenario's routers as it goes: the group they run, and which of them was master first.
+struct Run<'a> {
+    group: &'a Group,
+    vrrpd: Option<&'a PathBuf>,
+    routers: Vec<Router>,
+    master: usize,
+}
+
+impl Run<'_> {
+    /// Starts both routers and waits until one of them holds the VIPs for good.
+    fn elect(
+        &mut self,
+        hosts: &[ipi_lab::Host; 2],
+        speakers: [Speaker; 2],
+        say: &mut dyn FnMut(&str),
+    ) -> Result<(), ScenarioError> {
+        let group = self.group;
+        for ((host, speaker), priority) in hosts.iter().zip(speakers).zip([150u8, 100]) {
+            self.routers
+                .push(Router::start(host, speaker, group, priority, self.vrrpd)?);
+            say(&format!(
+                "{}: {} started, priority {priority}, VIPs {}",
+                host.name(),
+                speaker.name(),
+                list(&group.vips())
+            ));
+        }
+        // Both start as Backup: the first master appears after a Master_Down_Interval. The two
+        // intervals differ by a Skew_Time difference only, so a router that started a little
+        // later may be beaten by the lower priority, which it then preempts: wait until that
+        // settles.
+        let routers = &self.routers;
+        let single = || routers[0].holds(group) != routers[1].holds_any(group);
+        wait_for(Duration::from_secs(20), POLL, single)
+            .ok_or_else(|| ScenarioError::no_master("at start", routers))?;
+        std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 30));
+        self.master = wait_for(Duration::from_secs(10), POLL, single)
+            .map(|_| usize::from(!routers[0].holds(group)))
+            .ok_or_else(|| ScenarioError::no_master("at start", routers))?;
+        say(&format!(
+            "{} holds the VIPs: it is master",
+            routers[self.master].host.name()
+        ));
+        Ok(())
+    }
+
+    /// The fault: returns how long the other router took to hold every VIP, and its
+    /// Master_Down_Interval.
+    fn take_master_away(
+        &mut self,
+        lab: &Lab,
+        fault: Fault,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<(Duration, Duration), ScenarioError> {
+        let (m, o) = (self.master, 1 - self.master);
+        let name = self.routers[m].host.name().to_string();
+        match fault {
+            Fault::Partition => {
+                lab.partition(&self.routers[m].host)?;
+                say(&format!("{name}: link cut (carrier up, off the bridge)"));
+            }
+            Fault::Terminate => {
+                self.routers[m]
+                    .daemon
+                    .signal(nix::sys::signal::Signal::SIGTERM)?;
+                say(&format!("{name}: SIGTERM (resigns with priority 0)"));
+            }
+        }
+        let (group, routers) = (self.group, &self.routers);
+        let mdi = group.master_down_interval(routers[o].priority);
+        let failover = wait_for(mdi * 3 + Duration::from_secs(5), POLL, || {
+            routers[o].holds(group)
+        })
+        .ok_or_else(|| ScenarioError::no_master("after the fault", routers))?;
+        say(&format!(
+            "{} holds the VIPs after {:.3} s (Master_Down_Interval {:.3} s)",
+            routers[o].host.name(),
+            failover.as_secs_f64(),
+            mdi.as_secs_f64()
+        ));
+        Ok((failover, mdi))
+    }
+
+    /// The old master back (link healed, or started again): returns how long until exactly
+    /// one router held the VIPs.
+    fn bring_it_back(
+        &mut self,
+        lab: &Lab,
+        fault: Fault,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<Duration, ScenarioError> {
+        let m = self.master;
+        let name = self.routers[m].host.name().to_string();
+        match fault {
+            Fault::Partition => {
+                lab.heal(&self.routers[m].host)?;
+                say(&format!("{name}: link restored"));
+            }
+            Fault::Terminate => {
+                self.routers[m].daemon.wait(Duration::from_secs(10))?;
+                let (speaker, priority) = (self.routers[m].speaker, self.routers[m].priority);
+                let host = self.routers[m].host.clone();
+                self.routers[m] = Router::start(&host, speaker, self.group, priority, self.vrrpd)?;
+                say(&format!("{name}: {} started again", speaker.name()));
+            }
+        }
+        // After a partition: exactly one master. After a restart: the higher priority preempts
+        // once its Master_Down_Interval has passed.
+        let (group, routers) = (self.group, &self.routers);
+        let mdi = group.master_down_interval(routers[1 - m].priority);
+        let converged = wait_for(mdi * 2 + Duration::from_secs(10), POLL, || {
+            let single = routers[0].holds_any(group) != routers[1].holds_any(group);
+            single && (fault == Fault::Partition || routers[m].holds(group))
+        })
+        .ok_or_else(|| ScenarioError::no_master("after the master came back", routers))?;
+        let now = usize::from(!routers[0].holds(group));
+        say(&format!(
+            "one master again after {:.3} s: {}",
+            converged.as_secs_f64(),
+            routers[now].host.name()
+        ));
+        Ok(converged)
+    }
 }
 
 fn list(vips: &[IpAddr]) -> String {

@@ -10,6 +10,7 @@
 //!   (dig, an HTTP GET) is in `probe`.
 
 pub mod cluster;
+mod error;
 pub mod failover;
 mod probe;
 mod supervisor;

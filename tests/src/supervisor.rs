@@ -27,8 +27,11 @@ use std::time::Duration;
 use ipi_lab::mounts::MountNamespace;
 use ipi_lab::{wait_for, Daemon};
 
-use crate::cluster::{ClusterError, PROGRAMS};
+use crate::error::ClusterError;
 use crate::units::{Exec, Unit};
+
+/// The programs of ours that `/usr/bin/NAME` in a unit means.
+pub const PROGRAMS: [&str; 5] = ["vrrpd", "lb-proxy", "mdns-publish", "dns-render", "ipam"];
 
 /// How long a `Type=notify` unit has to say READY=1.
 const READY: Duration = Duration::from_secs(30);

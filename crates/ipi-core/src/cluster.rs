@@ -14,6 +14,7 @@ use std::path::Path;
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 
+use crate::family::Family;
 use crate::field::{FieldError, FieldErrors, FieldPath};
 use crate::inventory::Inventory;
 use crate::name;
@@ -38,26 +39,6 @@ impl Platform {
             Platform::BareMetal => "baremetal",
             Platform::OpenStack => "openstack",
             Platform::VSphere => "vsphere",
-        }
-    }
-}
-
-/// An IP address family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Family {
-    /// IPv4.
-    V4,
-    /// IPv6.
-    V6,
-}
-
-impl Family {
-    /// The family of an address.
-    pub fn of(address: IpAddr) -> Self {
-        if address.is_ipv4() {
-            Family::V4
-        } else {
-            Family::V6
         }
     }
 }

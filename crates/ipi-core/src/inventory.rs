@@ -6,53 +6,13 @@
 //! from the content. Every problem is reported with its place, not just the first one.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::net::IpAddr;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::name;
-
-/// What a node does in the cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// The temporary node that holds the API until the control plane is up.
-    Bootstrap,
-    /// A control-plane node (`master` or `control-plane` in Kubernetes labels).
-    #[serde(alias = "control-plane")]
-    Master,
-    /// A compute node; runs the Ingress routers.
-    Worker,
-}
-
-impl Role {
-    /// The role's name as our formats write it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Bootstrap => "bootstrap",
-            Role::Master => "master",
-            Role::Worker => "worker",
-        }
-    }
-
-    /// The role a name stands for; `control-plane` is the newer name of `master`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "bootstrap" => Some(Role::Bootstrap),
-            "master" | "control-plane" => Some(Role::Master),
-            "worker" => Some(Role::Worker),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::role::Role;
 
 /// One node.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -1,13 +1,15 @@
 //! ipi-core: what the ipi-net programs share.
 //!
 //! - [`cluster`]: the cluster model read from `install-config.yaml`.
-//! - [`inventory`]: the node inventory (from `kubectl get nodes -o json` or our own format).
+//! - [`inventory`]: the node inventory (from `kubectl get nodes -o json` or our own format);
+//!   [`role`]: what a node does; [`family`]: IPv4 or IPv6.
 //! - [`vip`]: the installer's VIP rules, and ours on top.
 //! - [`vrid`]: VRRP router ids derived from the cluster name, as OpenShift does.
 //! - [`vrrp`]: the VRRP advertisement codec and timers.
 //! - [`atomic`]: atomic, change-aware file writes.
 //! - [`duration`]: durations on the command line.
-//! - [`exit`]: exit statuses; [`service`]: logging and systemd notification for daemons.
+//! - [`exit`]: exit statuses; [`service`]: logging, systemd notification and the async runtime
+//!   for the programs.
 //! - [`field`]: installer-style field errors; [`name`]: DNS name rules.
 
 #![warn(missing_docs)]
@@ -17,14 +19,18 @@ pub mod capture;
 pub mod cluster;
 pub mod duration;
 pub mod exit;
+pub mod family;
 pub mod field;
 pub mod inventory;
 pub mod name;
 pub mod place;
+pub mod role;
 pub mod service;
 pub mod vip;
 pub mod vrid;
 pub mod vrrp;
 
-pub use cluster::{Cluster, ClusterError, Family, Platform};
-pub use inventory::{Inventory, InventoryError, Node, Role};
+pub use cluster::{Cluster, ClusterError, Platform};
+pub use family::Family;
+pub use inventory::{Inventory, InventoryError, Node};
+pub use role::Role;

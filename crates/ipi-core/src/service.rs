@@ -1,5 +1,5 @@
-//! What every long-running ipi-net program does the same way: log lines on stderr and tell
-//! systemd (`Type=notify`) how it is doing.
+//! What every ipi-net program does the same way: log lines on stderr, tell systemd
+//! (`Type=notify`) how it is doing, and run its async work on one kind of runtime.
 
 use std::path::Path;
 
@@ -41,4 +41,14 @@ pub fn notify_systemd(message: &str) {
     if let Err(e) = sent {
         tracing::warn!("sd_notify: {e}");
     }
+}
+
+/// The runtime every program's async work runs on: one thread, every driver (IO, time) on.
+/// One thread is enough for a daemon whose work is a few sockets and timers, and it keeps the
+/// order of events what the code says. lb-proxy's forwarding runtimes are its own choice
+/// (`--runtime`); everything else uses this one.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
 }

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
 
-use crate::cluster::Family;
+use crate::family::Family;
 use crate::field::{FieldError, FieldErrors, FieldPath};
 use crate::inventory::Inventory;
 

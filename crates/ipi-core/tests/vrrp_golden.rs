@@ -8,6 +8,8 @@
 
 // Helpers outside #[test] functions too: in a test, a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
+// A golden test reads best as one table of expectations per capture.
+#![allow(clippy::too_many_lines)]
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

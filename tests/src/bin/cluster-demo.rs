@@ -95,7 +95,20 @@ fn demo(options: &Options) -> Result<(), ClusterError> {
          and serves its own API)",
         spread_text(&spread)
     );
+    api_moves(&mut cluster, &at)?;
+    ingress_move(&mut cluster, &at)?;
+    println!("\n==> {}  at the end", at());
+    vips(&cluster);
+    dns(&cluster);
+    println!("\n==> {}  tearing down", at());
+    drop(cluster);
+    println!("{}  done", at());
+    Ok(())
+}
 
+/// The bootstrap node leaves, then the master holding the API VIP dies: each move timed, and
+/// where requests through the VIP go after it.
+fn api_moves(cluster: &mut Cluster, at: &dyn Fn() -> String) -> Result<(), ClusterError> {
     println!(
         "\n==> {}  removing the bootstrap node (its units stop: vrrpd resigns with priority 0)",
         at()
@@ -151,6 +164,11 @@ fn demo(options: &Options) -> Result<(), ClusterError> {
         spread_text(&spread)
     );
 
+    Ok(())
+}
+
+/// The router on the worker holding the Ingress VIP stops: the move timed.
+fn ingress_move(cluster: &mut Cluster, at: &dyn Fn() -> String) -> Result<(), ClusterError> {
     let holder = cluster.holders().ingress.join(" ");
     println!(
         "\n==> {}  stopping the router on {holder} (its chk_ingress fails)",
@@ -170,12 +188,6 @@ fn demo(options: &Options) -> Result<(), ClusterError> {
             ADVERT_CS
         ))
     );
-    println!("\n==> {}  at the end", at());
-    vips(&cluster);
-    dns(&cluster);
-    println!("\n==> {}  tearing down", at());
-    drop(cluster);
-    println!("{}  done", at());
     Ok(())
 }
 

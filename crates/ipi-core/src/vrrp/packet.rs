@@ -735,6 +735,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::too_many_lines)] // one case per refusal, side by side
     fn emit_refuses_what_the_wire_cannot_carry() {
         let (src, dst) = (v4([192, 0, 2, 11]), v4([224, 0, 0, 18]));
         let (src6, dst6) = (v6("fe80::1"), v6("ff02::12"));

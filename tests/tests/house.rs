@@ -1,0 +1,351 @@
+//! The house rules of docs/ARCHITECTURE.md that a reader of the code can check, checked on every
+//! crate of the workspace: no import cycle between the modules of a crate, no module below `cli`
+//! and `commands` that imports the command-line types, and every program's `main.rs` wiring only.
+//!
+//! Modules are read as text: `crate::`, `super::` and `self::` paths (in `use` trees and in code)
+//! are resolved against the crate's module files. Test modules (`#[cfg(test)]`) are left out:
+//! they may reach anywhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The workspace root (`HOUSE_ROOT` checks another checkout, e.g. an older commit's).
+fn root() -> PathBuf {
+    if let Some(other) = std::env::var_os("HOUSE_ROOT") {
+        return PathBuf::from(other);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate sits in the workspace")
+        .to_path_buf()
+}
+
+/// Every library crate's `src` directory (the programs' `lib.rs`, ipi-core, ipi-lab, tests).
+fn crates() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for parent in ["bin", "crates"] {
+        let dir = root().join(parent);
+        for entry in std::fs::read_dir(&dir).expect("read the workspace") {
+            let src = entry.expect("a directory entry").path().join("src");
+            if src.join("lib.rs").exists() {
+                out.push(src);
+            }
+        }
+    }
+    out.push(root().join("tests/src"));
+    out.sort();
+    out
+}
+
+/// A module's path below its crate root (`[]` is the root, `["daemon", "table"]` daemon/table.rs).
+type ModPath = Vec<String>;
+
+/// The module files of a crate: path -> source without comments and test modules.
+fn modules(src: &Path) -> BTreeMap<ModPath, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read a source directory") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "bin") {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("main.rs") {
+                continue;
+            }
+            let relative = path.strip_prefix(src).expect("below src");
+            let mut parts: ModPath = relative
+                .iter()
+                .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+                .collect();
+            if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+                parts.pop();
+            }
+            let text = std::fs::read_to_string(&path).expect("read a module");
+            out.insert(parts, without_tests(&without_comments(&text)));
+        }
+    }
+    out
+}
+
+fn without_comments(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.trim_start().starts_with("//") {
+            true => "",
+            false => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The text before the first `#[cfg(test)]`: test modules close the file in this project.
+fn without_tests(text: &str) -> String {
+    match text.find("#[cfg(test)]") {
+        Some(at) => text[..at].to_string(),
+        None => text.to_string(),
+    }
+}
+
+/// Expands a `use` tree (`crate::{a::{b, c}, d as e}`) into its paths.
+fn expand(tree: &str) -> Vec<String> {
+    // `x as y` names x: drop the `as y` but keep the punctuation after y (`,`, `}`).
+    let mut words = tree.split_whitespace();
+    let mut tree = String::new();
+    while let Some(w) = words.next() {
+        match w {
+            "as" => tree.extend(
+                words
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .filter(|c| !c.is_alphanumeric() && *c != '_'),
+            ),
+            _ => tree.push_str(w),
+        }
+    }
+    let Some(open) = tree.find('{') else {
+        return vec![tree];
+    };
+    let prefix = &tree[..open];
+    let close = tree.rfind('}').filter(|c| *c > open).unwrap_or(tree.len());
+    let inner = &tree[open + 1..close];
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| expand(&format!("{prefix}{p}")))
+        .collect()
+}
+
+/// The paths a module names: `use` trees expanded, and `crate::`/`super::`/`self::` in code.
+fn named_paths(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let line = line.trim_start();
+        let Some(tree) = ["use ", "pub use ", "pub(crate) use ", "pub(super) use "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p))
+        else {
+            continue;
+        };
+        let mut tree = tree.to_string();
+        while !tree.contains(';') {
+            match lines.next() {
+                Some(more) => tree.push_str(more),
+                None => break,
+            }
+        }
+        out.extend(expand(tree.split(';').next().unwrap_or_default()));
+    }
+    for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')) {
+        if ["crate::", "super::", "self::"]
+            .iter()
+            .any(|p| word.starts_with(p))
+        {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+/// The module a path names from module `from`, if it names one of the crate's modules.
+fn target(from: &ModPath, path: &str, known: &BTreeSet<ModPath>) -> Option<ModPath> {
+    let mut words = path.split("::").filter(|w| !w.is_empty()).peekable();
+    let mut at: ModPath = match words.next()? {
+        "crate" => Vec::new(),
+        "self" => from.clone(),
+        "super" => from[..from.len().checked_sub(1)?].to_vec(),
+        _ => return None,
+    };
+    while words.next_if_eq(&"super").is_some() {
+        at.pop()?;
+    }
+    let mut best = None;
+    for w in words {
+        at.push(w.to_string());
+        if known.contains(&at) {
+            best = Some(at.clone());
+        }
+    }
+    best
+}
+
+/// Import edges between sibling modules: (parent, from child, to child).
+fn edges(src: &Path) -> BTreeSet<(ModPath, String, String)> {
+    let modules = modules(src);
+    let known: BTreeSet<ModPath> = modules.keys().cloned().collect();
+    let mut out = BTreeSet::new();
+    for (from, text) in &modules {
+        for path in named_paths(text) {
+            let Some(to) = target(from, &path, &known) else {
+                continue;
+            };
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            if common < from.len() && common < to.len() {
+                out.insert((
+                    from[..common].to_vec(),
+                    from[common].clone(),
+                    to[common].clone(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A cycle among one parent's children, if any: the modules on it, in order.
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut found = path[at..].to_vec();
+            found.push(node.to_string());
+            return Some(found);
+        }
+        if !done.insert(node.to_string()) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(found) = visit(next, graph, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_crate_has_an_import_cycle_between_its_modules() {
+    let mut problems = Vec::new();
+    for src in crates() {
+        let mut graphs: BTreeMap<ModPath, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+        for (parent, from, to) in edges(&src) {
+            graphs
+                .entry(parent)
+                .or_default()
+                .entry(from)
+                .or_default()
+                .insert(to);
+        }
+        for (parent, graph) in graphs {
+            if let Some(found) = cycle(&graph) {
+                problems.push(format!(
+                    "{}: below `crate::{}`: {}",
+                    src.display(),
+                    parent.join("::"),
+                    found.join(" -> ")
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "import cycles:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn only_cli_and_commands_know_the_command_line_types() {
+    let mut problems = Vec::new();
+    for src in crates() {
+        let known: BTreeSet<ModPath> = modules(&src).keys().cloned().collect();
+        for (from, text) in modules(&src) {
+            let top = from.first().map(String::as_str);
+            if matches!(top, None | Some("cli") | Some("commands")) {
+                continue;
+            }
+            let uses_cli = named_paths(&text).iter().any(|p| {
+                target(&from, p, &known).is_some_and(|t| t.first().is_some_and(|m| m == "cli"))
+            });
+            if uses_cli {
+                problems.push(format!(
+                    "{}: {} imports crate::cli",
+                    src.display(),
+                    from.join("/")
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_main_is_wiring_only() {
+    let mut problems = Vec::new();
+    for src in crates() {
+        let main = src.join("main.rs");
+        let Ok(text) = std::fs::read_to_string(&main) else {
+            continue;
+        };
+        let functions = text.matches("\nfn ").count() + text.matches("\npub fn ").count();
+        let code = text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
+            .count();
+        // main, and at most one helper mapping an error to an exit status.
+        if functions > 2 || code > 60 {
+            problems.push(format!(
+                "{}: {functions} functions, {code} lines of code: subcommand bodies belong in `commands`",
+                main.display()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The checks above must be able to fail: a made-up crate with a cycle and a main with bodies.
+#[test]
+fn the_checks_see_a_cycle_and_a_fat_main() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let src = dir.path();
+    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").expect("write");
+    std::fs::write(src.join("a.rs"), "use crate::b::B;\npub struct A;\n").expect("write");
+    std::fs::create_dir(src.join("b")).expect("mkdir");
+    std::fs::write(
+        src.join("b/mod.rs"),
+        "mod c;\nuse crate::{x, a::{A as Z, self}};\npub struct B;\n",
+    )
+    .expect("write");
+    std::fs::write(src.join("b/c.rs"), "use super::super::a::A;\n").expect("write");
+    let found = edges(src);
+    let graph: BTreeMap<String, BTreeSet<String>> = found
+        .iter()
+        .filter(|(p, _, _)| p.is_empty())
+        .fold(BTreeMap::new(), |mut g, (_, f, t)| {
+            g.entry(f.clone()).or_default().insert(t.clone());
+            g
+        });
+    assert_eq!(
+        cycle(&graph),
+        Some(vec!["a".to_string(), "b".to_string(), "a".to_string()])
+    );
+    assert!(found.contains(&(vec![], "b".to_string(), "a".to_string())));
+}
