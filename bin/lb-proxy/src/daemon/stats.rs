@@ -1,14 +1,15 @@
-//! The stats page: one snapshot of the table ([`snapshot`]) shown as JSON, as text, and as
-//! Prometheus metrics named like haproxy's exporter.
+//! The stats page: one typed [`Snapshot`] of the table, shown as JSON (its serde form), as
+//! text, and as Prometheus metrics named like haproxy's exporter.
 
 use std::fmt::Write;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
-use super::table::{lock, Table};
+use super::table::{self, lock, Table};
 
 /// When the process started (for the uptime).
 pub fn started() -> Instant {
@@ -16,261 +17,413 @@ pub fn started() -> Instant {
     *START.get_or_init(Instant::now)
 }
 
-/// Everything the stats show, as JSON.
-pub fn snapshot(table: &Table, hide_version: bool) -> Value {
-    let mut frontends: Vec<_> = table.frontends.values().collect();
-    frontends.sort_by(|a, b| a.name.cmp(&b.name));
-    let frontends: Vec<Value> = frontends
-        .iter()
-        .map(|f| {
-            json!({
-                "name": f.name,
-                "current_sessions": f.active.load(Ordering::Relaxed),
-                "sessions_total": f.sessions.load(Ordering::Relaxed),
-                "maxconn": f.maxconn,
-            })
-        })
-        .collect();
-    let backends: Vec<Value> = table
-        .backends
-        .iter()
-        .map(|b| {
-            let servers: Vec<Value> = b
-                .servers
-                .iter()
-                .map(|s| {
-                    let health = *lock(&s.health);
-                    json!({
-                        "name": s.cfg.name,
-                        "address": s.cfg.address.to_string(),
-                        "status": if s.is_up() { "UP" } else { "DOWN" },
-                        "checked": s.cfg.check,
-                        "health": health.value(),
-                        "health_max": s.cfg.rise.max(1) + s.cfg.fall.max(1) - 1,
-                        "weight": s.cfg.weight,
-                        "effective_weight": s.weight(),
-                        "current_sessions": s.active.load(Ordering::Relaxed),
-                        "sessions_total": s.sessions.load(Ordering::Relaxed),
-                        "connection_errors_total": s.connect_errors.load(Ordering::Relaxed),
-                        "check_failures_total": s.failed_checks.load(Ordering::Relaxed),
-                        "check_up_down_total": s.downs.load(Ordering::Relaxed),
-                        "bytes_in_total": s.moved.up.load(Ordering::Relaxed),
-                        "bytes_out_total": s.moved.down.load(Ordering::Relaxed),
-                        "last_check": lock(&s.last_check).clone(),
-                    })
-                })
-                .collect();
-            json!({ "name": b.name, "active_servers": b.up_count(), "servers": servers })
-        })
-        .collect();
-    let mut v = json!({
-        "uptime_seconds": started().elapsed().as_secs(),
-        "frontends": frontends,
-        "backends": backends,
-    });
-    if !hide_version {
-        v["version"] = json!(env!("CARGO_PKG_VERSION"));
+// The JSON page used to be built as a `serde_json::Value`, whose keys come out sorted: the
+// fields below are in alphabetical order so that the page stays byte for byte the same.
+
+/// Everything the stats show, at one moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    /// Backends, in file order.
+    pub backends: Vec<BackendStats>,
+    /// TCP frontends, by name.
+    pub frontends: Vec<FrontendStats>,
+    /// Seconds since the process started.
+    pub uptime_seconds: u64,
+    /// lb-proxy's version, unless `stats hide-version`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<&'static str>,
+}
+
+/// A TCP frontend's counters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FrontendStats {
+    /// Connections now.
+    pub current_sessions: u64,
+    /// Its `maxconn`.
+    pub maxconn: u32,
+    /// Its name.
+    pub name: String,
+    /// Connections accepted.
+    pub sessions_total: u64,
+}
+
+/// A backend and its servers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackendStats {
+    /// Servers UP.
+    pub active_servers: usize,
+    /// Its name.
+    pub name: String,
+    /// Its servers, in file order.
+    pub servers: Vec<ServerStats>,
+}
+
+/// UP or DOWN, as haproxy writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    /// Taking connections.
+    Up,
+    /// Not taking connections.
+    Down,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Up => "UP",
+            Status::Down => "DOWN",
+        }
     }
-    v
+}
+
+/// A server's state and counters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerStats {
+    /// Where it is.
+    pub address: SocketAddr,
+    /// Bytes from clients.
+    pub bytes_in_total: u64,
+    /// Bytes to clients.
+    pub bytes_out_total: u64,
+    /// Failed health checks.
+    pub check_failures_total: u64,
+    /// Times it went DOWN.
+    pub check_up_down_total: u64,
+    /// Health-checked or not.
+    pub checked: bool,
+    /// Failed connection attempts.
+    pub connection_errors_total: u64,
+    /// Connections now.
+    pub current_sessions: u64,
+    /// The weight round robin uses now (scaled by 16).
+    pub effective_weight: u32,
+    /// Its health counter.
+    pub health: u32,
+    /// The counter's top: `rise + fall - 1`.
+    pub health_max: u32,
+    /// Why the last check failed, or "" when it passed.
+    pub last_check: String,
+    /// Its name.
+    pub name: String,
+    /// Connections in all.
+    pub sessions_total: u64,
+    /// UP or DOWN.
+    pub status: Status,
+    /// Its configured weight.
+    pub weight: u32,
+}
+
+impl Snapshot {
+    /// The stats of `table` now; without the version when `hide_version`.
+    pub fn of(table: &Table, hide_version: bool) -> Snapshot {
+        let mut frontends: Vec<_> = table
+            .frontends
+            .values()
+            .map(|f| FrontendStats::of(f))
+            .collect();
+        frontends.sort_by(|a, b| a.name.cmp(&b.name));
+        Snapshot {
+            backends: table.backends.iter().map(|b| BackendStats::of(b)).collect(),
+            frontends,
+            uptime_seconds: started().elapsed().as_secs(),
+            version: (!hide_version).then_some(env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+impl FrontendStats {
+    fn of(f: &table::Frontend) -> FrontendStats {
+        FrontendStats {
+            current_sessions: f.active.load(Ordering::Relaxed),
+            maxconn: f.maxconn,
+            name: f.name.clone(),
+            sessions_total: f.sessions.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl BackendStats {
+    fn of(b: &table::Backend) -> BackendStats {
+        BackendStats {
+            active_servers: b.up_count(),
+            name: b.name.clone(),
+            servers: b.servers.iter().map(|s| ServerStats::of(s)).collect(),
+        }
+    }
+}
+
+impl ServerStats {
+    fn of(s: &table::Server) -> ServerStats {
+        ServerStats {
+            address: s.cfg.address,
+            bytes_in_total: s.moved.up.load(Ordering::Relaxed),
+            bytes_out_total: s.moved.down.load(Ordering::Relaxed),
+            check_failures_total: s.failed_checks.load(Ordering::Relaxed),
+            check_up_down_total: s.downs.load(Ordering::Relaxed),
+            checked: s.cfg.check,
+            connection_errors_total: s.connect_errors.load(Ordering::Relaxed),
+            current_sessions: s.active.load(Ordering::Relaxed),
+            effective_weight: s.weight(),
+            health: lock(&s.health).value(),
+            health_max: s.cfg.rise.max(1) + s.cfg.fall.max(1) - 1,
+            last_check: lock(&s.last_check).clone(),
+            name: s.cfg.name.clone(),
+            sessions_total: s.sessions.load(Ordering::Relaxed),
+            status: if s.is_up() { Status::Up } else { Status::Down },
+            weight: s.cfg.weight,
+        }
+    }
 }
 
 /// The stats as JSON text.
 pub fn json(table: &Table, hide_version: bool) -> String {
-    let mut s = serde_json::to_string_pretty(&snapshot(table, hide_version)).unwrap_or_default();
+    let mut s =
+        serde_json::to_string_pretty(&Snapshot::of(table, hide_version)).unwrap_or_default();
     s.push('\n');
     s
 }
 
 /// The stats as a plain-text table.
 pub fn text(table: &Table, hide_version: bool) -> String {
-    let v = snapshot(table, hide_version);
+    let v = Snapshot::of(table, hide_version);
     let mut out = String::new();
-    if let Some(version) = v["version"].as_str() {
+    if let Some(version) = v.version {
         let _ = writeln!(out, "lb-proxy {version}");
     }
-    let _ = writeln!(out, "uptime {} s", v["uptime_seconds"]);
-    for f in v["frontends"].as_array().into_iter().flatten() {
+    let _ = writeln!(out, "uptime {} s", v.uptime_seconds);
+    for f in &v.frontends {
         let _ = writeln!(
             out,
             "frontend {}: {} sessions now (maxconn {}), {} in all",
-            str(&f["name"]),
-            f["current_sessions"],
-            f["maxconn"],
-            f["sessions_total"]
+            f.name, f.current_sessions, f.maxconn, f.sessions_total
         );
     }
-    for b in v["backends"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            out,
-            "backend {}: {} server(s) UP",
-            str(&b["name"]),
-            b["active_servers"]
-        );
-        for s in b["servers"].as_array().into_iter().flatten() {
+    for b in &v.backends {
+        let _ = writeln!(out, "backend {}: {} server(s) UP", b.name, b.active_servers);
+        for s in &b.servers {
             let _ = writeln!(
                 out,
                 "  {} {} {} health {}/{} weight {} sessions {} now {} connect errors {} failed checks {} {}",
-                str(&s["name"]),
-                str(&s["address"]),
-                str(&s["status"]),
-                s["health"],
-                s["health_max"],
-                s["effective_weight"],
-                s["current_sessions"],
-                s["sessions_total"],
-                s["connection_errors_total"],
-                s["check_failures_total"],
-                str(&s["last_check"])
+                s.name,
+                s.address,
+                s.status.as_str(),
+                s.health,
+                s.health_max,
+                s.effective_weight,
+                s.current_sessions,
+                s.sessions_total,
+                s.connection_errors_total,
+                s.check_failures_total,
+                s.last_check
             );
         }
     }
     out
 }
 
-fn str(v: &Value) -> &str {
-    v.as_str().unwrap_or("")
+/// One Prometheus metric family over rows of type `R`.
+struct Metric<R> {
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    value: fn(&R) -> u64,
 }
+
+impl<R> Metric<R> {
+    /// The family's HELP and TYPE lines, then one sample per labelled row.
+    fn write(&self, out: &mut String, rows: &[(String, &R)]) {
+        let name = self.name;
+        let _ = writeln!(
+            out,
+            "# HELP {name} {}\n# TYPE {name} {}",
+            self.help, self.kind
+        );
+        for (labels, row) in rows {
+            let _ = writeln!(out, "{name}{{{labels}}} {}", (self.value)(row));
+        }
+    }
+}
+
+const FRONTEND_METRICS: [Metric<FrontendStats>; 3] = [
+    Metric {
+        name: "haproxy_frontend_current_sessions",
+        kind: "gauge",
+        help: "Connections now.",
+        value: |f| f.current_sessions,
+    },
+    Metric {
+        name: "haproxy_frontend_sessions_total",
+        kind: "counter",
+        help: "Connections accepted.",
+        value: |f| f.sessions_total,
+    },
+    Metric {
+        name: "haproxy_frontend_limit_sessions",
+        kind: "gauge",
+        help: "The maxconn of the frontend.",
+        value: |f| u64::from(f.maxconn),
+    },
+];
+
+const BACKEND_METRICS: [Metric<BackendStats>; 1] = [Metric {
+    name: "haproxy_backend_active_servers",
+    kind: "gauge",
+    help: "Servers UP.",
+    value: |b| b.active_servers as u64,
+}];
+
+const SERVER_METRICS: [Metric<ServerStats>; 9] = [
+    Metric {
+        name: "haproxy_server_status",
+        kind: "gauge",
+        help: "1 when the server is UP, 0 when DOWN.",
+        value: |s| u64::from(s.status == Status::Up),
+    },
+    Metric {
+        name: "haproxy_server_current_sessions",
+        kind: "gauge",
+        help: "Connections now.",
+        value: |s| s.current_sessions,
+    },
+    Metric {
+        name: "haproxy_server_sessions_total",
+        kind: "counter",
+        help: "Connections in all.",
+        value: |s| s.sessions_total,
+    },
+    Metric {
+        name: "haproxy_server_connection_errors_total",
+        kind: "counter",
+        help: "Failed connection attempts.",
+        value: |s| s.connection_errors_total,
+    },
+    Metric {
+        name: "haproxy_server_check_failures_total",
+        kind: "counter",
+        help: "Failed health checks.",
+        value: |s| s.check_failures_total,
+    },
+    Metric {
+        name: "haproxy_server_check_up_down_total",
+        kind: "counter",
+        help: "Times the server went DOWN.",
+        value: |s| s.check_up_down_total,
+    },
+    Metric {
+        name: "haproxy_server_weight",
+        kind: "gauge",
+        help: "Effective weight (scaled by 16).",
+        value: |s| u64::from(s.effective_weight),
+    },
+    Metric {
+        name: "haproxy_server_bytes_in_total",
+        kind: "counter",
+        help: "Bytes from clients.",
+        value: |s| s.bytes_in_total,
+    },
+    Metric {
+        name: "haproxy_server_bytes_out_total",
+        kind: "counter",
+        help: "Bytes to clients.",
+        value: |s| s.bytes_out_total,
+    },
+];
+
+const UPTIME: Metric<Snapshot> = Metric {
+    name: "haproxy_process_uptime_seconds",
+    kind: "gauge",
+    help: "Seconds since the process started.",
+    value: |s| s.uptime_seconds,
+};
 
 /// The stats as Prometheus text exposition, with haproxy exporter's metric names.
 pub fn prometheus(table: &Table) -> String {
-    let v = snapshot(table, false);
-    let mut out = String::new();
-    let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, &Value)>| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for (labels, value) in samples {
-            let _ = writeln!(out, "{name}{{{labels}}} {value}");
-        }
-    };
-    let frontends: Vec<&Value> = v["frontends"].as_array().into_iter().flatten().collect();
-    let label = |f: &Value| format!("proxy=\"{}\"", str(&f["name"]));
-    for (name, key, kind, help) in [
-        (
-            "haproxy_frontend_current_sessions",
-            "current_sessions",
-            "gauge",
-            "Connections now.",
-        ),
-        (
-            "haproxy_frontend_sessions_total",
-            "sessions_total",
-            "counter",
-            "Connections accepted.",
-        ),
-        (
-            "haproxy_frontend_limit_sessions",
-            "maxconn",
-            "gauge",
-            "The maxconn of the frontend.",
-        ),
-    ] {
-        metric(
-            name,
-            kind,
-            help,
-            frontends.iter().map(|f| (label(f), &f[key])).collect(),
-        );
-    }
-    let backends: Vec<&Value> = v["backends"].as_array().into_iter().flatten().collect();
-    metric(
-        "haproxy_backend_active_servers",
-        "gauge",
-        "Servers UP.",
-        backends
-            .iter()
-            .map(|b| (label(b), &b["active_servers"]))
-            .collect(),
-    );
-    let servers: Vec<(String, &Value)> = backends
+    let v = Snapshot::of(table, false);
+    let proxy = |name: &str| format!("proxy=\"{name}\"");
+    let frontends: Vec<_> = v.frontends.iter().map(|f| (proxy(&f.name), f)).collect();
+    let backends: Vec<_> = v.backends.iter().map(|b| (proxy(&b.name), b)).collect();
+    let servers: Vec<_> = v
+        .backends
         .iter()
         .flat_map(|b| {
-            b["servers"].as_array().into_iter().flatten().map(move |s| {
-                (
-                    format!(
-                        "proxy=\"{}\",server=\"{}\"",
-                        str(&b["name"]),
-                        str(&s["name"])
-                    ),
-                    s,
-                )
-            })
+            b.servers
+                .iter()
+                .map(move |s| (format!("proxy=\"{}\",server=\"{}\"", b.name, s.name), s))
         })
         .collect();
-    let up: Vec<Value> = servers
+    let mut out = String::new();
+    FRONTEND_METRICS
         .iter()
-        .map(|(_, s)| json!(u8::from(s["status"] == "UP")))
-        .collect();
-    metric(
-        "haproxy_server_status",
-        "gauge",
-        "1 when the server is UP, 0 when DOWN.",
-        servers
-            .iter()
-            .zip(&up)
-            .map(|((l, _), u)| (l.clone(), u))
-            .collect(),
-    );
-    for (name, key, kind, help) in [
-        (
-            "haproxy_server_current_sessions",
-            "current_sessions",
-            "gauge",
-            "Connections now.",
-        ),
-        (
-            "haproxy_server_sessions_total",
-            "sessions_total",
-            "counter",
-            "Connections in all.",
-        ),
-        (
-            "haproxy_server_connection_errors_total",
-            "connection_errors_total",
-            "counter",
-            "Failed connection attempts.",
-        ),
-        (
-            "haproxy_server_check_failures_total",
-            "check_failures_total",
-            "counter",
-            "Failed health checks.",
-        ),
-        (
-            "haproxy_server_check_up_down_total",
-            "check_up_down_total",
-            "counter",
-            "Times the server went DOWN.",
-        ),
-        (
-            "haproxy_server_weight",
-            "effective_weight",
-            "gauge",
-            "Effective weight (scaled by 16).",
-        ),
-        (
-            "haproxy_server_bytes_in_total",
-            "bytes_in_total",
-            "counter",
-            "Bytes from clients.",
-        ),
-        (
-            "haproxy_server_bytes_out_total",
-            "bytes_out_total",
-            "counter",
-            "Bytes to clients.",
-        ),
-    ] {
-        metric(
-            name,
-            kind,
-            help,
-            servers.iter().map(|(l, s)| (l.clone(), &s[key])).collect(),
-        );
-    }
-    metric(
-        "haproxy_process_uptime_seconds",
-        "gauge",
-        "Seconds since the process started.",
-        vec![(String::new(), &v["uptime_seconds"])],
-    );
+        .for_each(|m| m.write(&mut out, &frontends));
+    BACKEND_METRICS
+        .iter()
+        .for_each(|m| m.write(&mut out, &backends));
+    SERVER_METRICS
+        .iter()
+        .for_each(|m| m.write(&mut out, &servers));
+    UPTIME.write(&mut out, &[(String::new(), &v)]);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table with a frontend, a server DOWN with counters, one UP, and an empty backend.
+    fn table() -> Table {
+        let cfg = crate::config::parse_str(
+            "frontend main\n  bind 127.0.0.1:9445\n  default_backend masters\n  maxconn 7\n\
+             backend masters\n  server m0 192.0.2.1:6443 check\n  \
+             server m1 [2001:db8::1]:6443 weight 3 rise 4 fall 5\n\
+             backend other\n",
+            "t",
+        )
+        .unwrap();
+        let t = Table::build(cfg, None);
+        t.frontends["main"].sessions.store(4, Ordering::Relaxed);
+        t.frontends["main"].active.store(2, Ordering::Relaxed);
+        let s = &t.backends[0].servers[0];
+        s.set_up(false);
+        s.connect_errors.store(3, Ordering::Relaxed);
+        s.moved.down.store(99_999, Ordering::Relaxed);
+        *lock(&s.last_check) = "connect: refused".into();
+        t
+    }
+
+    #[test]
+    fn json_keys_are_sorted_as_they_always_were() {
+        let t = table();
+        let snapshot = Snapshot::of(&t, false);
+        let sorted = serde_json::to_value(&snapshot).unwrap();
+        assert_eq!(
+            json(&t, false),
+            serde_json::to_string_pretty(&sorted).unwrap() + "\n"
+        );
+        assert!(json(&t, false).contains("\"status\": \"DOWN\""));
+        assert!(!json(&t, true).contains("version"));
+    }
+
+    #[test]
+    fn text_and_prometheus_show_the_same_numbers() {
+        let t = table();
+        let text = text(&t, true);
+        assert!(text.starts_with("uptime "), "{text}");
+        assert!(text.contains("frontend main: 2 sessions now (maxconn 7), 4 in all\n"));
+        assert!(text.contains("\n  m0 192.0.2.1:6443 DOWN health 2/4 weight 0 sessions 0 now 0 connect errors 3 failed checks 0 connect: refused\n"), "{text}");
+        let metrics = prometheus(&t);
+        for line in [
+            "haproxy_frontend_sessions_total{proxy=\"main\"} 4\n",
+            "haproxy_frontend_limit_sessions{proxy=\"main\"} 7\n",
+            "# HELP haproxy_backend_active_servers Servers UP.\n# TYPE haproxy_backend_active_servers gauge\n\
+             haproxy_backend_active_servers{proxy=\"masters\"} 1\nhaproxy_backend_active_servers{proxy=\"other\"} 0\n",
+            "haproxy_server_status{proxy=\"masters\",server=\"m0\"} 0\n",
+            "haproxy_server_status{proxy=\"masters\",server=\"m1\"} 1\n",
+            "haproxy_server_weight{proxy=\"masters\",server=\"m1\"} 48\n",
+            "haproxy_server_bytes_out_total{proxy=\"masters\",server=\"m0\"} 99999\n",
+            "# TYPE haproxy_process_uptime_seconds gauge\nhaproxy_process_uptime_seconds{} ",
+        ] {
+            assert!(metrics.contains(line), "{line} in {metrics}");
+        }
+    }
 }
