@@ -1,4 +1,4 @@
-# What scripts/test and scripts/bench share. Sourced, not run.
+# What scripts/test, scripts/demo and scripts/bench share. Sourced, not run.
 
 step() { printf '\n==> %s\n' "$*"; }
 

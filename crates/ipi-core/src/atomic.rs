@@ -1,5 +1,5 @@
 //! Atomic, change-aware file writes: the way every ipi-net program writes a file that another
-//! program reads (DESIGN.md, principle 3).
+//! program reads (docs/ARCHITECTURE.md, conventions: files).
 //!
 //! A reader sees the old file or the new one, never half of one: the content goes to a temporary
 //! file in the same directory (so the rename cannot cross file systems), is flushed to disk, and

@@ -1,6 +1,6 @@
 //! Exit statuses: the API that shell scripts, systemd units and keepalived track scripts see.
 //!
-//! DESIGN.md, principle 4: `0` success or healthy, `1` a check that failed or unhealthy, `2` a
+//! docs/ARCHITECTURE.md, conventions: `0` success or healthy, `1` a check that failed or unhealthy, `2` a
 //! usage or configuration error. A program that needs another status documents it in its man
 //! page and defines it next to these, so that one table holds them all.
 

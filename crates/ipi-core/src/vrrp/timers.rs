@@ -7,7 +7,7 @@
 //!
 //! Rounding: the divisions by 256 are integer divisions, rounding towards zero, so a skew is
 //! at most one centisecond shorter than the RFC's exact value. That keeps the arithmetic exact
-//! and deterministic (no floats, DESIGN.md), matches FRR's vrrpd, which also keeps integer
+//! and deterministic (no floats, docs/ARCHITECTURE.md), matches FRR's vrrpd, which also keeps integer
 //! centiseconds and divides the same way, and keeps the ordering that matters: a higher priority never
 //! gets a longer skew. keepalived computes in microseconds, so its timers can be up to 10 ms
 //! longer than ours for the same configuration: far below the jitter of any real network.
