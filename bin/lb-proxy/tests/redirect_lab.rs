@@ -36,6 +36,8 @@ fn master_with_the_vip(lab: &mut Lab, name: &str) -> (Host, Host) {
 }
 
 #[test]
+// One scenario read top to bottom: on while healthy, off when every server fails, gone on stop.
+#[allow(clippy::too_many_lines)]
 fn the_redirect_follows_the_servers_health() {
     if !ipi_lab::available() {
         return;

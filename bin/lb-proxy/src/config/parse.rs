@@ -447,95 +447,24 @@ impl Parser<'_> {
                 .errors
                 .push(at, format!("server {name}: `{addr}` is not ADDRESS:PORT"));
         };
-        let mut s = Server {
-            name: name.clone(),
-            address,
-            weight: 1,
-            check: false,
-            check_ssl: false,
-            verify_none: false,
-            inter: Duration::from_secs(2),
-            fastinter: None,
-            downinter: None,
-            rise: 2,
-            fall: 3,
-            slowstart: None,
-            shutdown_sessions_on_down: false,
-            init_state: InitState::Up,
-            location: at.clone(),
-        };
+        let mut s = server_defaults(name, address, at);
         let mut opts = w[3..].iter();
         while let Some(opt) = opts.next() {
-            let mut value = |what: &str| -> Option<String> {
-                let v = opts.next().cloned();
-                if v.is_none() {
-                    self.errors
-                        .push(at, format!("server {name}: `{opt}` needs {what}"));
-                }
-                v
-            };
             match opt.as_str() {
                 "check" => s.check = true,
                 "check-ssl" => s.check_ssl = true,
-                "verify" => match value("none").as_deref() {
-                    Some("none") => s.verify_none = true,
-                    Some(v) => self.errors.push(
-                        at,
-                        format!(
-                            "server {name}: `verify {v}`: lb-proxy checks with `verify none` only"
+                other => match ServerOption::parse(other) {
+                    None => self
+                        .errors
+                        .push(at, format!("server {name}: unknown option `{other}`")),
+                    Some(option) => match opts.next() {
+                        Some(v) => self.server_option(&mut s, option, opt, v, at),
+                        None => self.errors.push(
+                            at,
+                            format!("server {name}: `{opt}` needs {}", option.needs()),
                         ),
-                    ),
-                    None => {}
+                    },
                 },
-                "weight" | "rise" | "fall" => {
-                    let Some(v) = value("a number") else { continue };
-                    match (opt.as_str(), v.parse::<u32>()) {
-                        ("weight", Ok(n)) if n <= 256 => s.weight = n,
-                        ("rise", Ok(n)) if n >= 1 => s.rise = n,
-                        ("fall", Ok(n)) if n >= 1 => s.fall = n,
-                        _ => self
-                            .errors
-                            .push(at, format!("server {name}: `{opt} {v}` is out of range")),
-                    }
-                }
-                "inter" | "fastinter" | "downinter" | "slowstart" => {
-                    let Some(v) = value("a duration") else {
-                        continue;
-                    };
-                    let Some(d) = duration(&v).filter(|d| !d.is_zero()) else {
-                        self.errors
-                            .push(at, format!("server {name}: `{opt} {v}` is not a duration"));
-                        continue;
-                    };
-                    match opt.as_str() {
-                        "inter" => s.inter = d,
-                        "fastinter" => s.fastinter = Some(d),
-                        "downinter" => s.downinter = Some(d),
-                        _ => s.slowstart = Some(d),
-                    }
-                }
-                "on-marked-down" => match value("an action").as_deref() {
-                    Some("shutdown-sessions") => s.shutdown_sessions_on_down = true,
-                    Some(v) => self.errors.push(
-                        at,
-                        format!("server {name}: `on-marked-down {v}` is not supported"),
-                    ),
-                    None => {}
-                },
-                "init-state" => match value("a state").as_deref() {
-                    Some("fully-up") => s.init_state = InitState::FullyUp,
-                    Some("up") => s.init_state = InitState::Up,
-                    Some("down") => s.init_state = InitState::Down,
-                    Some("fully-down") => s.init_state = InitState::FullyDown,
-                    Some(v) => self.errors.push(
-                        at,
-                        format!("server {name}: `init-state {v}` is not supported"),
-                    ),
-                    None => {}
-                },
-                other => self
-                    .errors
-                    .push(at, format!("server {name}: unknown option `{other}`")),
             }
         }
         let duplicate = self
@@ -551,11 +480,180 @@ impl Parser<'_> {
         }
         self.apply(|_| {}, |p| p.servers.push(s));
     }
+
+    /// Applies `option` (written `opt`) with its value `v` to `s`, or says why not.
+    fn server_option(
+        &mut self,
+        s: &mut Server,
+        option: ServerOption,
+        opt: &str,
+        v: &str,
+        at: &Location,
+    ) {
+        let number = || v.parse::<u32>().ok();
+        let time = || duration(v).filter(|d| !d.is_zero());
+        let applied = match option {
+            ServerOption::Verify => (v == "none").then(|| s.verify_none = true),
+            ServerOption::Weight => number().filter(|n| *n <= 256).map(|n| s.weight = n),
+            ServerOption::Rise => number().filter(|n| *n >= 1).map(|n| s.rise = n),
+            ServerOption::Fall => number().filter(|n| *n >= 1).map(|n| s.fall = n),
+            ServerOption::Inter => time().map(|d| s.inter = d),
+            ServerOption::FastInter => time().map(|d| s.fastinter = Some(d)),
+            ServerOption::DownInter => time().map(|d| s.downinter = Some(d)),
+            ServerOption::SlowStart => time().map(|d| s.slowstart = Some(d)),
+            ServerOption::OnMarkedDown => {
+                (v == "shutdown-sessions").then(|| s.shutdown_sessions_on_down = true)
+            }
+            ServerOption::InitState => init_state(v).map(|state| s.init_state = state),
+        };
+        if applied.is_none() {
+            let name = &s.name;
+            let why = match option {
+                ServerOption::Verify => {
+                    format!("server {name}: `verify {v}`: lb-proxy checks with `verify none` only")
+                }
+                ServerOption::Weight | ServerOption::Rise | ServerOption::Fall => {
+                    format!("server {name}: `{opt} {v}` is out of range")
+                }
+                ServerOption::Inter
+                | ServerOption::FastInter
+                | ServerOption::DownInter
+                | ServerOption::SlowStart => {
+                    format!("server {name}: `{opt} {v}` is not a duration")
+                }
+                ServerOption::OnMarkedDown | ServerOption::InitState => {
+                    format!("server {name}: `{opt} {v}` is not supported")
+                }
+            };
+            self.errors.push(at, why);
+        }
+    }
+}
+
+/// A server line's settings before its options: haproxy's defaults.
+fn server_defaults(name: &str, address: SocketAddr, at: &Location) -> Server {
+    Server {
+        name: name.to_string(),
+        address,
+        weight: 1,
+        check: false,
+        check_ssl: false,
+        verify_none: false,
+        inter: Duration::from_secs(2),
+        fastinter: None,
+        downinter: None,
+        rise: 2,
+        fall: 3,
+        slowstart: None,
+        shutdown_sessions_on_down: false,
+        init_state: InitState::Up,
+        location: at.clone(),
+    }
+}
+
+/// `init-state` values.
+fn init_state(v: &str) -> Option<InitState> {
+    Some(match v {
+        "fully-up" => InitState::FullyUp,
+        "up" => InitState::Up,
+        "down" => InitState::Down,
+        "fully-down" => InitState::FullyDown,
+        _ => return None,
+    })
+}
+
+/// The server options that take a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ServerOption {
+    Verify,
+    Weight,
+    Rise,
+    Fall,
+    Inter,
+    FastInter,
+    DownInter,
+    SlowStart,
+    OnMarkedDown,
+    InitState,
+}
+
+impl ServerOption {
+    fn parse(opt: &str) -> Option<ServerOption> {
+        Some(match opt {
+            "verify" => ServerOption::Verify,
+            "weight" => ServerOption::Weight,
+            "rise" => ServerOption::Rise,
+            "fall" => ServerOption::Fall,
+            "inter" => ServerOption::Inter,
+            "fastinter" => ServerOption::FastInter,
+            "downinter" => ServerOption::DownInter,
+            "slowstart" => ServerOption::SlowStart,
+            "on-marked-down" => ServerOption::OnMarkedDown,
+            "init-state" => ServerOption::InitState,
+            _ => return None,
+        })
+    }
+
+    /// What the value is, for the error when it is missing.
+    fn needs(self) -> &'static str {
+        match self {
+            ServerOption::Verify => "none",
+            ServerOption::Weight | ServerOption::Rise | ServerOption::Fall => "a number",
+            ServerOption::Inter
+            | ServerOption::FastInter
+            | ServerOption::DownInter
+            | ServerOption::SlowStart => "a duration",
+            ServerOption::OnMarkedDown => "an action",
+            ServerOption::InitState => "a state",
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn server_options_and_their_errors() {
+        let mut errors = Errors::default();
+        let text =
+            "backend b\n  server s 192.0.2.1:80 check check-ssl verify none weight 7 rise 4 \
+                    fall 5 inter 3s fastinter 1s downinter 5s slowstart 1m \
+                    on-marked-down shutdown-sessions init-state fully-down\n";
+        let c = config(text, "t", &mut errors);
+        assert!(errors.0.is_empty(), "{errors}");
+        let s = &c.proxies[0].servers[0];
+        assert!(s.check && s.check_ssl && s.verify_none && s.shutdown_sessions_on_down);
+        assert_eq!((s.weight, s.rise, s.fall), (7, 4, 5));
+        assert_eq!(
+            (s.inter, s.fastinter, s.downinter, s.slowstart),
+            (
+                Duration::from_secs(3),
+                Some(Duration::from_secs(1)),
+                Some(Duration::from_secs(5)),
+                Some(Duration::from_secs(60))
+            )
+        );
+        assert_eq!(s.init_state, InitState::FullyDown);
+
+        let text = "backend b\n  server x 192.0.2.1:80 verify required rise 0 fall x \
+                    downinter 0 init-state half backup on-marked-down drain weight\n";
+        let mut errors = Errors::default();
+        config(text, "t", &mut errors);
+        let errors = errors.to_string();
+        for want in [
+            "t:2: server x: `verify required`: lb-proxy checks with `verify none` only",
+            "t:2: server x: `rise 0` is out of range",
+            "t:2: server x: `fall x` is out of range",
+            "t:2: server x: `downinter 0` is not a duration",
+            "t:2: server x: `init-state half` is not supported",
+            "t:2: server x: unknown option `backup`",
+            "t:2: server x: `on-marked-down drain` is not supported",
+            "t:2: server x: `weight` needs a number",
+        ] {
+            assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
+        }
+    }
 
     #[test]
     fn durations_in_haproxy_units() {

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::balance::{effective_weight, RoundRobin};
 use crate::config::model::{Bind, MonitorFail, Stats};
-use crate::config::{self, Config, Kind, Mode};
+use crate::config::{self, Config, Kind, Mode, Proxy};
 use crate::forward::{Idle, Moved};
 use crate::health::{Health, Probe};
 
@@ -127,6 +127,41 @@ pub struct Backend {
 }
 
 impl Backend {
+    /// The backend of proxy `p`; its servers that did not change keep their state from `old`.
+    fn build(p: &Proxy, old: Option<&Table>) -> Backend {
+        let old_server = |cfg: &config::Server| {
+            old?.backends
+                .iter()
+                .find(|b| b.name == p.name)?
+                .servers
+                .iter()
+                .find(|s| s.cfg.name == cfg.name && s.same(cfg))
+                .cloned()
+        };
+        let servers = p
+            .servers
+            .iter()
+            .map(|s| old_server(s).unwrap_or_else(|| Arc::new(Server::new(s.clone()))))
+            .collect();
+        let tls = p.servers.iter().any(|s| s.check_ssl);
+        Backend {
+            name: p.name.clone(),
+            servers,
+            rotation: Mutex::new(RoundRobin::default()),
+            retries: p.retries,
+            redispatch: p.redispatch,
+            connect: p.timeouts.connect.unwrap_or(Duration::from_secs(5)),
+            probe: Probe::new(p.httpchk.as_ref(), tls),
+            check_timeout: p.timeouts.check,
+            idle: Idle {
+                server: p.timeouts.server,
+                tunnel: p.timeouts.tunnel,
+                server_fin: p.timeouts.server_fin,
+                ..Idle::default()
+            },
+        }
+    }
+
     /// The next server in the rotation, other than `not` when another is available.
     pub fn pick(&self, not: Option<&Arc<Server>>) -> Option<Arc<Server>> {
         let mut weights: Vec<u32> = self.servers.iter().map(|s| s.weight()).collect();
@@ -172,6 +207,43 @@ pub struct Frontend {
     pub active: AtomicU64,
 }
 
+impl Frontend {
+    /// The TCP frontend of proxy `p`, forwarding to one of `backends`. Its `maxconn` slots
+    /// carry over from `old` while `maxconn` is the same, so that connections from before a
+    /// reload still count.
+    fn build(p: &Proxy, backends: &HashMap<String, Arc<Backend>>, old: Option<&Table>) -> Frontend {
+        let backend = match p.kind {
+            Kind::Listen => backends.get(&p.name),
+            Kind::Frontend | Kind::Backend => {
+                p.default_backend.as_ref().and_then(|b| backends.get(b))
+            }
+        };
+        let maxconn = p.maxconn.unwrap_or(DEFAULT_MAXCONN);
+        let slots = old
+            .and_then(|o| o.frontends.get(&p.name))
+            .filter(|f| f.maxconn == maxconn)
+            .map_or_else(
+                || Arc::new(Semaphore::new(maxconn as usize)),
+                |f| Arc::clone(&f.slots),
+            );
+        Frontend {
+            name: p.name.clone(),
+            binds: p.binds.clone(),
+            backend: backend.cloned(),
+            slots,
+            maxconn,
+            idle: Idle {
+                client: p.timeouts.client,
+                tunnel: p.timeouts.tunnel,
+                client_fin: p.timeouts.client_fin,
+                ..Idle::default()
+            },
+            sessions: AtomicU64::new(0),
+            active: AtomicU64::new(0),
+        }
+    }
+}
+
 /// A `mode http` listener: monitor URI and stats.
 #[derive(Debug)]
 pub struct Web {
@@ -190,6 +262,25 @@ pub struct Web {
 }
 
 impl Web {
+    /// The web listener of proxy `p`; `monitor fail` counts a backend of `backends`.
+    fn build(p: &Proxy, backends: &HashMap<String, Arc<Backend>>) -> Web {
+        Web {
+            name: p.name.clone(),
+            binds: p.binds.clone(),
+            monitor_uri: p.monitor_uri.clone(),
+            monitor_fail: p
+                .monitor_fail
+                .as_ref()
+                .and_then(|m| Some((Arc::clone(backends.get(&m.backend)?), m.clone()))),
+            stats: p.stats.clone(),
+            request_timeout: p
+                .timeouts
+                .http_request
+                .or(p.timeouts.client)
+                .unwrap_or(Duration::from_secs(5)),
+        }
+    }
+
     /// The monitor's verdict: false when `monitor fail` holds.
     pub fn monitor_ok(&self) -> bool {
         self.monitor_fail
@@ -218,15 +309,6 @@ impl Table {
     /// Builds a table from `config`, keeping the live state of the servers of `old` that
     /// did not change.
     pub fn build(config: Config, old: Option<&Table>) -> Table {
-        let old_server = |backend: &str, cfg: &config::Server| {
-            old?.backends
-                .iter()
-                .find(|b| b.name == backend)?
-                .servers
-                .iter()
-                .find(|s| s.cfg.name == cfg.name && s.same(cfg))
-                .cloned()
-        };
         let mut backends: HashMap<String, Arc<Backend>> = HashMap::new();
         let mut order = Vec::new();
         for p in config
@@ -234,28 +316,7 @@ impl Table {
             .iter()
             .filter(|p| p.kind != Kind::Frontend && p.mode == Mode::Tcp)
         {
-            let servers = p
-                .servers
-                .iter()
-                .map(|s| old_server(&p.name, s).unwrap_or_else(|| Arc::new(Server::new(s.clone()))))
-                .collect();
-            let tls = p.servers.iter().any(|s| s.check_ssl);
-            let b = Arc::new(Backend {
-                name: p.name.clone(),
-                servers,
-                rotation: Mutex::new(RoundRobin::default()),
-                retries: p.retries,
-                redispatch: p.redispatch,
-                connect: p.timeouts.connect.unwrap_or(Duration::from_secs(5)),
-                probe: Probe::new(p.httpchk.as_ref(), tls),
-                check_timeout: p.timeouts.check,
-                idle: Idle {
-                    server: p.timeouts.server,
-                    tunnel: p.timeouts.tunnel,
-                    server_fin: p.timeouts.server_fin,
-                    ..Idle::default()
-                },
-            });
+            let b = Arc::new(Backend::build(p, old));
             order.push(Arc::clone(&b));
             backends.insert(p.name.clone(), b);
         }
@@ -263,56 +324,11 @@ impl Table {
         let mut webs = HashMap::new();
         for p in config.proxies.iter().filter(|p| p.kind != Kind::Backend) {
             if p.mode == Mode::Http {
-                webs.insert(
-                    p.name.clone(),
-                    Arc::new(Web {
-                        name: p.name.clone(),
-                        binds: p.binds.clone(),
-                        monitor_uri: p.monitor_uri.clone(),
-                        monitor_fail: p
-                            .monitor_fail
-                            .as_ref()
-                            .and_then(|m| Some((Arc::clone(backends.get(&m.backend)?), m.clone()))),
-                        stats: p.stats.clone(),
-                        request_timeout: p
-                            .timeouts
-                            .http_request
-                            .or(p.timeouts.client)
-                            .unwrap_or(Duration::from_secs(5)),
-                    }),
-                );
-                continue;
+                webs.insert(p.name.clone(), Arc::new(Web::build(p, &backends)));
+            } else {
+                let f = Frontend::build(p, &backends, old);
+                frontends.insert(p.name.clone(), Arc::new(f));
             }
-            let backend = match p.kind {
-                Kind::Listen => backends.get(&p.name),
-                _ => p.default_backend.as_ref().and_then(|b| backends.get(b)),
-            };
-            let maxconn = p.maxconn.unwrap_or(DEFAULT_MAXCONN);
-            let slots = old
-                .and_then(|o| o.frontends.get(&p.name))
-                .filter(|f| f.maxconn == maxconn)
-                .map_or_else(
-                    || Arc::new(Semaphore::new(maxconn as usize)),
-                    |f| Arc::clone(&f.slots),
-                );
-            frontends.insert(
-                p.name.clone(),
-                Arc::new(Frontend {
-                    name: p.name.clone(),
-                    binds: p.binds.clone(),
-                    backend: backend.cloned(),
-                    slots,
-                    maxconn,
-                    idle: Idle {
-                        client: p.timeouts.client,
-                        tunnel: p.timeouts.tunnel,
-                        client_fin: p.timeouts.client_fin,
-                        ..Idle::default()
-                    },
-                    sessions: AtomicU64::new(0),
-                    active: AtomicU64::new(0),
-                }),
-            );
         }
         Table {
             frontends,
