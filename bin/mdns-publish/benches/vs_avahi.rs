@@ -59,43 +59,7 @@ fn main() {
     let (ours_cpu, ours_rss) = idle(&ours);
     let (avahi_cpu, avahi_rss) = idle(avahi.daemon());
 
-    // A browse of 200 instances, all held by one mdns-publish.
-    let many = lab.host("many").unwrap();
-    let _many = publish_many(&many, 200);
-    std::thread::sleep(Duration::from_secs(3));
-    let bind = client.ipv4().to_string();
-    let t = Instant::now();
-    let out = client
-        .command(
-            BIN,
-            [
-                "browse",
-                "--type",
-                "_http._tcp",
-                "--timeout",
-                "1s",
-                "--bind",
-                &bind,
-            ],
-        )
-        .output()
-        .unwrap();
-    let ours_browse = t.elapsed().as_secs_f64() * 1000.0;
-    // "mdns-publish browse: N instance(s) of _http._tcp, 1 node(s)"
-    let ours_found: usize = String::from_utf8_lossy(&out.stderr)
-        .split_whitespace()
-        .nth(2)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    let browser = Avahi::start(&client, "client").unwrap();
-    let t = Instant::now();
-    let out = browser.run("avahi-browse", ["-rtp", "_http._tcp"]).unwrap();
-    let avahi_browse = t.elapsed().as_secs_f64() * 1000.0;
-    let avahi_found = out
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("=;") && l.contains(";IPv4;"))
-        .count();
+    let (ours_browse, ours_found, avahi_browse, avahi_found) = browse_many(&mut lab, &client);
 
     println!("\n| benchmark | avahi | mdns-publish | ratio |");
     println!("| --- | --- | --- | --- |");
@@ -135,6 +99,49 @@ fn main() {
         "\nbrowse of 200 instances: avahi-browse resolved {avahi_found}, mdns-publish browse found {ours_found} \
          (mdns-publish browse listens for a fixed --timeout, here 1 s; avahi-browse -t stops when its cache is exhausted)"
     );
+}
+
+/// A browse of 200 instances, all held by one mdns-publish: `mdns-publish browse` and
+/// `avahi-browse` from `client`, each with its wall time (ms) and what it found.
+fn browse_many(lab: &mut Lab, client: &Host) -> (f64, usize, f64, usize) {
+    let many = lab.host("many").unwrap();
+    let _many = publish_many(&many, 200);
+    std::thread::sleep(Duration::from_secs(3));
+    let bind = client.ipv4().to_string();
+    let t = Instant::now();
+    let out = client
+        .command(
+            BIN,
+            [
+                "browse",
+                "--type",
+                "_http._tcp",
+                "--timeout",
+                "1s",
+                "--bind",
+                &bind,
+            ],
+        )
+        .output()
+        .unwrap();
+    let ours_browse = t.elapsed().as_secs_f64() * 1000.0;
+    // "mdns-publish browse: N instance(s) of _http._tcp, 1 node(s)"
+    let ours_found: usize = String::from_utf8_lossy(&out.stderr)
+        .split_whitespace()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let browser = Avahi::start(client, "client").unwrap();
+    let t = Instant::now();
+    let out = browser.run("avahi-browse", ["-rtp", "_http._tcp"]).unwrap();
+    let avahi_browse = t.elapsed().as_secs_f64() * 1000.0;
+    let avahi_found = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("=;") && l.contains(";IPv4;"))
+        .count();
+
+    (ours_browse, ours_found, avahi_browse, avahi_found)
 }
 
 fn cluster(host: &Host) -> String {

@@ -9,12 +9,32 @@ use std::net::IpAddr;
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
+use ipi_core::inventory::Problem;
 use ipi_core::{Inventory, Node, Role};
 
-use crate::records::name;
+use crate::records::{name, NameError};
 
 /// The type whose instances point at etcd members.
 pub const ETCD_TYPE: &str = "_etcd-server-ssl._tcp";
+
+/// Answers that do not make an inventory.
+#[derive(Debug, thiserror::Error)]
+pub enum FoundError {
+    /// A type name that is not a DNS name.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// The nodes found do not make an inventory (one address on two nodes, say).
+    #[error("{}", problems(.0))]
+    Inventory(Vec<Problem>),
+}
+
+fn problems(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| format!("{}: {}", p.place, p.message))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
 
 /// What the answers said so far.
 #[derive(Debug, Default, Clone)]
@@ -129,7 +149,7 @@ impl Seen {
 
     /// The inventory of the instances of `kind` whose names contain `filter`, and the etcd
     /// targets when at least `min_srv` instances of [`ETCD_TYPE`] are seen.
-    pub fn found(&self, kind: &Name, filter: &str, min_srv: usize) -> Result<Found, String> {
+    pub fn found(&self, kind: &Name, filter: &str, min_srv: usize) -> Result<Found, FoundError> {
         let mut nodes: BTreeMap<String, (BTreeSet<Role>, Vec<IpAddr>)> = BTreeMap::new();
         let instances = self.instances(kind, filter);
         for i in &instances {
@@ -168,13 +188,7 @@ impl Seen {
                 addresses,
             })
             .collect();
-        let inventory = Inventory::new(nodes).map_err(|problems| {
-            problems
-                .iter()
-                .map(|p| format!("{}: {}", p.place, p.message))
-                .collect::<Vec<_>>()
-                .join("; ")
-        })?;
+        let inventory = Inventory::new(nodes).map_err(FoundError::Inventory)?;
         Ok(Found {
             inventory,
             etcd,

@@ -3,7 +3,8 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ipi_core::Role;
 
 /// Advertise this node over multicast DNS, and browse the others into a node inventory
 /// (a stand-in for mdns-publisher and the browse side of coredns-mdns).
@@ -30,83 +31,80 @@ pub enum Command {
     /// Publish this node: from an mdns-publisher config (-f), or what OpenShift publishes for a
     /// node of the cluster (--cluster). SIGTERM sends goodbyes and exits 0; a name another host
     /// owns exits 1 (never a silent rename).
-    Run {
-        /// An mdns-publisher config file, YAML or JSON (mdns-publish.conf(5)).
-        #[arg(
-            short = 'f',
-            long = "config",
-            value_name = "FILE",
-            conflicts_with = "cluster",
-            required_unless_present = "cluster"
-        )]
-        config: Option<PathBuf>,
-        /// The cluster's install-config.yaml.
-        #[arg(long, value_name = "FILE", requires_all = ["hostname", "role", "bind"])]
-        cluster: Option<PathBuf>,
-        /// This node's host name (with --cluster).
-        #[arg(long, value_name = "NAME")]
-        hostname: Option<String>,
-        /// This node's role (with --cluster).
-        #[arg(long, value_enum)]
-        role: Option<NodeRole>,
-        /// The address whose interface is published (with --cluster; the config's
-        /// bind_address otherwise).
-        #[arg(long, value_name = "ADDR")]
-        bind: Option<IpAddr>,
-        /// What to do when another host owns one of our names.
-        #[arg(long, value_enum, default_value = "exit")]
-        on_conflict: OnConflict,
-        /// More log lines (-v debug, -vv trace).
-        #[arg(short, long, action = clap::ArgAction::Count)]
-        verbose: u8,
-        /// Warnings and errors only.
-        #[arg(short, long)]
-        quiet: bool,
-    },
+    Run(Run),
     /// Ask the link who is there and print the node inventory (ipi-nodes(5)); exit 0 when
     /// something was found, 1 when nothing was.
-    Browse {
-        /// The service type whose instances are nodes.
-        #[arg(
-            long = "type",
-            value_name = "TYPE",
-            default_value = "_workstation._tcp"
-        )]
-        kind: String,
-        /// Keep only instances whose name contains this (the cluster name).
-        #[arg(long, value_name = "TEXT", default_value = "")]
-        filter: String,
-        /// Withhold the etcd SRV targets until at least this many are seen.
-        #[arg(long, value_name = "N", default_value_t = 0)]
-        min_srv: usize,
-        /// How long to listen for answers (one round with --watch).
-        #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = ipi_core::duration::parse)]
-        timeout: std::time::Duration,
-        /// The inventory as JSON (with the etcd targets).
-        #[arg(long)]
-        json: bool,
-        /// Write the inventory to this file, atomically, rather than to standard output.
-        #[arg(short = 'o', long = "output", value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// Keep browsing; rewrite the output only when the inventory changes (tells systemd it is
-        /// ready once the first inventory is written).
-        #[arg(long)]
-        watch: bool,
-        /// The address to query from (its interface; default: any).
-        #[arg(long, value_name = "ADDR")]
-        bind: Option<IpAddr>,
-    },
+    Browse(Browse),
 }
 
-/// A node's role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NodeRole {
-    /// The bootstrap node.
-    Bootstrap,
-    /// A control-plane node.
-    Master,
-    /// A worker.
-    Worker,
+/// `mdns-publish run`.
+#[derive(Debug, Args)]
+pub struct Run {
+    /// An mdns-publisher config file, YAML or JSON (mdns-publish.conf(5)).
+    #[arg(
+        short = 'f',
+        long = "config",
+        value_name = "FILE",
+        conflicts_with = "cluster",
+        required_unless_present = "cluster"
+    )]
+    pub config: Option<PathBuf>,
+    /// The cluster's install-config.yaml.
+    #[arg(long, value_name = "FILE", requires_all = ["hostname", "role", "bind"])]
+    pub cluster: Option<PathBuf>,
+    /// This node's host name (with --cluster).
+    #[arg(long, value_name = "NAME")]
+    pub hostname: Option<String>,
+    /// This node's role (with --cluster).
+    #[arg(long, value_enum)]
+    pub role: Option<Role>,
+    /// The address whose interface is published (with --cluster; the config's
+    /// bind_address otherwise).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// What to do when another host owns one of our names.
+    #[arg(long, value_enum, default_value = "exit")]
+    pub on_conflict: OnConflict,
+    /// More log lines (-v debug, -vv trace).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Warnings and errors only.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// `mdns-publish browse`.
+#[derive(Debug, Args)]
+pub struct Browse {
+    /// The service type whose instances are nodes.
+    #[arg(
+        long = "type",
+        value_name = "TYPE",
+        default_value = "_workstation._tcp"
+    )]
+    pub kind: String,
+    /// Keep only instances whose name contains this (the cluster name).
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub filter: String,
+    /// Withhold the etcd SRV targets until at least this many are seen.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub min_srv: usize,
+    /// How long to listen for answers (one round with --watch).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = ipi_core::duration::parse)]
+    pub timeout: std::time::Duration,
+    /// The inventory as JSON (with the etcd targets).
+    #[arg(long)]
+    pub json: bool,
+    /// Write the inventory to this file, atomically, rather than to standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Keep browsing; rewrite the output only when the inventory changes (tells systemd it is
+    /// ready once the first inventory is written).
+    #[arg(long)]
+    pub watch: bool,
+    /// The address to query from (its interface; default: any).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
 }
 
 #[cfg(test)]

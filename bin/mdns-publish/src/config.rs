@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 use std::path::Path;
 
+use ipi_core::{Cluster, Role};
 use serde::Deserialize;
 
 use crate::records::{Host, Publication, Service, OTHER_TTL};
@@ -12,6 +13,55 @@ use crate::records::{Host, Publication, Service, OTHER_TTL};
 pub const WORKSTATION_PORT: u16 = 42424;
 /// etcd's peer port, of the `_etcd-server-ssl._tcp` instances.
 pub const ETCD_PORT: u16 = 2380;
+
+/// A config that cannot be used, or a node that cannot publish what OpenShift's do; the
+/// message names the file and the place, or the option.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{0}")]
+    Read(#[from] ipi_core::place::Errors),
+    /// Not YAML, or not a config (an unknown field, a bad address).
+    #[error("{origin}:{why}")]
+    Syntax {
+        /// The file.
+        origin: String,
+        /// The line and what was wrong there.
+        why: String,
+    },
+    /// `collision_avoidance` is neither `hostname` nor `none`.
+    #[error("{origin}: collision_avoidance: `{value}` is not `hostname` or `none`")]
+    CollisionAvoidance {
+        /// The file.
+        origin: String,
+        /// What it said.
+        value: String,
+    },
+    /// No services.
+    #[error("{origin}: services: nothing to publish")]
+    NoServices {
+        /// The file.
+        origin: String,
+    },
+    /// A service type that is not `_name._proto`.
+    #[error(
+        "{origin}: services[{index}].type: `{kind}` is not a service type like _workstation._tcp"
+    )]
+    ServiceType {
+        /// The file.
+        origin: String,
+        /// The service's index.
+        index: usize,
+        /// Its type.
+        kind: String,
+    },
+    /// A control-plane node whose host name gives no etcd member number.
+    #[error("--hostname {hostname}: a control-plane node's name must end in its number (master-0) to publish etcd-N")]
+    EtcdNumber {
+        /// The host name.
+        hostname: String,
+    },
+}
 
 /// mdns-publisher's config file.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -63,32 +113,42 @@ fn fqdn(name: &str) -> String {
 
 impl Config {
     /// Reads `path` (YAML, of which JSON is a part); the error names the file and the place.
-    pub fn load(path: &Path) -> Result<Config, String> {
-        let text = ipi_core::place::read(path).map_err(|e| e.to_string())?;
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = ipi_core::place::read(path)?;
         Config::parse(&text, &path.display().to_string())
     }
 
     /// Reads config text; `origin` names it in errors.
-    pub fn parse(text: &str, origin: &str) -> Result<Config, String> {
-        let c: Config = ipi_core::place::yaml(text).map_err(|e| format!("{origin}:{e}"))?;
+    pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let c: Config = ipi_core::place::yaml(text).map_err(|why| ConfigError::Syntax {
+            origin: origin.to_owned(),
+            why,
+        })?;
         match c.collision_avoidance.as_deref() {
             None | Some("none" | "hostname") => {}
             Some(other) => {
-                return Err(format!(
-                    "{origin}: collision_avoidance: `{other}` is not `hostname` or `none`"
-                ))
+                return Err(ConfigError::CollisionAvoidance {
+                    origin: origin.to_owned(),
+                    value: other.to_owned(),
+                })
             }
         }
         if c.services.is_empty() {
-            return Err(format!("{origin}: services: nothing to publish"));
+            return Err(ConfigError::NoServices {
+                origin: origin.to_owned(),
+            });
         }
-        for (i, s) in c.services.iter().enumerate() {
-            if !s.kind.starts_with('_') || !s.kind.contains("._") {
-                return Err(format!(
-                    "{origin}: services[{i}].type: `{}` is not a service type like _workstation._tcp",
-                    s.kind
-                ));
-            }
+        if let Some((index, s)) = c
+            .services
+            .iter()
+            .enumerate()
+            .find(|(_, s)| !s.kind.starts_with('_') || !s.kind.contains("._"))
+        {
+            return Err(ConfigError::ServiceType {
+                origin: origin.to_owned(),
+                index,
+                kind: s.kind.clone(),
+            });
         }
         Ok(c)
     }
@@ -134,9 +194,9 @@ fn short(hostname: &str) -> &str {
 pub fn openshift(
     cluster: &str,
     hostname: &str,
-    role: &str,
+    role: Role,
     addresses: &[IpAddr],
-) -> Result<Publication, String> {
+) -> Result<Publication, ConfigError> {
     let host = short(hostname).to_ascii_lowercase();
     let mut p = Publication::default();
     p.hosts.push(Host {
@@ -152,14 +212,12 @@ pub fn openshift(
         txt: vec![format!("role={role}")],
         ttl: OTHER_TTL,
     });
-    if role == "master" {
+    if role == Role::Master {
         // The trailing number: master-2 is etcd-2 (master-02 too). None, or one too large,
         // is an error: a made-up number could be another member's.
         let number = &host[host.trim_end_matches(|c: char| c.is_ascii_digit()).len()..];
-        let n: u32 = number.parse().map_err(|_| {
-            format!(
-                "--hostname {hostname}: a control-plane node's name must end in its number (master-0) to publish etcd-N"
-            )
+        let n: u32 = number.parse().map_err(|_| ConfigError::EtcdNumber {
+            hostname: hostname.to_owned(),
         })?;
         let etcd = format!("etcd-{n}.local.");
         p.hosts.push(Host {
@@ -177,6 +235,74 @@ pub fn openshift(
         });
     }
     Ok(p)
+}
+
+/// A node of an OpenShift cluster, publishing what OpenShift's nodes publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenShiftNode {
+    /// The cluster's name.
+    pub cluster: String,
+    /// The node's host name.
+    pub hostname: String,
+    /// The node's role.
+    pub role: Role,
+    /// The cluster's API and Ingress VIPs.
+    pub vips: Vec<IpAddr>,
+}
+
+impl OpenShiftNode {
+    /// Node `hostname` of `cluster` in `role`; an error when it cannot publish what OpenShift's
+    /// nodes do (a control-plane node without a number).
+    pub fn new(cluster: &Cluster, hostname: &str, role: Role) -> Result<Self, ConfigError> {
+        openshift(&cluster.name, hostname, role, &[])?;
+        Ok(OpenShiftNode {
+            cluster: cluster.name.clone(),
+            hostname: hostname.to_owned(),
+            role,
+            vips: cluster
+                .api_vips
+                .iter()
+                .chain(&cluster.ingress_vips)
+                .copied()
+                .collect(),
+        })
+    }
+
+    /// What it publishes when its interface holds `addresses`.
+    pub fn publication(&self, addresses: &[IpAddr]) -> Result<Publication, ConfigError> {
+        // The VIPs are the cluster's, not this node's: a node holding one must not publish it
+        // as its own address (dns-render would refuse the inventory).
+        let own: Vec<IpAddr> = addresses
+            .iter()
+            .filter(|a| !self.vips.contains(a))
+            .copied()
+            .collect();
+        openshift(&self.cluster, &self.hostname, self.role, &own)
+    }
+}
+
+/// Where a node's publication comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// An mdns-publisher config, and this host's name.
+    Config {
+        /// The config.
+        config: Config,
+        /// This host's name (for `collision_avoidance: hostname`).
+        hostname: String,
+    },
+    /// What OpenShift publishes for a node.
+    OpenShift(OpenShiftNode),
+}
+
+impl Source {
+    /// What it publishes when the interface holds `addresses`.
+    pub fn publication(&self, addresses: &[IpAddr]) -> Result<Publication, ConfigError> {
+        match self {
+            Source::Config { config, hostname } => Ok(config.publication(addresses, hostname)),
+            Source::OpenShift(node) => node.publication(addresses),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -202,18 +328,24 @@ mod tests {
 
     #[test]
     fn errors_name_the_place() {
-        let e = Config::parse("bind_address: 192.0.2.300\nservices: []\n", "c.yaml").unwrap_err();
+        let e = Config::parse("bind_address: 192.0.2.300\nservices: []\n", "c.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("c.yaml:1:"), "{e}");
-        let e = Config::parse(&YAML.replace("ttl", "tll"), "c.yaml").unwrap_err();
+        let e = Config::parse(&YAML.replace("ttl", "tll"), "c.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("tll"), "{e}");
-        let e = Config::parse(&YAML.replace("hostname", "rename"), "c.yaml").unwrap_err();
+        let e = Config::parse(&YAML.replace("hostname", "rename"), "c.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("collision_avoidance"), "{e}");
     }
 
     #[test]
     fn what_openshift_publishes() {
         let a: Vec<IpAddr> = vec!["192.0.2.10".parse().unwrap()];
-        let p = openshift("lab", "master-2", "master", &a).unwrap();
+        let p = openshift("lab", "master-2", Role::Master, &a).unwrap();
         let names: Vec<_> = p
             .services
             .iter()
@@ -227,15 +359,15 @@ mod tests {
             ]
         );
         assert_eq!(
-            openshift("lab", "worker-0", "worker", &a)
+            openshift("lab", "worker-0", Role::Worker, &a)
                 .unwrap()
                 .services
                 .len(),
             1
         );
-        assert!(openshift("lab", "control", "master", &a).is_err());
-        assert!(openshift("lab", "master-99999999999", "master", &a).is_err());
-        let p = openshift("lab", "master-02", "master", &a).unwrap();
+        assert!(openshift("lab", "control", Role::Master, &a).is_err());
+        assert!(openshift("lab", "master-99999999999", Role::Master, &a).is_err());
+        let p = openshift("lab", "master-02", Role::Master, &a).unwrap();
         assert_eq!(p.services[1].target, "etcd-2.local.");
     }
 }

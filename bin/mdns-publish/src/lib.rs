@@ -1,7 +1,8 @@
 //! mdns-publish: advertise a node over multicast DNS (RFC 6762 / 6763) and browse the others
 //! into a node inventory.
 //!
-//! - [`cli`]: the command line (and so the man pages).
+//! - [`cli`]: the command line (and so the man pages); [`commands`]: one function per
+//!   subcommand.
 //! - [`config`]: mdns-publisher's config file, and what OpenShift publishes for a node.
 //! - [`records`]: the records a node publishes.
 //! - [`responder`]: the responder as plain data (probing, announcing, answering, conflicts).
@@ -10,6 +11,7 @@
 
 pub mod browse;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod lookup;
 pub mod net;

@@ -1,16 +1,41 @@
-//! `mdns-publish browse`: rounds of one-shot queries and the inventory they give.
+//! `mdns-publish browse`: rounds of one-shot queries and the inventory they give, once or
+//! round after round.
 
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hickory_proto::op::Message;
+use hickory_proto::ProtoError;
 use tokio::net::UdpSocket;
 use tokio::time::Instant;
 
-use crate::browse::{Found, Seen, ETCD_TYPE};
-use crate::net::{self, Interface};
-use crate::records::name;
+use crate::browse::{Found, FoundError, Seen, ETCD_TYPE};
+use crate::net::{self, Interface, NetError};
+use crate::records::{name, NameError};
+
+/// A browse that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowseError {
+    /// The interface or a socket.
+    #[error(transparent)]
+    Net(#[from] NetError),
+    /// A service type that is not a DNS name.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// What was found does not make an inventory.
+    #[error(transparent)]
+    Found(#[from] FoundError),
+    /// The query could not be encoded.
+    #[error("{0}")]
+    Encode(ProtoError),
+    /// The inventory could not be written.
+    #[error("{}: {source}", .source.path.display())]
+    Write {
+        /// Why.
+        source: ipi_core::atomic::WriteError,
+    },
+}
 
 /// What to browse for.
 #[derive(Debug, Clone)]
@@ -37,7 +62,7 @@ const ASK_AT: [Duration; 4] = [
 ];
 
 /// One round: ask, listen, and say what was found.
-pub async fn round(b: &Browse) -> Result<Found, String> {
+pub async fn round(b: &Browse) -> Result<Found, BrowseError> {
     let iface: Option<Interface> = match b.bind {
         Some(a) => Some(net::interface(a, None)?),
         None => None,
@@ -80,7 +105,7 @@ pub async fn round(b: &Browse) -> Result<Found, String> {
                 }
                 asks.next();
                 let query = seen.query(&kinds);
-                let whole = query.to_vec().map_err(|e| e.to_string())?;
+                let whole = query.to_vec().map_err(BrowseError::Encode)?;
                 // Hundreds of open questions do not fit one datagram: spread them.
                 for q in crate::responder::packets(&query, &whole) {
                     let _ = v4.send_to(&q, net::group(false, 0)).await;
@@ -91,7 +116,7 @@ pub async fn round(b: &Browse) -> Result<Found, String> {
             }
         }
     }
-    seen.found(&kind, &b.filter, b.min_srv)
+    Ok(seen.found(&kind, &b.filter, b.min_srv)?)
 }
 
 async fn recv6(
@@ -124,8 +149,64 @@ pub fn render(found: &Found, json: bool) -> String {
 }
 
 /// Writes `text` to `path` atomically; true when the file changed.
-pub fn write(path: &Path, text: &str) -> Result<bool, String> {
+pub fn write(path: &Path, text: &str) -> Result<bool, BrowseError> {
     ipi_core::atomic::write(path, text.as_bytes())
         .map(|o| o == ipi_core::atomic::Outcome::Changed)
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|source| BrowseError::Write { source })
+}
+
+/// Where and how often the inventory is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// JSON (with the etcd targets) rather than text.
+    pub json: bool,
+    /// The file, written atomically; standard output when none.
+    pub file: Option<PathBuf>,
+    /// Round after round, rewriting only when the inventory changes.
+    pub watch: bool,
+}
+
+/// Browses: one round, whose answer is whether any node was found; or with `watch`, round
+/// after round until writing fails. A round that fails ends a single browse; with `watch` it
+/// is logged and the next round follows.
+pub async fn browse(b: &Browse, out: &Output) -> Result<bool, BrowseError> {
+    let mut last: Option<String> = None;
+    let mut ready = false;
+    loop {
+        let found = match round(b).await {
+            Ok(f) => f,
+            Err(e) if out.watch => {
+                eprintln!("mdns-publish browse: {e}");
+                // A round that fails at once (no interface holds --bind yet) would otherwise
+                // spin: wait a round before the next.
+                tokio::time::sleep(b.round).await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        eprintln!(
+            "mdns-publish browse: {} instance(s) of {}, {} node(s)",
+            found.instances,
+            b.kind,
+            found.inventory.nodes().len()
+        );
+        let text = render(&found, out.json);
+        if last.as_deref() != Some(text.as_str()) {
+            match &out.file {
+                Some(path) => {
+                    write(path, &text)?;
+                }
+                None => print!("{text}"),
+            }
+            last = Some(text);
+        }
+        if out.watch && !ready {
+            // systemd (Type=notify): the first inventory is written; what reads it may start.
+            ready = true;
+            ipi_core::service::notify_systemd("READY=1");
+        }
+        if !out.watch {
+            return Ok(!found.inventory.nodes().is_empty());
+        }
+    }
 }

@@ -12,6 +12,42 @@ pub const GROUP_V4: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 251);
 /// The IPv6 mDNS group.
 pub const GROUP_V6: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0xfb);
 
+/// What went wrong with an interface or a socket.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// The interfaces could not be listed.
+    #[error("getifaddrs: {0}")]
+    Interfaces(nix::Error),
+    /// No interface holds the bind address.
+    #[error("no interface holds {0}")]
+    NoInterface(IpAddr),
+    /// The interface has no index (it went away).
+    #[error("{name}: {why}")]
+    Index {
+        /// The interface.
+        name: String,
+        /// Why.
+        why: nix::Error,
+    },
+    /// An mDNS socket could not be set up on the interface.
+    #[error("{name}: mDNS socket: {why}")]
+    Mdns {
+        /// The interface.
+        name: String,
+        /// Why.
+        why: std::io::Error,
+    },
+    /// A socket for one-shot queries could not be set up.
+    #[error("query socket: {0}")]
+    Query(std::io::Error),
+    /// The netlink socket watching links and addresses could not be set up.
+    #[error("netlink: {0}")]
+    Netlink(nix::Error),
+    /// The netlink socket could not be registered with the runtime.
+    #[error("netlink: {0}")]
+    Register(std::io::Error),
+}
+
 /// An interface: its name, index and the addresses worth publishing (no loopback, no
 /// IPv6 link-local), the bind address first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,10 +63,10 @@ pub struct Interface {
 }
 
 /// The interface that holds `bind`, or the one called `name` when given.
-pub fn interface(bind: IpAddr, name: Option<&str>) -> Result<Interface, String> {
+pub fn interface(bind: IpAddr, name: Option<&str>) -> Result<Interface, NetError> {
     use nix::net::if_::InterfaceFlags;
     let all: Vec<_> = nix::ifaddrs::getifaddrs()
-        .map_err(|e| format!("getifaddrs: {e}"))?
+        .map_err(NetError::Interfaces)?
         .collect();
     let owner = match name {
         Some(n) => n.to_string(),
@@ -38,7 +74,7 @@ pub fn interface(bind: IpAddr, name: Option<&str>) -> Result<Interface, String> 
             .iter()
             .find(|i| ip_of(i) == Some(bind))
             .map(|i| i.interface_name.clone())
-            .ok_or_else(|| format!("no interface holds {bind}"))?,
+            .ok_or(NetError::NoInterface(bind))?,
     };
     let mut addresses = vec![];
     let mut up = false;
@@ -53,8 +89,10 @@ pub fn interface(bind: IpAddr, name: Option<&str>) -> Result<Interface, String> 
         }
     }
     addresses.sort_by_key(|a| *a != bind);
-    let index =
-        nix::net::if_::if_nametoindex(owner.as_str()).map_err(|e| format!("{owner}: {e}"))?;
+    let index = nix::net::if_::if_nametoindex(owner.as_str()).map_err(|why| NetError::Index {
+        name: owner.clone(),
+        why,
+    })?;
     Ok(Interface {
         name: owner,
         index,
@@ -73,13 +111,16 @@ fn ip_of(i: &nix::ifaddrs::InterfaceAddress) -> Option<IpAddr> {
 
 /// The mDNS sockets of one interface: port 5353, both groups joined where the interface has
 /// an address of the family, TTL / hop limit 255.
-pub fn mdns_sockets(iface: &Interface) -> Result<(Option<UdpSocket>, Option<UdpSocket>), String> {
+pub fn mdns_sockets(iface: &Interface) -> Result<(Option<UdpSocket>, Option<UdpSocket>), NetError> {
     let v4 = iface.addresses.iter().find_map(|a| match a {
         IpAddr::V4(v4) => Some(*v4),
         IpAddr::V6(_) => None,
     });
     let has_v6 = iface.addresses.iter().any(IpAddr::is_ipv6);
-    let at = |e: std::io::Error| format!("{}: mDNS socket: {e}", iface.name);
+    let at = |why: std::io::Error| NetError::Mdns {
+        name: iface.name.clone(),
+        why,
+    };
     let s4 = match v4 {
         None => None,
         Some(local) => {
@@ -124,9 +165,9 @@ fn socket(domain: Domain) -> std::io::Result<Socket> {
 
 /// A socket on an ephemeral port for one-shot queries (answers come straight back to it),
 /// sending its multicast out of `iface`.
-pub fn query_socket(iface: Option<&Interface>, v6: bool) -> Result<UdpSocket, String> {
+pub fn query_socket(iface: Option<&Interface>, v6: bool) -> Result<UdpSocket, NetError> {
     let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
-    let at = |e: std::io::Error| format!("query socket: {e}");
+    let at = NetError::Query;
     let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP)).map_err(at)?;
     let _ = s.set_recv_buffer_size(RECV_BUFFER);
     s.set_nonblocking(true).map_err(at)?;
@@ -158,12 +199,12 @@ pub fn group(v6: bool, index: u32) -> SocketAddr {
 
 /// A route netlink socket subscribed to link and address changes: it becomes readable when an
 /// interface goes up or down or an address comes or goes (no polling while nothing happens).
-pub fn link_watch() -> Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>, String> {
+pub fn link_watch() -> Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>, NetError> {
     use nix::sys::socket::{
         bind, socket, AddressFamily, NetlinkAddr, SockFlag, SockProtocol, SockType,
     };
     use std::os::fd::AsRawFd;
-    let at = |e: nix::Error| format!("netlink: {e}");
+    let at = NetError::Netlink;
     let fd = socket(
         AddressFamily::Netlink,
         SockType::Raw,
@@ -178,7 +219,7 @@ pub fn link_watch() -> Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>, St
     // replacement, AsyncFd::register, is unsafe, which this workspace does not allow.
     #[allow(deprecated)]
     let watch = tokio::io::unix::AsyncFd::new(fd);
-    watch.map_err(|e| format!("netlink: {e}"))
+    watch.map_err(NetError::Register)
 }
 
 /// Waits until the watch says something changed, and reads what it said.

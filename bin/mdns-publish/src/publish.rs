@@ -8,28 +8,53 @@ use tokio::net::UdpSocket;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
 
-use crate::cli::OnConflict;
-use crate::net::{self, Interface};
-use crate::records::Publication;
+use crate::config::{ConfigError, Source};
+use crate::net::{self, Interface, NetError};
+use crate::records::NameError;
 use crate::responder::{Outgoing, Responder, To};
 
 /// How long address changes may take to settle before the interface is read again.
 const SETTLE: Duration = Duration::from_millis(200);
-/// How long `--on-conflict wait` waits before probing again.
+/// How long [`OnConflict::Wait`] waits before probing again.
 const CONFLICT_WAIT: Duration = Duration::from_secs(10);
 
-/// Publishes what `publication` says for the interface holding `bind`, with the interface's
+/// What to do when another host owns one of our names (never a silent rename).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnConflict {
+    /// Stop publishing: [`run`] ends with [`PublishError::Conflict`].
+    Exit,
+    /// Wait [`CONFLICT_WAIT`] and probe again, until the name is free.
+    Wait,
+}
+
+/// Why publishing stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The runtime could not be built.
+    #[error("{0}")]
+    Runtime(std::io::Error),
+    /// The interface or a socket.
+    #[error(transparent)]
+    Net(#[from] NetError),
+    /// The publication for the interface's addresses.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A name in the publication that cannot go on the wire.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// The signal handlers could not be installed.
+    #[error("{0}")]
+    Signal(std::io::Error),
+    /// Another host owns one of our names (under [`OnConflict::Exit`]).
+    #[error("name conflict: {0}")]
+    Conflict(String),
+}
+
+/// Publishes what `source` says for the interface holding `bind`, with the interface's
 /// addresses, until a signal (Ok) or a conflict under [`OnConflict::Exit`] (Err).
-pub fn run(
-    bind: IpAddr,
-    publication: impl Fn(&[IpAddr]) -> Result<Publication, String>,
-    on_conflict: OnConflict,
-) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    runtime.block_on(serve(bind, publication, on_conflict))
+pub fn run(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result<(), PublishError> {
+    let runtime = ipi_core::service::runtime().map_err(PublishError::Runtime)?;
+    runtime.block_on(serve(bind, source, on_conflict))
 }
 
 struct Wire {
@@ -72,11 +97,15 @@ async fn recv(socket: &Option<UdpSocket>, buf: &mut [u8]) -> std::io::Result<(us
     }
 }
 
-async fn serve(
-    bind: IpAddr,
-    publication: impl Fn(&[IpAddr]) -> Result<Publication, String>,
-    on_conflict: OnConflict,
-) -> Result<(), String> {
+/// A seed for the responder's random delays that differs between nodes and runs.
+fn seed() -> u64 {
+    u64::from(std::process::id())
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+}
+
+async fn serve(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result<(), PublishError> {
     let mut iface: Interface = net::interface(bind, None)?;
     let (v4, v6) = net::mdns_sockets(&iface)?;
     let wire = Wire {
@@ -84,15 +113,11 @@ async fn serve(
         v6,
         index: iface.index,
     };
-    let records = publication(&iface.addresses)?.records()?;
-    let seed = u64::from(std::process::id())
-        ^ std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-    let mut responder = Responder::new(records, Instant::now().into_std(), seed);
+    let records = source.publication(&iface.addresses)?.records()?;
+    let mut responder = Responder::new(records, Instant::now().into_std(), seed());
     tracing::info!("publishing on {} ({:?})", iface.name, iface.addresses);
-    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut term = signal(SignalKind::terminate()).map_err(PublishError::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(PublishError::Signal)?;
     let watch = net::link_watch()?;
     let (mut b4, mut b6) = (vec![0u8; 9000], vec![0u8; 9000]);
     let mut ready = false;
@@ -106,49 +131,16 @@ async fn serve(
             r = recv(&wire.v6, &mut b6) => r.ok().map(|(n, from)| (b6[..n].to_vec(), from)),
             () = tokio::time::sleep_until(wake) => None,
             () = net::link_changed(&watch) => {
-                tokio::time::sleep(SETTLE).await;
-                if let Ok(n) = net::interface(bind, Some(&iface.name)) {
-                    if n.up && !n.addresses.is_empty() && (n.addresses != iface.addresses || !iface.up) {
-                        tracing::warn!("{}: addresses {:?}: probing and announcing again", n.name, n.addresses);
-                        let records = publication(&n.addresses)?.records()?;
-                        for o in responder.replace(records, Instant::now().into_std()) {
-                            wire.send(&o).await;
-                        }
-                    } else if !n.up && iface.up {
-                        tracing::warn!("{}: link down", n.name);
-                    }
-                    iface = n;
-                }
+                iface = relink(bind, iface, source, &mut responder, &wire).await?;
                 None
             }
             _ = term.recv() => break,
             _ = int.recv() => break,
         };
-        let now = Instant::now().into_std();
-        let mut out = Vec::new();
-        if let Some((bytes, from)) = datagram {
-            match Message::from_vec(&bytes) {
-                Ok(m) => out.extend(responder.receive(&m, from, now)),
-                Err(e) => tracing::debug!("{from}: not a DNS message: {e}"),
-            }
-        }
-        out.extend(responder.poll(now));
-        for o in &out {
-            wire.send(o).await;
-        }
+        step(&mut responder, &wire, datagram).await;
         if let Some(why) = responder.conflict() {
             let why = why.to_string();
-            match on_conflict {
-                OnConflict::Exit => {
-                    tracing::error!("name conflict: {why}: not renaming, exiting");
-                    return Err(format!("name conflict: {why}"));
-                }
-                OnConflict::Wait => {
-                    tracing::error!("name conflict: {why}: probing again in {CONFLICT_WAIT:?}");
-                    tokio::time::sleep(CONFLICT_WAIT).await;
-                    responder.retry(Instant::now().into_std());
-                }
-            }
+            conflict(&mut responder, why, on_conflict).await?;
         }
         if responder.established() && !ready {
             ready = true;
@@ -160,4 +152,70 @@ async fn serve(
     wire.send(&responder.goodbye()).await;
     tracing::info!("goodbye sent");
     Ok(())
+}
+
+/// The interface after a link or address change: once it is up with new addresses, they are
+/// probed and announced again. Unchanged when it cannot be read.
+async fn relink(
+    bind: IpAddr,
+    iface: Interface,
+    source: &Source,
+    responder: &mut Responder,
+    wire: &Wire,
+) -> Result<Interface, PublishError> {
+    tokio::time::sleep(SETTLE).await;
+    let Ok(n) = net::interface(bind, Some(&iface.name)) else {
+        return Ok(iface);
+    };
+    if n.up && !n.addresses.is_empty() && (n.addresses != iface.addresses || !iface.up) {
+        tracing::warn!(
+            "{}: addresses {:?}: probing and announcing again",
+            n.name,
+            n.addresses
+        );
+        let records = source.publication(&n.addresses)?.records()?;
+        for o in responder.replace(records, Instant::now().into_std()) {
+            wire.send(&o).await;
+        }
+    } else if !n.up && iface.up {
+        tracing::warn!("{}: link down", n.name);
+    }
+    Ok(n)
+}
+
+/// Takes in a datagram, if one came, and sends whatever the responder has to say now.
+async fn step(responder: &mut Responder, wire: &Wire, datagram: Option<(Vec<u8>, SocketAddr)>) {
+    let now = Instant::now().into_std();
+    let mut out = Vec::new();
+    if let Some((bytes, from)) = datagram {
+        match Message::from_vec(&bytes) {
+            Ok(m) => out.extend(responder.receive(&m, from, now)),
+            Err(e) => tracing::debug!("{from}: not a DNS message: {e}"),
+        }
+    }
+    out.extend(responder.poll(now));
+    for o in &out {
+        wire.send(o).await;
+    }
+}
+
+/// A name another host owns: the end under [`OnConflict::Exit`]; a wait and a new probe
+/// under [`OnConflict::Wait`].
+async fn conflict(
+    responder: &mut Responder,
+    why: String,
+    on_conflict: OnConflict,
+) -> Result<(), PublishError> {
+    match on_conflict {
+        OnConflict::Exit => {
+            tracing::error!("name conflict: {why}: not renaming, exiting");
+            Err(PublishError::Conflict(why))
+        }
+        OnConflict::Wait => {
+            tracing::error!("name conflict: {why}: probing again in {CONFLICT_WAIT:?}");
+            tokio::time::sleep(CONFLICT_WAIT).await;
+            responder.retry(Instant::now().into_std());
+            Ok(())
+        }
+    }
 }

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use hickory_proto::rr::rdata::{PTR, SRV, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
+use hickory_proto::ProtoError;
 
 /// TTL of the records about a host: A, AAAA, SRV (RFC 6762 10: 120 s).
 pub const HOST_TTL: u32 = 120;
@@ -58,27 +59,66 @@ pub struct Owned {
     pub unique: bool,
 }
 
+/// A name that cannot be put on the wire; the message names it.
+#[derive(Debug, thiserror::Error)]
+pub enum NameError {
+    /// Not a DNS name.
+    #[error("`{text}`: not a DNS name: {why}")]
+    Name {
+        /// The text.
+        text: String,
+        /// Why.
+        why: ProtoError,
+    },
+    /// Not one label (too long, say).
+    #[error("`{instance}`: not a service instance name: {why}")]
+    Instance {
+        /// The instance name.
+        instance: String,
+        /// Why.
+        why: ProtoError,
+    },
+    /// The instance and its type together are not a DNS name (too long, say).
+    #[error("`{instance}`: {why}")]
+    Append {
+        /// The instance name.
+        instance: String,
+        /// Why.
+        why: ProtoError,
+    },
+}
+
 /// `text` as a fully qualified DNS name; the error names it.
-pub fn name(text: &str) -> Result<Name, String> {
-    let mut n = Name::from_utf8(text).map_err(|e| format!("`{text}`: not a DNS name: {e}"))?;
+pub fn name(text: &str) -> Result<Name, NameError> {
+    let mut n = Name::from_utf8(text).map_err(|why| NameError::Name {
+        text: text.to_owned(),
+        why,
+    })?;
     n.set_fqdn(true);
     Ok(n)
 }
 
 impl Service {
     /// `_workstation._tcp.local.`
-    pub fn type_name(&self) -> Result<Name, String> {
+    pub fn type_name(&self) -> Result<Name, NameError> {
         name(&format!("{}.{}", self.kind, self.domain))
     }
 
     /// `master-0 Workstation._workstation._tcp.local.` (the instance label may hold spaces
     /// and dots: it is one label).
-    pub fn instance_name(&self) -> Result<Name, String> {
-        let label = Name::from_labels(vec![self.instance.as_bytes()])
-            .map_err(|e| format!("`{}`: not a service instance name: {e}", self.instance))?;
+    pub fn instance_name(&self) -> Result<Name, NameError> {
+        let label = Name::from_labels(vec![self.instance.as_bytes()]).map_err(|why| {
+            NameError::Instance {
+                instance: self.instance.clone(),
+                why,
+            }
+        })?;
         label
             .append_domain(&self.type_name()?)
-            .map_err(|e| format!("`{}`: {e}", self.instance))
+            .map_err(|why| NameError::Append {
+                instance: self.instance.clone(),
+                why,
+            })
     }
 }
 
@@ -90,7 +130,7 @@ pub fn services_name() -> Name {
 impl Publication {
     /// The records, in a fixed order: hosts' addresses, then per service PTR (meta), PTR,
     /// SRV, TXT.
-    pub fn records(&self) -> Result<Vec<Owned>, String> {
+    pub fn records(&self) -> Result<Vec<Owned>, NameError> {
         let mut out = Vec::new();
         for h in &self.hosts {
             let n = name(&h.name)?;
@@ -199,6 +239,6 @@ mod tests {
     fn bad_names_are_refused_by_name() {
         let mut p = node();
         p.hosts[0].name = "a..b".into();
-        assert!(p.records().unwrap_err().contains("`a..b`"));
+        assert!(p.records().unwrap_err().to_string().contains("`a..b`"));
     }
 }

@@ -28,6 +28,7 @@ fn cluster(host: &Host) -> String {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one lab, both directions checked in it
 fn avahi_and_mdns_publish_see_each_other() {
     if !ipi_lab::available() {
         return;
