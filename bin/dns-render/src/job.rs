@@ -1,14 +1,122 @@
 //! One run of a subcommand: read every input, render every output in memory (so that bad
-//! input leaves every output as it was), then write what changed.
+//! input leaves every output as it was), then write what changed; [`watch`] does it again
+//! whenever an input changes.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
-use ipi_core::{Cluster, Inventory};
+use ipi_core::{Cluster, ClusterError, Inventory, InventoryError};
 
-use crate::cli::{Command, Inputs, Upstream};
 use crate::render::{self, Model};
 use crate::{dnsdata, resolv};
+
+/// What to render, and from what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Job {
+    /// A Corefile for CoreDNS.
+    Corefile {
+        /// The cluster and its nodes.
+        inputs: Inputs,
+        /// Where the upstream servers come from.
+        upstream: Upstream,
+        /// The file; standard output when none.
+        output: Option<PathBuf>,
+    },
+    /// DIR/dnsmasq.conf and the DIR/hosts file it names.
+    Dnsmasq {
+        /// The cluster and its nodes.
+        inputs: Inputs,
+        /// Where the upstream servers come from.
+        upstream: Upstream,
+        /// Where the two files go.
+        out_dir: PathBuf,
+        /// Addresses dnsmasq listens on (none: dnsmasq's own).
+        listen: Vec<IpAddr>,
+    },
+    /// An /etc/hosts fragment.
+    Hosts {
+        /// The cluster and its nodes.
+        inputs: Inputs,
+        /// The file; standard output when none.
+        output: Option<PathBuf>,
+    },
+    /// The infra-operator's DNSData as a hosts file.
+    Dnsdata {
+        /// The DNSData YAML.
+        input: PathBuf,
+        /// The file; standard output when none.
+        output: Option<PathBuf>,
+    },
+    /// resolv.conf with this node's DNS server first, or a systemd-resolved drop-in.
+    Resolv {
+        /// This node's DNS server.
+        nameserver: IpAddr,
+        /// The cluster domain.
+        search: String,
+        /// NetworkManager's resolv.conf (needed unless `resolved`).
+        input: Option<PathBuf>,
+        /// A systemd-resolved drop-in instead.
+        resolved: bool,
+        /// The file; standard output when none.
+        output: Option<PathBuf>,
+    },
+}
+
+/// The cluster, its nodes, and templates replacing the built-in ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inputs {
+    /// The cluster's install-config.yaml.
+    pub cluster: PathBuf,
+    /// The node inventory.
+    pub nodes: PathBuf,
+    /// Templates by file name (Corefile, dnsmasq.conf, hosts).
+    pub templates: Option<PathBuf>,
+}
+
+/// The upstream servers: a resolv.conf without this node's own addresses and loopback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// resolv.conf with the upstream servers.
+    pub resolv: PathBuf,
+    /// This node's addresses (none: the addresses of this host's interfaces).
+    pub node_ip: Vec<IpAddr>,
+}
+
+/// A job that could not be done; every output is as it was (but for one written before a
+/// later write failed). The message names the file or the option.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// An input could not be read.
+    #[error("{0}")]
+    Read(#[from] ipi_core::place::Errors),
+    /// The node inventory.
+    #[error("{0}")]
+    Inventory(#[from] InventoryError),
+    /// The cluster.
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    /// `--search` is not a DNS name.
+    #[error("--search {search}: {why}")]
+    Search {
+        /// The name given.
+        search: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// `resolv` without `--in` or `--resolved`.
+    #[error("--in FILE or --resolved")]
+    NoResolvConf,
+    /// A template, resolv.conf or DNSData that cannot be rendered or read; the message names it.
+    #[error("{0}")]
+    Render(String),
+    /// An output could not be written.
+    #[error("{}: {source}", .source.path.display())]
+    Write {
+        /// Why.
+        source: ipi_core::atomic::WriteError,
+    },
+}
 
 /// Where an output goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,89 +127,104 @@ pub enum Target {
     File(PathBuf),
 }
 
-/// The outputs of `command`, rendered.
-pub fn render(command: &Command) -> Result<Vec<(Target, String)>, String> {
-    let to = |o: &Option<PathBuf>| o.clone().map_or(Target::Stdout, Target::File);
-    Ok(match command {
-        Command::Corefile {
+fn target(output: &Option<PathBuf>) -> Target {
+    output.clone().map_or(Target::Stdout, Target::File)
+}
+
+/// The outputs of `job`, rendered.
+pub fn render(job: &Job) -> Result<Vec<(Target, String)>, JobError> {
+    let none = Path::new("");
+    Ok(match job {
+        Job::Corefile {
             inputs,
             upstream,
             output,
-            ..
         } => {
             let (model, env) = model(inputs, Some(upstream))?;
-            let text = render::render(&env, "Corefile", &model, Path::new(""), Path::new(""), &[])?;
-            vec![(to(output), text)]
+            let text = render::render(&env, "Corefile", &model, none, none, &[])
+                .map_err(JobError::Render)?;
+            vec![(target(output), text)]
         }
-        Command::Dnsmasq {
+        Job::Dnsmasq {
             inputs,
             upstream,
             out_dir,
             listen,
-            ..
         } => {
             let (model, env) = model(inputs, Some(upstream))?;
             let (conf, hosts) = render::dnsmasq_paths(out_dir);
-            let c = render::render(&env, "dnsmasq.conf", &model, &conf, &hosts, listen)?;
-            let h = render::render(&env, "hosts", &model, &conf, &hosts, listen)?;
+            let c = render::render(&env, "dnsmasq.conf", &model, &conf, &hosts, listen)
+                .map_err(JobError::Render)?;
+            let h = render::render(&env, "hosts", &model, &conf, &hosts, listen)
+                .map_err(JobError::Render)?;
             // The hosts file first: the config that names it must never come before it.
             vec![(Target::File(hosts), h), (Target::File(conf), c)]
         }
-        Command::Hosts { inputs, output, .. } => {
+        Job::Hosts { inputs, output } => {
             let (model, env) = model(inputs, None)?;
-            let text = render::render(&env, "hosts", &model, Path::new(""), Path::new(""), &[])?;
-            vec![(to(output), text)]
+            let text =
+                render::render(&env, "hosts", &model, none, none, &[]).map_err(JobError::Render)?;
+            vec![(target(output), text)]
         }
-        Command::Dnsdata { input, output, .. } => {
-            let text = ipi_core::place::read(input).map_err(|e| e.to_string())?;
-            vec![(
-                to(output),
-                dnsdata::hosts(&text, &input.display().to_string())?,
-            )]
+        Job::Dnsdata { input, output } => {
+            let text = ipi_core::place::read(input)?;
+            let hosts =
+                dnsdata::hosts(&text, &input.display().to_string()).map_err(JobError::Render)?;
+            vec![(target(output), hosts)]
         }
-        Command::Resolv {
+        Job::Resolv {
             nameserver,
             search,
             input,
             resolved,
             output,
-            ..
-        } => {
-            ipi_core::name::check_name(search.trim_end_matches('.'))
-                .map_err(|e| format!("--search {search}: {e}"))?;
-            let text = if *resolved {
-                resolv::resolved_dropin(*nameserver, search)
-            } else {
-                let path = input.as_ref().ok_or("--in FILE or --resolved")?;
-                let original = ipi_core::place::read(path).map_err(|e| e.to_string())?;
-                resolv::nameservers(&original, &path.display().to_string())?;
-                resolv::prepend(&original, *nameserver, search)
-            };
-            vec![(to(output), text)]
-        }
+        } => vec![(
+            target(output),
+            resolv_conf(*nameserver, search, input.as_deref(), *resolved)?,
+        )],
     })
 }
 
-/// The files `command` reads (what --watch watches).
-pub fn inputs(command: &Command) -> Vec<PathBuf> {
+/// resolv.conf with `nameserver` first, or the systemd-resolved drop-in.
+fn resolv_conf(
+    nameserver: IpAddr,
+    search: &str,
+    input: Option<&Path>,
+    resolved: bool,
+) -> Result<String, JobError> {
+    ipi_core::name::check_name(search.trim_end_matches('.')).map_err(|why| JobError::Search {
+        search: search.to_owned(),
+        why,
+    })?;
+    if resolved {
+        return Ok(resolv::resolved_dropin(nameserver, search));
+    }
+    let path = input.ok_or(JobError::NoResolvConf)?;
+    let original = ipi_core::place::read(path)?;
+    resolv::nameservers(&original, &path.display().to_string()).map_err(JobError::Render)?;
+    Ok(resolv::prepend(&original, nameserver, search))
+}
+
+/// The files `job` reads (what [`watch`] watches).
+pub fn inputs(job: &Job) -> Vec<PathBuf> {
     let mut v = Vec::new();
     let mut cluster = |i: &Inputs| {
         v.push(i.cluster.clone());
         v.push(i.nodes.clone());
     };
-    match command {
-        Command::Corefile {
+    match job {
+        Job::Corefile {
             inputs, upstream, ..
         }
-        | Command::Dnsmasq {
+        | Job::Dnsmasq {
             inputs, upstream, ..
         } => {
             cluster(inputs);
             v.push(upstream.resolv.clone());
         }
-        Command::Hosts { inputs, .. } => cluster(inputs),
-        Command::Dnsdata { input, .. } => v.push(input.clone()),
-        Command::Resolv { input, .. } => v.extend(input.clone()),
+        Job::Hosts { inputs, .. } => cluster(inputs),
+        Job::Dnsdata { input, .. } => v.push(input.clone()),
+        Job::Resolv { input, .. } => v.extend(input.clone()),
     }
     v
 }
@@ -109,9 +232,9 @@ pub fn inputs(command: &Command) -> Vec<PathBuf> {
 fn model(
     inputs: &Inputs,
     upstream: Option<&Upstream>,
-) -> Result<(Model, minijinja::Environment<'static>), String> {
-    let nodes = Inventory::load(&inputs.nodes).map_err(|e| e.to_string())?;
-    let cluster = Cluster::load(&inputs.cluster, Some(&nodes)).map_err(|e| e.to_string())?;
+) -> Result<(Model, minijinja::Environment<'static>), JobError> {
+    let nodes = Inventory::load(&inputs.nodes)?;
+    let cluster = Cluster::load(&inputs.cluster, Some(&nodes))?;
     let upstreams = match upstream {
         None => Vec::new(),
         Some(u) => {
@@ -120,11 +243,12 @@ fn model(
             } else {
                 u.node_ip.clone()
             };
-            let text = ipi_core::place::read(&u.resolv).map_err(|e| e.to_string())?;
-            resolv::upstreams(&text, &u.resolv.display().to_string(), &own)?
+            let text = ipi_core::place::read(&u.resolv)?;
+            resolv::upstreams(&text, &u.resolv.display().to_string(), &own)
+                .map_err(JobError::Render)?
         }
     };
-    let env = render::environment(inputs.templates.as_deref())?;
+    let env = render::environment(inputs.templates.as_deref()).map_err(JobError::Render)?;
     Ok((Model::new(&cluster, &nodes, upstreams), env))
 }
 
@@ -143,7 +267,7 @@ fn local_addresses() -> Vec<IpAddr> {
 }
 
 /// Writes the outputs; true when any file changed (standard output always counts).
-pub fn write(outputs: &[(Target, String)]) -> Result<bool, String> {
+pub fn write(outputs: &[(Target, String)]) -> Result<bool, JobError> {
     let mut changed = false;
     for (target, text) in outputs {
         match target {
@@ -153,10 +277,39 @@ pub fn write(outputs: &[(Target, String)]) -> Result<bool, String> {
             }
             Target::File(path) => {
                 let outcome = ipi_core::atomic::write(path, text.as_bytes())
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                    .map_err(|source| JobError::Write { source })?;
                 changed |= outcome == ipi_core::atomic::Outcome::Changed;
             }
         }
     }
     Ok(changed)
+}
+
+/// Renders `job` and writes what changed; true when an output changed.
+pub fn run(job: &Job) -> Result<bool, JobError> {
+    write(&render(job)?)
+}
+
+/// Runs `job` whenever an input file changes (by modification time, looked at every second);
+/// an error is logged and the previous output kept. Never returns.
+pub fn watch(job: &Job) -> ! {
+    let stamp = |j: &Job| -> Vec<Option<SystemTime>> {
+        inputs(j)
+            .iter()
+            .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+            .collect()
+    };
+    let mut last = None;
+    loop {
+        let now = stamp(job);
+        if last.as_ref() != Some(&now) {
+            match run(job) {
+                Ok(true) => eprintln!("dns-render: written"),
+                Ok(false) => {}
+                Err(e) => eprintln!("dns-render: {e} (the previous output is kept)"),
+            }
+            last = Some(now);
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }

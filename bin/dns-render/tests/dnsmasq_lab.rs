@@ -28,6 +28,7 @@ fn dig(client: &Host, server: &Host, name: &str, kind: &str) -> Vec<String> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one lab: render, serve, change, serve again
 fn dnsmasq_serves_what_dns_render_writes() {
     if !ipi_lab::available() {
         return;
