@@ -178,23 +178,6 @@ fn exec_starts() -> Vec<(String, String, Vec<String>)> {
     out
 }
 
-/// systemd-analyze, or why the test cannot run (skip, or fail under CI=true).
-fn tool(name: &str, package: &str) -> bool {
-    let found = Command::new(name)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return true;
-    }
-    let message = format!("`{name}` is not installed (Debian package {package})");
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true and {message}");
-    }
-    eprintln!("skipped: {message}");
-    false
-}
-
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -217,7 +200,7 @@ fn copy_tree(from: &Path, to: &Path) {
 /// the others are not installed on a build machine). Every warning counts.
 #[test]
 fn systemd_analyze_verifies_every_unit() {
-    if !tool("systemd-analyze", "systemd") {
+    if !ipi_lab::tool("systemd-analyze", "systemd") {
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -572,7 +555,7 @@ fn the_shell_scripts_are_shellcheck_clean() {
     let mut scripts = files(&contrib().join("keepalived"));
     scripts.extend(files(&contrib().join("NetworkManager/dispatcher.d")));
     assert_eq!(scripts.len(), 4, "{scripts:?}");
-    if !tool("shellcheck", "shellcheck") {
+    if !ipi_lab::tool("shellcheck", "shellcheck") {
         return;
     }
     let out = Command::new("shellcheck").args(&scripts).output().unwrap();

@@ -26,19 +26,10 @@ pub const ETCDCTL: &str = "/usr/bin/etcdctl";
 /// How long etcd gets to answer its health check after it is started.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Whether etcd is installed. Without it, prints why the caller is skipped and returns false;
-/// under `CI=true` it panics instead, so CI never passes by skipping.
+/// Whether etcd is installed; if not, the caller is skipped or, under CI, fails
+/// ([`crate::tool`]).
 pub fn available() -> bool {
-    if Path::new(ETCD).is_file() {
-        return true;
-    }
-    let message =
-        format!("{ETCD} is not installed (package etcd-server; scripts/test installs it)");
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true and etcd cannot run: {message}");
-    }
-    eprintln!("skipped: {message}");
-    false
+    crate::tool(ETCD, "etcd-server")
 }
 
 /// One etcd server on loopback. Dropping it stops the server and removes its data.

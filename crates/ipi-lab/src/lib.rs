@@ -27,7 +27,8 @@
 //! [`completions::check`] its shell completions.
 //!
 //! Tests call [`available`] first: without CAP_NET_ADMIN they are skipped with a message, except
-//! under `CI=true`, where a lab that cannot be built is a failure.
+//! under CI ([`in_ci`]: `CI` set to any true value), where a lab that cannot be built is a
+//! failure; [`tool`] and [`cannot_run`] do the same for a missing program.
 
 pub mod api;
 pub mod avahi;
@@ -50,17 +51,47 @@ use std::time::{Duration, Instant};
 const CAP_NET_ADMIN: u32 = 12;
 
 /// Whether this process can build labs. Without CAP_NET_ADMIN it prints why the caller is
-/// skipped and returns false; under `CI=true` it panics instead, so CI never passes by skipping.
+/// skipped and returns false; under CI ([`in_ci`]) it panics instead, so CI never passes by
+/// skipping.
 pub fn available() -> bool {
-    if has_net_admin() {
-        return true;
+    has_net_admin()
+        || cannot_run("the lab needs CAP_NET_ADMIN to build network namespaces (run as root)")
+}
+
+/// Whether this is a CI run: `CI` set to anything but empty, `0`, `false`, `no` or `off` (CI
+/// services set `true`, some `1`; `.ci/run` sets it itself).
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| {
+        !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "" | "0" | "false" | "no" | "off"
+        )
+    })
+}
+
+/// A test cannot run, for `reason` (a tool missing, no privileges): under CI that fails the
+/// test, elsewhere it prints `skipped: REASON` and returns false, for `if !... { return; }`.
+pub fn cannot_run(reason: &str) -> bool {
+    if in_ci() {
+        panic!("CI and this test cannot run: {reason} (scripts/test installs what tests need)");
     }
-    let message = "needs CAP_NET_ADMIN to build network namespaces (run as root)";
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true and the lab cannot run: it {message}");
-    }
-    eprintln!("skipped: the lab {message}");
+    eprintln!("skipped: {reason}");
     false
+}
+
+/// Whether `program` can be run (found on PATH, or a path that exists); if not,
+/// [`cannot_run`] naming the Debian package that has it.
+pub fn tool(program: &str, package: &str) -> bool {
+    let found = if program.contains('/') {
+        std::path::Path::new(program).is_file()
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    };
+    found
+        || cannot_run(&format!(
+            "{program} is not installed (Debian package {package})"
+        ))
 }
 
 /// Whether the effective capability set holds CAP_NET_ADMIN.
