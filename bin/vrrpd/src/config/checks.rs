@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ipi_core::vrrp::Version;
 
 use super::error::ConfigErrors;
-use super::model::Config;
+use super::model::{Config, VrrpInstance};
 
 /// Records every cross-block problem of `c`.
 pub fn check(c: &Config, errors: &mut ConfigErrors) {
@@ -24,67 +24,103 @@ pub fn check(c: &Config, errors: &mut ConfigErrors) {
         "vrrp_sync_group",
         errors,
     );
-
     let mut vrids = BTreeMap::new();
     for i in &c.instances {
-        let family = if i.is_ipv6() { "IPv6" } else { "IPv4" };
-        let at = &i.location;
-        if let Some(first) = vrids.insert((&i.interface, family, i.vrid), &i.name) {
+        vrid(i, &mut vrids, errors);
+        families(i, errors);
+        instance(c, i, errors);
+    }
+    groups(c, errors);
+}
+
+fn family(i: &VrrpInstance) -> &'static str {
+    if i.is_ipv6() {
+        "IPv6"
+    } else {
+        "IPv4"
+    }
+}
+
+/// The instances seen so far by interface, family and VRID.
+type Vrids<'a> = BTreeMap<(&'a String, &'static str, u8), &'a String>;
+
+/// RFC 5798 5.2.3: a VRID names one virtual router per interface and family.
+fn vrid<'a>(i: &'a VrrpInstance, seen: &mut Vrids<'a>, errors: &mut ConfigErrors) {
+    let family = family(i);
+    if let Some(first) = seen.insert((&i.interface, family, i.vrid), &i.name) {
+        errors.push(
+            &i.location,
+            format!(
+                "vrrp_instance {}: virtual_router_id {} on {} ({family}) is already used by \
+                 vrrp_instance {first}",
+                i.name, i.vrid, i.interface
+            ),
+        );
+    }
+}
+
+/// One instance runs one family (RFC 5798 5.2.9): its version, VIPs and addresses agree.
+fn families(i: &VrrpInstance, errors: &mut ConfigErrors) {
+    let (at, family) = (&i.location, family(i));
+    if i.is_ipv6() && i.version == Some(Version::V2) {
+        errors.push(
+            at,
+            format!(
+                "vrrp_instance {}: VRRPv2 carries IPv4 only: use version 3 for IPv6",
+                i.name
+            ),
+        );
+    }
+    let mixed = i.vips.iter().any(|v| v.address.is_ipv6() != i.is_ipv6());
+    if mixed {
+        errors.push(
+            at,
+            format!(
+                "vrrp_instance {}: virtual_ipaddress mixes IPv4 and IPv6: one instance per family",
+                i.name
+            ),
+        );
+    }
+    for (what, address) in i
+        .unicast_peers
+        .iter()
+        .map(|p| ("unicast_peer", p))
+        .chain(i.unicast_src_ip.iter().map(|a| ("unicast_src_ip", a)))
+        .chain(i.mcast_src_ip.iter().map(|a| ("mcast_src_ip", a)))
+    {
+        if address.is_ipv6() != i.is_ipv6() {
             errors.push(
                 at,
                 format!(
-                    "vrrp_instance {}: virtual_router_id {} on {} ({family}) is already used by \
-                     vrrp_instance {first}",
-                    i.name, i.vrid, i.interface
-                ),
-            );
-        }
-        if i.is_ipv6() && i.version == Some(Version::V2) {
-            errors.push(
-                at,
-                format!(
-                    "vrrp_instance {}: VRRPv2 carries IPv4 only: use version 3 for IPv6",
+                    "vrrp_instance {}: {what} {address} is not of the instance's family ({family})",
                     i.name
                 ),
             );
-        }
-        let mixed = i.vips.iter().any(|v| v.address.is_ipv6() != i.is_ipv6());
-        if mixed {
-            errors.push(
-                at,
-                format!(
-                    "vrrp_instance {}: virtual_ipaddress mixes IPv4 and IPv6: one instance per family",
-                    i.name
-                ),
-            );
-        }
-        for (what, address) in i
-            .unicast_peers
-            .iter()
-            .map(|p| ("unicast_peer", p))
-            .chain(i.unicast_src_ip.iter().map(|a| ("unicast_src_ip", a)))
-            .chain(i.mcast_src_ip.iter().map(|a| ("mcast_src_ip", a)))
-        {
-            if address.is_ipv6() != i.is_ipv6() {
-                errors.push(at, format!("vrrp_instance {}: {what} {address} is not of the instance's family ({family})", i.name));
-            }
-        }
-        for t in &i.track_scripts {
-            if c.script(&t.name).is_none() {
-                errors.push(
-                    at,
-                    format!(
-                        "vrrp_instance {}: track_script `{}` names no vrrp_script",
-                        i.name, t.name
-                    ),
-                );
-            }
-        }
-        if i.priority == 255 && !i.preempt {
-            errors.push(at, format!("vrrp_instance {}: the address owner (priority 255) always preempts: drop `nopreempt`", i.name));
         }
     }
+}
 
+/// What an instance names elsewhere, and what its priority allows.
+fn instance(c: &Config, i: &VrrpInstance, errors: &mut ConfigErrors) {
+    let at = &i.location;
+    for t in &i.track_scripts {
+        if c.script(&t.name).is_none() {
+            errors.push(
+                at,
+                format!(
+                    "vrrp_instance {}: track_script `{}` names no vrrp_script",
+                    i.name, t.name
+                ),
+            );
+        }
+    }
+    if i.priority == 255 && !i.preempt {
+        errors.push(at, format!("vrrp_instance {}: the address owner (priority 255) always preempts: drop `nopreempt`", i.name));
+    }
+}
+
+/// Each group lists existing instances, and an instance is in one group at most.
+fn groups(c: &Config, errors: &mut ConfigErrors) {
     let mut grouped = BTreeSet::new();
     for g in &c.sync_groups {
         if g.members.is_empty() {

@@ -377,7 +377,37 @@ fn vrrp_instance(
 ) -> Option<VrrpInstance> {
     let name = name(node, errors)?;
     let within = format!("vrrp_instance {name}");
-    let mut i = VrrpInstance {
+    let mut i = new_instance(name, global, &node.location);
+    // advert_int is checked once the version is known, which may be written after it.
+    let mut advert_int_text = None;
+    for n in block(node, errors) {
+        let known = election(n, &mut i, &mut advert_int_text, errors)
+            || addresses(n, &mut i, errors)
+            || tracking(n, &mut i, errors)
+            || notify(n, &mut i.notify, errors)
+            || garp(n, &n.keyword, &mut i.garp, errors);
+        if !known {
+            unknown(n, &within, errors);
+        }
+    }
+    if i.interface.is_empty() {
+        errors.push(&node.location, format!("{within}: `interface` is required"));
+    }
+    if i.vrid == 0 {
+        errors.push(
+            &node.location,
+            format!("{within}: `virtual_router_id` (1-255) is required"),
+        );
+    }
+    if let Some((text, location)) = advert_int_text {
+        i.advert_int_cs = advert_int(&i, global, &text, &location, errors).unwrap_or(100);
+    }
+    Some(i)
+}
+
+/// An instance with keepalived's defaults (GARP from global_defs) before its block is read.
+fn new_instance(name: String, global: &GlobalDefs, location: &Location) -> VrrpInstance {
+    VrrpInstance {
         name,
         interface: String::new(),
         state: None,
@@ -399,118 +429,131 @@ fn vrrp_instance(
         notify: Notify::default(),
         garp: global.garp,
         lower_prio_no_advert: false,
-        location: node.location.clone(),
-    };
-    let mut advert_int_text = None;
-    for n in block(node, errors) {
-        let kw = n.keyword.as_str();
-        match kw {
-            "state" => {
-                i.state = match one(n, errors) {
-                    Some("MASTER") => Some(InitialState::Master),
-                    Some("BACKUP") => Some(InitialState::Backup),
-                    Some(other) => {
-                        errors.push(
-                            &n.location,
-                            format!("`state {other}`: must be MASTER or BACKUP"),
-                        );
-                        None
-                    }
-                    None => None,
-                }
-            }
-            "interface" => i.interface = one(n, errors).unwrap_or_default().to_string(),
-            "virtual_router_id" => i.vrid = number(n, 1..=255, errors).unwrap_or(0),
-            "priority" => i.priority = number(n, 1..=255, errors).unwrap_or(100),
-            "advert_int" => {
-                advert_int_text = one(n, errors).map(|t| (t.to_string(), n.location.clone()));
-            }
-            "version" => {
-                i.version = number::<u8>(n, 2..=3, errors).map(|v| {
-                    if v == 3 {
-                        Version::V3
-                    } else {
-                        Version::V2
-                    }
-                })
-            }
-            "native_ipv6" => i.native_ipv6 = no_args(n, errors),
-            "nopreempt" => i.preempt = !no_args(n, errors),
-            "preempt" => i.preempt = no_args(n, errors),
-            "preempt_delay" => i.preempt_delay_cs = seconds_cs(n, 100_000, errors).unwrap_or(0),
-            "authentication" => i.auth_pass = authentication(n, errors),
-            "virtual_ipaddress" => {
-                for v in block(n, errors) {
-                    i.vips.extend(virtual_address(v, errors));
-                }
-            }
-            "mcast_src_ip" => i.mcast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),
-            "unicast_src_ip" => {
-                i.unicast_src_ip = one(n, errors).and_then(|t| address(n, t, errors))
-            }
-            "unicast_peer" => {
-                for p in block(n, errors) {
-                    if !p.args.is_empty() {
-                        errors.push(
-                            &p.location,
-                            format!(
-                                "unicast_peer `{}`: options after a peer are not supported",
-                                p.keyword
-                            ),
-                        );
-                    }
-                    i.unicast_peers.extend(address(p, &p.keyword, errors));
-                }
-            }
-            "track_script" => {
-                for t in block(n, errors) {
-                    i.track_scripts.push(TrackedScript {
-                        name: t.keyword.clone(),
-                        weight: weight(t, &t.args, errors),
-                    });
-                }
-            }
-            "track_interface" => {
-                for t in block(n, errors) {
-                    i.track_interfaces.push(TrackedInterface {
-                        name: t.keyword.clone(),
-                        weight: weight(t, &t.args, errors).unwrap_or(0),
-                    });
-                }
-            }
-            "dont_track_primary" => i.dont_track_primary = no_args(n, errors),
-            "lower_prio_no_advert" => {
-                i.lower_prio_no_advert = match n.args.as_slice() {
-                    [] => true,
-                    [v] if v == "true" || v == "on" => true,
-                    [v] if v == "false" || v == "off" => false,
-                    _ => {
-                        errors.push(
-                            &n.location,
-                            "`lower_prio_no_advert` takes nothing, or true/false/on/off",
-                        );
-                        false
-                    }
-                }
-            }
-            _ if notify(n, &mut i.notify, errors) => {}
-            _ if garp(n, kw, &mut i.garp, errors) => {}
-            _ => unknown(n, &within, errors),
+        location: location.clone(),
+    }
+}
+
+/// The keywords of the election: state, interface, VRID, priority, timers, version,
+/// preemption, password. False when `n` is none of them.
+fn election(
+    n: &Node,
+    i: &mut VrrpInstance,
+    advert_int_text: &mut Option<(String, Location)>,
+    errors: &mut ConfigErrors,
+) -> bool {
+    match n.keyword.as_str() {
+        "state" => i.state = initial_state(n, errors),
+        "interface" => i.interface = one(n, errors).unwrap_or_default().to_string(),
+        "virtual_router_id" => i.vrid = number(n, 1..=255, errors).unwrap_or(0),
+        "priority" => i.priority = number(n, 1..=255, errors).unwrap_or(100),
+        "advert_int" => {
+            *advert_int_text = one(n, errors).map(|t| (t.to_string(), n.location.clone()));
+        }
+        "version" => {
+            i.version =
+                number::<u8>(n, 2..=3, errors).map(
+                    |v| {
+                        if v == 3 {
+                            Version::V3
+                        } else {
+                            Version::V2
+                        }
+                    },
+                )
+        }
+        "native_ipv6" => i.native_ipv6 = no_args(n, errors),
+        "nopreempt" => i.preempt = !no_args(n, errors),
+        "preempt" => i.preempt = no_args(n, errors),
+        "preempt_delay" => i.preempt_delay_cs = seconds_cs(n, 100_000, errors).unwrap_or(0),
+        "authentication" => i.auth_pass = authentication(n, errors),
+        "lower_prio_no_advert" => i.lower_prio_no_advert = lower_prio_no_advert(n, errors),
+        _ => return false,
+    }
+    true
+}
+
+fn initial_state(n: &Node, errors: &mut ConfigErrors) -> Option<InitialState> {
+    match one(n, errors) {
+        Some("MASTER") => Some(InitialState::Master),
+        Some("BACKUP") => Some(InitialState::Backup),
+        Some(other) => {
+            errors.push(
+                &n.location,
+                format!("`state {other}`: must be MASTER or BACKUP"),
+            );
+            None
+        }
+        None => None,
+    }
+}
+
+fn lower_prio_no_advert(n: &Node, errors: &mut ConfigErrors) -> bool {
+    match n.args.as_slice() {
+        [] => true,
+        [v] if v == "true" || v == "on" => true,
+        [v] if v == "false" || v == "off" => false,
+        _ => {
+            errors.push(
+                &n.location,
+                "`lower_prio_no_advert` takes nothing, or true/false/on/off",
+            );
+            false
         }
     }
-    if i.interface.is_empty() {
-        errors.push(&node.location, format!("{within}: `interface` is required"));
+}
+
+/// The addresses: VIPs, advert sources, unicast peers. False when `n` is none of them.
+fn addresses(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool {
+    match n.keyword.as_str() {
+        "virtual_ipaddress" => {
+            for v in block(n, errors) {
+                i.vips.extend(virtual_address(v, errors));
+            }
+        }
+        "mcast_src_ip" => i.mcast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),
+        "unicast_src_ip" => i.unicast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),
+        "unicast_peer" => {
+            for p in block(n, errors) {
+                if !p.args.is_empty() {
+                    errors.push(
+                        &p.location,
+                        format!(
+                            "unicast_peer `{}`: options after a peer are not supported",
+                            p.keyword
+                        ),
+                    );
+                }
+                i.unicast_peers.extend(address(p, &p.keyword, errors));
+            }
+        }
+        _ => return false,
     }
-    if i.vrid == 0 {
-        errors.push(
-            &node.location,
-            format!("{within}: `virtual_router_id` (1-255) is required"),
-        );
+    true
+}
+
+/// What the instance tracks: scripts and interfaces. False when `n` is none of them.
+fn tracking(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool {
+    match n.keyword.as_str() {
+        "track_script" => {
+            for t in block(n, errors) {
+                i.track_scripts.push(TrackedScript {
+                    name: t.keyword.clone(),
+                    weight: weight(t, &t.args, errors),
+                });
+            }
+        }
+        "track_interface" => {
+            for t in block(n, errors) {
+                i.track_interfaces.push(TrackedInterface {
+                    name: t.keyword.clone(),
+                    weight: weight(t, &t.args, errors).unwrap_or(0),
+                });
+            }
+        }
+        "dont_track_primary" => i.dont_track_primary = no_args(n, errors),
+        _ => return false,
     }
-    if let Some((text, location)) = advert_int_text {
-        i.advert_int_cs = advert_int(&i, global, &text, &location, errors).unwrap_or(100);
-    }
-    Some(i)
+    true
 }
 
 /// RFC 3768 5.3.7: v2 carries whole seconds (1-255); RFC 5798 5.2.7: v3 carries 12 bits of

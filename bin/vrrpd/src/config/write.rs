@@ -170,6 +170,19 @@ fn notify(out: &mut String, n: &Notify) {
 
 fn instance(out: &mut String, c: &Config, i: &VrrpInstance) {
     let _ = writeln!(out, "\nvrrp_instance {} {{", i.name);
+    election(out, i);
+    addresses(out, i);
+    tracking(out, i);
+    if i.lower_prio_no_advert {
+        line(out, 4, "lower_prio_no_advert");
+    }
+    notify(out, &i.notify);
+    garp(out, 4, "", &i.garp, &c.global.garp);
+    out.push_str("}\n");
+}
+
+/// What the election runs on: state, interface, VRID, priority, timers, version, password.
+fn election(out: &mut String, i: &VrrpInstance) {
     match i.state {
         Some(InitialState::Master) => line(out, 4, "state MASTER"),
         Some(InitialState::Backup) => line(out, 4, "state BACKUP"),
@@ -207,6 +220,10 @@ fn instance(out: &mut String, c: &Config, i: &VrrpInstance) {
             "    authentication {{\n        auth_type PASS\n        auth_pass {pass}\n    }}\n"
         );
     }
+}
+
+/// Where adverts come from and go to, and the addresses they carry.
+fn addresses(out: &mut String, i: &VrrpInstance) {
     for (kw, a) in [
         ("mcast_src_ip", i.mcast_src_ip),
         ("unicast_src_ip", i.unicast_src_ip),
@@ -234,6 +251,9 @@ fn instance(out: &mut String, c: &Config, i: &VrrpInstance) {
         line(out, 8, &text);
     }
     out.push_str("    }\n");
+}
+
+fn tracking(out: &mut String, i: &VrrpInstance) {
     if !i.track_scripts.is_empty() {
         out.push_str("    track_script {\n");
         for t in &i.track_scripts {
@@ -254,10 +274,4 @@ fn instance(out: &mut String, c: &Config, i: &VrrpInstance) {
     if i.dont_track_primary {
         line(out, 4, "dont_track_primary");
     }
-    if i.lower_prio_no_advert {
-        line(out, 4, "lower_prio_no_advert");
-    }
-    notify(out, &i.notify);
-    garp(out, 4, "", &i.garp, &c.global.garp);
-    out.push_str("}\n");
 }

@@ -4,10 +4,12 @@
 //! order: no locks, no races between a timer and an advert.
 //!
 //! - [`setup`]: configuration to sockets, interfaces and state machines.
+//! - [`plan`]: what a reload keeps, changes, starts and stops, decided without IO.
 //! - [`rx`]: the receive checks, with a counter per reason.
 //! - [`scripts`]: track scripts and notify scripts, without a shell.
 //! - [`status`]: state files and the status file `vrrpd status` reads.
 
+pub mod plan;
 pub mod rx;
 pub mod scripts;
 pub mod setup;
@@ -23,20 +25,53 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::config::Config;
+use crate::config::{Config, Notify};
 use crate::fsm::{Action, Event, Instant, State};
 use crate::net::{LinkWatcher, Netlink, Received};
-use setup::{Parts, Unit, Vr};
+use plan::{Plan, UnitKey};
+use scripts::Identity;
+use setup::{Parts, SetupError, Unit, Vr};
+
+/// Why the daemon cannot start. Each names what failed and where.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The state directory cannot be made.
+    #[error("state directory {}: {source}", path.display())]
+    StateDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No tokio runtime.
+    #[error("cannot start the event loop: {0}")]
+    Runtime(std::io::Error),
+    /// No rtnetlink connection.
+    #[error(transparent)]
+    Netlink(#[from] crate::net::Error),
+    /// The configuration cannot run here.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// A tracked interface cannot be watched.
+    #[error("track_interface {name}: {source}")]
+    TrackInterface {
+        /// The interface.
+        name: String,
+        /// Why.
+        source: crate::net::Error,
+    },
+}
 
 /// Loads the configuration again on SIGHUP.
 pub type Loader = Box<dyn Fn() -> Result<Config, crate::config::SourceError>>;
 
 /// Runs `config` until SIGTERM or SIGINT. Errors at start name the instance and the reason.
-pub fn run(config: Config, state_dir: &Path, reload: Loader) -> Result<(), String> {
-    std::fs::create_dir_all(state_dir)
-        .map_err(|e| format!("state directory {}: {e}", state_dir.display()))?;
-    let runtime =
-        ipi_core::service::runtime().map_err(|e| format!("cannot start the event loop: {e}"))?;
+pub fn run(config: Config, state_dir: &Path, reload: Loader) -> Result<(), Error> {
+    std::fs::create_dir_all(state_dir).map_err(|source| Error::StateDir {
+        path: state_dir.to_path_buf(),
+        source,
+    })?;
+    let runtime = ipi_core::service::runtime().map_err(Error::Runtime)?;
     runtime.block_on(async move {
         let mut d = Daemon::start(config, state_dir.to_path_buf(), reload).await?;
         d.run().await;
@@ -65,8 +100,8 @@ struct Daemon {
 }
 
 impl Daemon {
-    async fn start(config: Config, state_dir: PathBuf, reload: Loader) -> Result<Daemon, String> {
-        let netlink = Netlink::connect().map_err(|e| e.to_string())?;
+    async fn start(config: Config, state_dir: PathBuf, reload: Loader) -> Result<Daemon, Error> {
+        let netlink = Netlink::connect()?;
         let parts = setup::build(&config, &netlink, BTreeMap::new()).await?;
         let (rx_tx, rx) = mpsc::unbounded_channel();
         let (results_tx, results) = mpsc::unbounded_channel();
@@ -99,7 +134,7 @@ impl Daemon {
     }
 
     /// Socket readers, script runners and link watchers.
-    async fn spawn_tasks(&mut self) -> Result<(), String> {
+    async fn spawn_tasks(&mut self) -> Result<(), Error> {
         for (n, socket) in self.parts.sockets.iter().enumerate() {
             let (socket, tx) = (Arc::clone(socket), self.rx_tx.clone());
             self.tasks.push(tokio::spawn(async move {
@@ -127,9 +162,13 @@ impl Daemon {
             }
         }
         for name in self.parts.tracked_interfaces.clone() {
-            let mut watcher = LinkWatcher::new(&name)
-                .await
-                .map_err(|e| format!("track_interface {name}: {e}"))?;
+            let mut watcher =
+                LinkWatcher::new(&name)
+                    .await
+                    .map_err(|source| Error::TrackInterface {
+                        name: name.clone(),
+                        source,
+                    })?;
             let tx = self.links_tx.clone();
             let _ = tx.send((name.clone(), watcher.current().up));
             self.tasks.push(tokio::spawn(async move {
@@ -234,12 +273,7 @@ impl Daemon {
         if received.src == self.parts.sockets[socket].source() {
             return; // our own, looped back
         }
-        let d = rx::Datagram {
-            src: received.src,
-            dst: received.dst,
-            hop_limit: received.hop_limit,
-            payload: &received.payload,
-        };
+        let d = received.raw();
         let repr = match rx::parse(&d) {
             Ok(repr) => repr,
             Err(reject) => {
@@ -288,15 +322,9 @@ impl Daemon {
     async fn carry_out(&mut self, unit: usize, actions: Vec<(usize, Action)>) {
         let group_before = group_state(&self.parts.units[unit]);
         for (member, action) in actions {
-            let Some(vr) = self
-                .parts
-                .vrs
-                .iter()
-                .position(|v| v.unit == unit && v.member == member)
-            else {
-                continue;
-            };
-            self.act(vr, action).await;
+            if let Some(vr) = self.vr_of(unit, member) {
+                self.act(vr, action).await;
+            }
         }
         let group_after = group_state(&self.parts.units[unit]);
         if let (Some((name, before)), Some((_, after))) = (group_before, group_after) {
@@ -307,84 +335,80 @@ impl Daemon {
     }
 
     async fn act(&mut self, vr: usize, action: Action) {
-        let v = &self.parts.vrs[vr];
-        let name = v.cfg.name.clone();
         match action {
-            Action::SendAdvert { priority } => {
-                let repr = Repr {
-                    version: v.expect.version,
-                    vrid: v.cfg.vrid,
-                    priority,
-                    advert_int: v.cfg.advert_int_cs,
-                    auth: if v.expect.version == ipi_core::vrrp::Version::V2 {
-                        v.cfg.auth()
-                    } else {
-                        ipi_core::vrrp::Auth::None
-                    },
-                    addresses: v.expect.addresses.clone(),
-                };
-                let socket = Arc::clone(&self.parts.sockets[v.socket]);
-                if let Err(e) = socket
-                    .send_advert(&repr, &v.destinations, ChecksumMode::PseudoHeader)
-                    .await
-                {
-                    tracing::warn!("{name}: advert not sent: {e}");
-                }
-            }
-            Action::AddVips | Action::RemoveVips => {
-                for (interface, vip) in &v.vips {
-                    let r = if action == Action::AddVips {
-                        self.netlink.add_address(interface, vip).await
-                    } else {
-                        self.netlink.remove_address(interface, vip).await
-                    };
-                    if let Err(e) = r {
-                        tracing::error!("{name}: {vip} on {}: {e}", interface.name);
-                    }
-                }
-            }
-            Action::SendGarp { repeat } => {
-                if let Some(a) = &v.announcer {
-                    for _ in 0..repeat {
-                        if let Err(e) = a.announce(&v.expect.addresses) {
-                            tracing::warn!("{name}: gratuitous ARP / NA: {e}");
-                            break;
-                        }
-                    }
-                }
-            }
+            Action::SendAdvert { priority } => self.send_advert(vr, priority).await,
+            Action::AddVips => self.vips(vr, true).await,
+            Action::RemoveVips => self.vips(vr, false).await,
+            Action::SendGarp { repeat } => self.garp(vr, repeat),
             Action::StateChanged { from, to, priority } => {
+                let name = &self.parts.vrs[vr].cfg.name;
                 tracing::info!(
                     "{name}: {} -> {} (priority {priority})",
                     from.as_str(),
                     to.as_str()
                 );
-                status::write_state(&self.state_dir, &name, to);
-                let notify = &v.cfg.notify;
-                let specific = match to {
-                    State::Master => &notify.master,
-                    State::Backup => &notify.backup,
-                    State::Fault => &notify.fault,
-                    State::Stopped => &notify.stop,
-                    State::Initialize => &None,
-                };
-                if let Some(c) = specific {
-                    scripts::notify(c, &[], self.parts.notify_as);
-                }
-                if let Some(c) = &notify.any {
-                    let args = [
-                        "INSTANCE".to_string(),
-                        name.clone(),
-                        status::keepalived_state(to).to_string(),
-                        priority.to_string(),
-                    ];
-                    scripts::notify(c, &args, self.parts.notify_as);
-                }
+                status::write_state(&self.state_dir, name, to);
+                let notify = &self.parts.vrs[vr].cfg.notify;
+                run_notify(notify, "INSTANCE", name, to, priority, self.parts.notify_as);
                 self.write_status();
             }
             Action::PriorityChanged { from, to } => {
-                tracing::info!("{name}: priority {from} -> {to}");
+                tracing::info!("{}: priority {from} -> {to}", self.parts.vrs[vr].cfg.name);
                 self.write_status();
+            }
+        }
+    }
+
+    /// An advert of the instance's group (RFC 5798 5.1: from its primary address, TTL 255).
+    async fn send_advert(&self, vr: usize, priority: u8) {
+        let v = &self.parts.vrs[vr];
+        let repr = Repr {
+            version: v.expect.version,
+            vrid: v.cfg.vrid,
+            priority,
+            advert_int: v.cfg.advert_int_cs,
+            // RFC 5798 removed authentication; only VRRPv2 carries it.
+            auth: if v.expect.version == ipi_core::vrrp::Version::V2 {
+                v.cfg.auth()
+            } else {
+                ipi_core::vrrp::Auth::None
+            },
+            addresses: v.expect.addresses.clone(),
+        };
+        let socket = Arc::clone(&self.parts.sockets[v.socket]);
+        if let Err(e) = socket
+            .send_advert(&repr, &v.destinations, ChecksumMode::PseudoHeader)
+            .await
+        {
+            tracing::warn!("{}: advert not sent: {e}", v.cfg.name);
+        }
+    }
+
+    /// Adds (`add`) or removes the instance's VIPs; a failure is logged and the others go on.
+    async fn vips(&self, vr: usize, add: bool) {
+        let v = &self.parts.vrs[vr];
+        for (interface, vip) in &v.vips {
+            let r = if add {
+                self.netlink.add_address(interface, vip).await
+            } else {
+                self.netlink.remove_address(interface, vip).await
+            };
+            if let Err(e) = r {
+                tracing::error!("{}: {vip} on {}: {e}", v.cfg.name, interface.name);
+            }
+        }
+    }
+
+    /// `repeat` gratuitous ARPs / unsolicited NAs for the VIPs, stopping at the first failure.
+    fn garp(&self, vr: usize, repeat: u32) {
+        let v = &self.parts.vrs[vr];
+        let Some(a) = &v.announcer else {
+            return;
+        };
+        for _ in 0..repeat {
+            if let Err(e) = a.announce(&v.expect.addresses) {
+                tracing::warn!("{}: gratuitous ARP / NA: {e}", v.cfg.name);
+                break;
             }
         }
     }
@@ -393,25 +417,7 @@ impl Daemon {
         let Some(g) = self.config.sync_groups.iter().find(|g| g.name == group) else {
             return;
         };
-        let specific = match state {
-            State::Master => &g.notify.master,
-            State::Backup => &g.notify.backup,
-            State::Fault => &g.notify.fault,
-            State::Stopped => &g.notify.stop,
-            State::Initialize => &None,
-        };
-        if let Some(c) = specific {
-            scripts::notify(c, &[], self.parts.notify_as);
-        }
-        if let Some(c) = &g.notify.any {
-            let args = [
-                "GROUP".to_string(),
-                group.to_string(),
-                status::keepalived_state(state).to_string(),
-                "0".to_string(),
-            ];
-            scripts::notify(c, &args, self.parts.notify_as);
-        }
+        run_notify(&g.notify, "GROUP", group, state, 0, self.parts.notify_as);
     }
 
     fn write_status(&self) {
@@ -419,8 +425,8 @@ impl Daemon {
     }
 
     /// SIGHUP: a bad configuration is refused and nothing changes; a good one replaces the
-    /// running one, and every unit whose instances and scripts are unchanged keeps its state
-    /// (no VIP moves).
+    /// running one as [`plan::plan`] decides: every unit whose instances and scripts are
+    /// unchanged keeps its state (no VIP moves), the others resign and start again.
     async fn reload(&mut self) {
         let new = match (self.reload)() {
             Ok(c) => c,
@@ -433,62 +439,13 @@ impl Daemon {
             tracing::info!("reload: the configuration did not change");
             return;
         }
-        let now = self.now();
-        let keys: Vec<String> = self
-            .config
-            .instances
-            .iter()
-            .map(|i| setup::unit_key(&self.config, &i.name))
-            .collect();
-        let mut keep = BTreeMap::new();
-        let mut stop = Vec::new();
-        for (u, unit) in std::mem::take(&mut self.parts.units)
-            .into_iter()
-            .enumerate()
-        {
-            let members: Vec<&Vr> = self.parts.vrs.iter().filter(|v| v.unit == u).collect();
-            let key = members.first().map(|v| {
-                keys[self
-                    .config
-                    .instances
-                    .iter()
-                    .position(|i| i.name == v.cfg.name)
-                    .unwrap_or(0)]
-                .clone()
-            });
-            let same = members
-                .iter()
-                .all(|v| same_instance(&self.config, &new, &v.cfg.name))
-                && key.as_ref().is_some_and(|k| {
-                    members
-                        .first()
-                        .is_some_and(|v| &setup::unit_key(&new, &v.cfg.name) == k)
-                });
-            match key {
-                Some(k) if same => {
-                    keep.insert(k, unit);
-                }
-                _ => stop.push((u, unit)),
-            }
-        }
-        // Resign what goes away or changes, with the old parts still in place.
-        for (u, mut unit) in stop {
-            let actions = handle_all(&mut unit, now, Event::Shutdown);
-            for (member, action) in actions {
-                if let Some(vr) = self
-                    .parts
-                    .vrs
-                    .iter()
-                    .position(|v| v.unit == u && v.member == member)
-                {
-                    self.act(vr, action).await;
-                }
-            }
-        }
+        let plan = plan::plan(&self.config, &new);
+        tracing::debug!("reload: {plan:?}");
+        let carried = self.take_units(&plan).await;
         for t in self.tasks.drain(..) {
             t.abort();
         }
-        match setup::build(&new, &self.netlink, keep).await {
+        match setup::build(&new, &self.netlink, carried).await {
             Ok(parts) => {
                 self.parts = parts;
                 self.config = new;
@@ -504,6 +461,46 @@ impl Daemon {
         }
         self.start_units().await;
         self.write_status();
+    }
+
+    /// Takes the running units out: those `plan` keeps are returned by key, the others resign
+    /// (RFC 5798 6.4.3: a master sends priority 0 and removes its VIPs) while the old parts are
+    /// still in place, so that they resign as configured before.
+    async fn take_units(&mut self, plan: &Plan) -> BTreeMap<UnitKey, Unit> {
+        let now = self.now();
+        let keys: Vec<Option<UnitKey>> = (0..self.parts.units.len())
+            .map(|u| {
+                let first = self.parts.vrs.iter().find(|v| v.unit == u)?;
+                Some(UnitKey::of(&self.config, &first.cfg.name))
+            })
+            .collect();
+        let mut keep = BTreeMap::new();
+        let mut stop = Vec::new();
+        let units = std::mem::take(&mut self.parts.units);
+        for ((u, unit), key) in units.into_iter().enumerate().zip(keys) {
+            match key {
+                Some(key) if plan.keeps(&key) => {
+                    keep.insert(key, unit);
+                }
+                _ => stop.push((u, unit)),
+            }
+        }
+        for (u, mut unit) in stop {
+            for (member, action) in handle_all(&mut unit, now, Event::Shutdown) {
+                if let Some(vr) = self.vr_of(u, member) {
+                    self.act(vr, action).await;
+                }
+            }
+        }
+        keep
+    }
+
+    /// The index in `parts.vrs` of member `member` of unit `unit`.
+    fn vr_of(&self, unit: usize, member: usize) -> Option<usize> {
+        self.parts
+            .vrs
+            .iter()
+            .position(|v| v.unit == unit && v.member == member)
     }
 
     /// SIGTERM: every master resigns with priority 0 (RFC 5798 6.4.3: a backup takes over
@@ -558,18 +555,36 @@ fn tracks_interface(vr: &Vr, name: &str) -> bool {
         || (vr.cfg.interface == name && !vr.cfg.dont_track_primary)
 }
 
-fn same_instance(old: &Config, new: &Config, name: &str) -> bool {
-    let (Some(a), Some(b)) = (old.instance(name), new.instance(name)) else {
-        return false;
+/// Runs the notify scripts of an instance or a sync group (`kind` INSTANCE or GROUP) that
+/// entered `state`: the state's own (`notify_master`...), then `notify` with keepalived's
+/// arguments: KIND NAME STATE PRIORITY.
+fn run_notify(
+    notify: &Notify,
+    kind: &str,
+    name: &str,
+    state: State,
+    priority: u8,
+    who: Option<Identity>,
+) {
+    let specific = match state {
+        State::Master => &notify.master,
+        State::Backup => &notify.backup,
+        State::Fault => &notify.fault,
+        State::Stopped => &notify.stop,
+        State::Initialize => &None,
     };
-    let scripts_same = a
-        .track_scripts
-        .iter()
-        .all(|t| old.script(&t.name) == new.script(&t.name));
-    // Locations move when lines are added above: they are not configuration.
-    let mut b = b.clone();
-    b.location = a.location.clone();
-    *a == b && scripts_same && old.global == new.global
+    if let Some(c) = specific {
+        scripts::notify(c, &[], who);
+    }
+    if let Some(c) = &notify.any {
+        let args = [
+            kind.to_string(),
+            name.to_string(),
+            status::keepalived_state(state).to_string(),
+            priority.to_string(),
+        ];
+        scripts::notify(c, &args, who);
+    }
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use ipi_core::vrrp::{self, Auth, ChecksumMode, Packet, Repr, Version};
+use ipi_core::vrrp::{self, Auth, ChecksumMode, Packet, RawDatagram as Datagram, Repr, Version};
 
 use crate::fsm::Event;
 
@@ -53,6 +53,8 @@ impl Reject {
         }
     }
 
+    /// The counter of a codec error. Every variant is named, so that a new one is a choice
+    /// made here rather than a silent `malformed`.
     fn of(e: &vrrp::Error) -> Reject {
         use vrrp::Error as E;
         match e {
@@ -64,6 +66,20 @@ impl Reject {
             E::BadChecksum { .. } => Reject::Checksum,
             E::ZeroVrid => Reject::Vrid,
             E::UnsupportedAuthType(_) | E::AuthInV3 => Reject::AuthType,
+            E::MixedFamilies { .. }
+            | E::AddressFamilyMismatch { .. }
+            | E::IntervalNotWholeSeconds(_)
+            | E::IntervalTooLong { .. }
+            | E::TooManyAddresses(_)
+            | E::BadIpVersion(_)
+            | E::BadIhl(_)
+            | E::BadTotalLength { .. }
+            | E::BadIpChecksum { .. }
+            | E::Fragment { .. }
+            | E::NotVrrp(_)
+            | E::Ipv6ExtensionHeader(_) => Reject::Malformed,
+            // ipi-core marks its error #[non_exhaustive], so another crate cannot match it
+            // exhaustively: a variant added there lands here until it is named above.
             _ => Reject::Malformed,
         }
     }
@@ -82,19 +98,6 @@ pub struct Expect {
     pub addresses: Vec<IpAddr>,
     /// Unicast peers; empty in multicast mode.
     pub peers: Vec<IpAddr>,
-}
-
-/// A datagram as received: IP facts and the VRRP message.
-#[derive(Debug, Clone, Copy)]
-pub struct Datagram<'a> {
-    /// IP source.
-    pub src: IpAddr,
-    /// IP destination.
-    pub dst: IpAddr,
-    /// TTL or hop limit.
-    pub hop_limit: u8,
-    /// The VRRP message.
-    pub payload: &'a [u8],
 }
 
 /// Parses the message (version, type, length, checksum) and returns its VRID, or why not.

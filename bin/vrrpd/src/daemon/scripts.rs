@@ -21,16 +21,82 @@ pub struct Identity {
     pub gid: u32,
 }
 
+/// Why a `user [group]` cannot be run as.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    /// The user database cannot be read.
+    #[error("user `{user}`: {errno}")]
+    UserLookup {
+        /// The user.
+        user: String,
+        /// What the lookup said.
+        errno: nix::errno::Errno,
+    },
+    /// No such user.
+    #[error("user `{0}` does not exist")]
+    NoUser(String),
+    /// The group database cannot be read.
+    #[error("group `{group}`: {errno}")]
+    GroupLookup {
+        /// The group.
+        group: String,
+        /// What the lookup said.
+        errno: nix::errno::Errno,
+    },
+    /// No such group.
+    #[error("group `{0}` does not exist")]
+    NoGroup(String),
+}
+
+/// Why a script cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProgramError {
+    /// A bare program name that no PATH directory holds.
+    #[error("`{0}` is not found on PATH")]
+    NotOnPath(String),
+    /// The program or a directory above it cannot be looked at.
+    #[error("{}: {source}", path.display())]
+    Metadata {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `enable_script_security` refuses it.
+    #[error(
+        "{} can be changed by a user other than root (owner uid {uid}, mode {mode:o}): \
+         enable_script_security refuses to run {}",
+        path.display(),
+        program.display()
+    )]
+    Insecure {
+        /// The file or directory a user other than root can change.
+        path: PathBuf,
+        /// Its owner.
+        uid: u32,
+        /// Its permission bits.
+        mode: u32,
+        /// The program refused.
+        program: PathBuf,
+    },
+}
+
 /// Resolves `user [group]` to ids.
-pub fn identity(user: &User) -> Result<Identity, String> {
+pub fn identity(user: &User) -> Result<Identity, IdentityError> {
     let u = nix::unistd::User::from_name(&user.user)
-        .map_err(|e| format!("user `{}`: {e}", user.user))?
-        .ok_or_else(|| format!("user `{}` does not exist", user.user))?;
+        .map_err(|errno| IdentityError::UserLookup {
+            user: user.user.clone(),
+            errno,
+        })?
+        .ok_or_else(|| IdentityError::NoUser(user.user.clone()))?;
     let gid = match &user.group {
         None => u.gid.as_raw(),
         Some(g) => nix::unistd::Group::from_name(g)
-            .map_err(|e| format!("group `{g}`: {e}"))?
-            .ok_or_else(|| format!("group `{g}` does not exist"))?
+            .map_err(|errno| IdentityError::GroupLookup {
+                group: g.clone(),
+                errno,
+            })?
+            .ok_or_else(|| IdentityError::NoGroup(g.clone()))?
             .gid
             .as_raw(),
     };
@@ -41,7 +107,7 @@ pub fn identity(user: &User) -> Result<Identity, String> {
 }
 
 /// The program of a command: as written when it holds a `/`, else found on PATH.
-pub fn program(command: &Command) -> Result<PathBuf, String> {
+pub fn program(command: &Command) -> Result<PathBuf, ProgramError> {
     let name = &command.words[0];
     if name.contains('/') {
         return Ok(PathBuf::from(name));
@@ -50,27 +116,28 @@ pub fn program(command: &Command) -> Result<PathBuf, String> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
-        .ok_or_else(|| format!("`{name}` is not found on PATH"))
+        .ok_or_else(|| ProgramError::NotOnPath(name.clone()))
 }
 
 /// keepalived's `enable_script_security`: the program, and every directory above it, must be
 /// writable by root only, or a user could make root run anything.
-pub fn check_secure(program: &Path) -> Result<(), String> {
+pub fn check_secure(program: &Path) -> Result<(), ProgramError> {
     let mut at = Some(program);
     while let Some(p) = at {
-        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let meta = std::fs::metadata(p).map_err(|source| ProgramError::Metadata {
+            path: p.to_path_buf(),
+            source,
+        })?;
         // A sticky directory (/tmp) lets nobody replace root's files in it.
         let sticky_dir = meta.is_dir() && meta.mode() & 0o1000 != 0;
         let writable_by_others = meta.mode() & 0o022 != 0 && !sticky_dir;
         if meta.uid() != 0 || writable_by_others {
-            return Err(format!(
-                "{} can be changed by a user other than root (owner uid {}, mode {:o}): \
-                 enable_script_security refuses to run {}",
-                p.display(),
-                meta.uid(),
-                meta.mode() & 0o7777,
-                program.display()
-            ));
+            return Err(ProgramError::Insecure {
+                path: p.to_path_buf(),
+                uid: meta.uid(),
+                mode: meta.mode() & 0o7777,
+                program: program.to_path_buf(),
+            });
         }
         at = p.parent();
     }
@@ -241,7 +308,7 @@ mod tests {
         std::fs::write(&script, "#!/bin/sh\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = check_secure(&script).unwrap_err();
+        let e = check_secure(&script).unwrap_err().to_string();
         assert!(
             e.contains("can be changed by a user other than root"),
             "{e}"

@@ -6,13 +6,64 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use std::path::PathBuf;
+
 use ipi_core::Family;
 
+use super::plan::{self, UnitKey};
 use super::rx::Expect;
-use super::scripts::{self, Identity};
-use crate::config::{Config, VrrpInstance};
-use crate::fsm::{InitialState, Instance, InstanceParams, SyncGroup, TrackInterface, TrackScript};
+use super::scripts::{self, Identity, IdentityError};
+use crate::config::{Config, Location, VrrpInstance};
+use crate::fsm::{
+    InitialState, Instance, InstanceParams, ParamsError, SyncGroup, TrackInterface, TrackScript,
+};
 use crate::net::{multicast_group, Announcer, Interface, Netlink, SocketConfig, Vip, VrrpSocket};
+
+/// Why a configuration cannot run. Each names the block at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// global_defs' `script_user` names no user or group.
+    #[error(transparent)]
+    ScriptUser(#[from] IdentityError),
+    /// A vrrp_script's `user` names no user or group.
+    #[error("vrrp_script {script}: {source}")]
+    ScriptIdentity {
+        /// The script.
+        script: String,
+        /// What is wrong with its user.
+        source: IdentityError,
+    },
+    /// An instance cannot start.
+    #[error("vrrp_instance {name} ({location}): {source}")]
+    Instance {
+        /// The instance.
+        name: String,
+        /// Where it is written.
+        location: Location,
+        /// Why it cannot start (boxed: a network error is large).
+        source: Box<InstanceError>,
+    },
+    /// A unit without instances (a sync group whose members are missing).
+    #[error("{0}: no instance")]
+    EmptyUnit(UnitKey),
+}
+
+/// Why one instance cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum InstanceError {
+    /// An interface, socket or address.
+    #[error(transparent)]
+    Net(#[from] crate::net::Error),
+    /// A track_script without its vrrp_script.
+    #[error("track_script {0} names no vrrp_script")]
+    UnknownScript(String),
+    /// Parameters the state machine refuses.
+    #[error(transparent)]
+    Params(#[from] ParamsError),
+}
+
+/// Resolved track scripts: program and identity, by name.
+pub type Scripts = BTreeMap<String, (PathBuf, Option<Identity>)>;
 
 /// One running VRRP instance: its configuration and the IO it needs.
 #[derive(Debug)]
@@ -66,7 +117,7 @@ pub struct Parts {
     /// The sockets, shared by instances on the same interface, family and source.
     pub sockets: Vec<Arc<VrrpSocket>>,
     /// Resolved track scripts: program and identity, by name.
-    pub scripts: BTreeMap<String, (std::path::PathBuf, Option<Identity>)>,
+    pub scripts: Scripts,
     /// Who notify scripts run as.
     pub notify_as: Option<Identity>,
     /// Every interface an instance tracks (its own included).
@@ -80,25 +131,14 @@ impl Parts {
     }
 }
 
-/// The key a unit is carried over a reload by: its sync group or instance name.
-pub fn unit_key(c: &Config, instance: &str) -> String {
-    c.sync_groups
-        .iter()
-        .find(|g| g.members.iter().any(|m| m == instance))
-        .map_or_else(
-            || format!("instance {instance}"),
-            |g| format!("group {}", g.name),
-        )
-}
-
 /// The fsm parameters of an instance whose primary address is `primary`.
 /// Only the scripts in `enabled` are tracked.
 pub fn params(
     c: &Config,
     i: &VrrpInstance,
     primary: IpAddr,
-    enabled: &BTreeMap<String, (std::path::PathBuf, Option<Identity>)>,
-) -> Result<InstanceParams, String> {
+    enabled: &Scripts,
+) -> Result<InstanceParams, InstanceError> {
     let mut p = InstanceParams::new(i.vrid, i.priority, primary);
     p.version = i.effective_version(&c.global);
     p.advert_int_cs = i.advert_int_cs;
@@ -118,7 +158,7 @@ pub fn params(
     {
         let s = c
             .script(&t.name)
-            .ok_or_else(|| format!("track_script {} names no vrrp_script", t.name))?;
+            .ok_or_else(|| InstanceError::UnknownScript(t.name.clone()))?;
         let mut ts = TrackScript::new(&s.name, t.weight.unwrap_or(s.weight));
         ts.rise = s.rise;
         ts.fall = s.fall;
@@ -133,32 +173,53 @@ pub fn params(
         p.track_interfaces
             .push(TrackInterface::new(&t.name, t.weight));
     }
-    p.validate().map_err(|e| e.to_string())?;
+    p.validate()?;
     Ok(p)
 }
 
-/// Builds every part; `carried` holds the units of a previous configuration to keep (by
-/// [`unit_key`]) when their instances did not change.
+/// Builds every part: scripts, then each instance's interface, socket and state machine, then
+/// the units. `carried` holds the running units a reload keeps ([`plan::Plan::keeps`]); they
+/// replace the state machines built here.
 pub async fn build(
     c: &Config,
     netlink: &Netlink,
-    mut carried: BTreeMap<String, Unit>,
-) -> Result<Parts, String> {
-    let mut parts = Parts {
-        vrs: Vec::new(),
-        units: Vec::new(),
-        sockets: Vec::new(),
-        scripts: BTreeMap::new(),
-        notify_as: None,
-        tracked_interfaces: BTreeSet::new(),
-    };
-    let script_user = c
+    carried: BTreeMap<UnitKey, Unit>,
+) -> Result<Parts, SetupError> {
+    let notify_as = c
         .global
         .script_user
         .as_ref()
         .map(scripts::identity)
         .transpose()?;
-    parts.notify_as = script_user;
+    let mut parts = Parts {
+        vrs: Vec::new(),
+        units: Vec::new(),
+        sockets: Vec::new(),
+        scripts: resolve_scripts(c, notify_as)?,
+        notify_as,
+        tracked_interfaces: BTreeSet::new(),
+    };
+    let mut sockets = Sockets::default();
+    let mut instances: BTreeMap<String, Instance> = BTreeMap::new();
+    for i in &c.instances {
+        let at = |source| SetupError::Instance {
+            name: i.name.clone(),
+            location: i.location.clone(),
+            source: Box::new(source),
+        };
+        let (vr, instance) = vr(c, i, netlink, &mut parts, &mut sockets)
+            .await
+            .map_err(at)?;
+        parts.vrs.push(vr);
+        instances.insert(i.name.clone(), instance);
+    }
+    units(c, &mut parts, instances, carried)?;
+    Ok(parts)
+}
+
+/// The track scripts that can run, with whom they run as.
+fn resolve_scripts(c: &Config, script_user: Option<Identity>) -> Result<Scripts, SetupError> {
+    let mut out = Scripts::new();
     for s in &c.scripts {
         // As keepalived: a script that cannot be found, or that script security refuses, is
         // disabled (logged, and tracked by nobody) rather than stopping every instance.
@@ -183,114 +244,139 @@ pub async fn build(
             .as_ref()
             .map(scripts::identity)
             .transpose()
-            .map_err(|e| format!("vrrp_script {}: {e}", s.name))?
+            .map_err(|source| SetupError::ScriptIdentity {
+                script: s.name.clone(),
+                source,
+            })?
             .or(script_user);
-        parts.scripts.insert(s.name.clone(), (program, who));
+        out.insert(s.name.clone(), (program, who));
     }
-    let mut socket_keys: Vec<(String, Family, Option<IpAddr>)> = Vec::new();
-    let mut instances: BTreeMap<String, Instance> = BTreeMap::new();
-    for i in &c.instances {
-        let at = |e: String| format!("vrrp_instance {} ({}): {e}", i.name, i.location);
-        let interface = netlink
-            .interface(&i.interface)
-            .await
-            .map_err(|e| at(e.to_string()))?;
-        let family = if i.is_ipv6() { Family::V6 } else { Family::V4 };
-        let source = i.unicast_src_ip.or(i.mcast_src_ip);
-        let config = match (source, i.is_unicast()) {
-            (Some(src), true) => SocketConfig::unicast(&i.interface, src),
-            (src, _) => SocketConfig {
-                source: src,
-                ..SocketConfig::multicast(&i.interface, family)
+    Ok(out)
+}
+
+/// The sockets opened so far, by what makes one shareable: interface, family and (unicast)
+/// source. Their index is that of [`Parts::sockets`].
+type Sockets = Vec<(String, Family, Option<IpAddr>)>;
+
+/// One instance's IO and its state machine.
+async fn vr(
+    c: &Config,
+    i: &VrrpInstance,
+    netlink: &Netlink,
+    parts: &mut Parts,
+    sockets: &mut Sockets,
+) -> Result<(Vr, Instance), InstanceError> {
+    let interface = netlink.interface(&i.interface).await?;
+    let family = if i.is_ipv6() { Family::V6 } else { Family::V4 };
+    let socket = socket(i, family, netlink, parts, sockets).await?;
+    let primary = parts.sockets[socket].source();
+    let vips = vips(i, &interface, netlink).await?;
+    let params = params(c, i, primary, &parts.scripts)?;
+    for t in &params.track_interfaces {
+        parts.tracked_interfaces.insert(t.name.clone());
+    }
+    let version = params.version;
+    let instance = Instance::new(params)?;
+    let announcer = Announcer::new(&interface).ok().map(|a| {
+        a.router_flag(crate::net::announce::ipv6_forwarding(&i.interface).unwrap_or(false))
+    });
+    let vr = Vr {
+        expect: Expect {
+            vrid: i.vrid,
+            version,
+            auth: i.auth(),
+            addresses: i.vips.iter().map(|v| v.address).collect(),
+            peers: i.unicast_peers.clone(),
+        },
+        cfg: i.clone(),
+        interface,
+        socket,
+        vips,
+        destinations: destinations(i, primary, family),
+        announcer,
+        unit: 0,
+        member: 0,
+    };
+    Ok((vr, instance))
+}
+
+/// The index of the socket `i` sends and receives on, opened unless one is already shared.
+async fn socket(
+    i: &VrrpInstance,
+    family: Family,
+    netlink: &Netlink,
+    parts: &mut Parts,
+    sockets: &mut Sockets,
+) -> Result<usize, InstanceError> {
+    let source = i.unicast_src_ip.or(i.mcast_src_ip);
+    let config = match (source, i.is_unicast()) {
+        (Some(src), true) => SocketConfig::unicast(&i.interface, src),
+        (src, _) => SocketConfig {
+            source: src,
+            ..SocketConfig::multicast(&i.interface, family)
+        },
+    };
+    let key = (
+        i.interface.clone(),
+        family,
+        config.source.filter(|_| i.is_unicast()),
+    );
+    if let Some(n) = sockets.iter().position(|k| *k == key) {
+        return Ok(n);
+    }
+    let s = VrrpSocket::open(netlink, &config).await?;
+    parts.sockets.push(Arc::new(s));
+    sockets.push(key);
+    Ok(parts.sockets.len() - 1)
+}
+
+/// The VIPs of `i`, each with the interface it goes on (`dev`, else the instance's).
+async fn vips(
+    i: &VrrpInstance,
+    interface: &Interface,
+    netlink: &Netlink,
+) -> Result<Vec<(Interface, Vip)>, InstanceError> {
+    let mut vips = Vec::new();
+    for v in &i.vips {
+        let on = match &v.dev {
+            Some(dev) => netlink.interface(dev).await?,
+            None => interface.clone(),
+        };
+        vips.push((
+            on,
+            Vip {
+                address: v.address,
+                prefix_len: v.prefix_len,
+                label: v.label.clone(),
             },
-        };
-        let key = (
-            i.interface.clone(),
-            family,
-            config.source.filter(|_| i.is_unicast()),
-        );
-        let socket = match socket_keys.iter().position(|k| *k == key) {
-            Some(n) => n,
-            None => {
-                let s = VrrpSocket::open(netlink, &config)
-                    .await
-                    .map_err(|e| at(e.to_string()))?;
-                parts.sockets.push(Arc::new(s));
-                socket_keys.push(key);
-                parts.sockets.len() - 1
-            }
-        };
-        let primary = parts.sockets[socket].source();
-        let mut vips = Vec::new();
-        for v in &i.vips {
-            let on = match &v.dev {
-                Some(dev) => netlink
-                    .interface(dev)
-                    .await
-                    .map_err(|e| at(e.to_string()))?,
-                None => interface.clone(),
-            };
-            vips.push((
-                on,
-                Vip {
-                    address: v.address,
-                    prefix_len: v.prefix_len,
-                    label: v.label.clone(),
-                },
-            ));
-        }
+        ));
+    }
+    Ok(vips)
+}
+
+/// Where adverts go: the unicast peers, else the family's group (RFC 5798 5.1.1.2, 5.1.2.2).
+fn destinations(i: &VrrpInstance, primary: IpAddr, family: Family) -> Vec<IpAddr> {
+    if i.is_unicast() {
         // A peer list shared by every node (what render writes) names this node too.
-        let destinations = if i.is_unicast() {
-            i.unicast_peers
-                .iter()
-                .copied()
-                .filter(|p| *p != primary)
-                .collect()
-        } else {
-            vec![multicast_group(family)]
-        };
-        let params = params(c, i, primary, &parts.scripts).map_err(at)?;
-        for t in &params.track_interfaces {
-            parts.tracked_interfaces.insert(t.name.clone());
-        }
-        let version = params.version;
-        instances.insert(
-            i.name.clone(),
-            Instance::new(params).map_err(|e| at(e.to_string()))?,
-        );
-        let announcer = Announcer::new(&interface).ok().map(|a| {
-            a.router_flag(crate::net::announce::ipv6_forwarding(&i.interface).unwrap_or(false))
-        });
-        parts.vrs.push(Vr {
-            expect: Expect {
-                vrid: i.vrid,
-                version,
-                auth: i.auth(),
-                addresses: i.vips.iter().map(|v| v.address).collect(),
-                peers: i.unicast_peers.clone(),
-            },
-            cfg: i.clone(),
-            interface,
-            socket,
-            vips,
-            destinations,
-            announcer,
-            unit: 0,
-            member: 0,
-        });
+        i.unicast_peers
+            .iter()
+            .copied()
+            .filter(|p| *p != primary)
+            .collect()
+    } else {
+        vec![multicast_group(family)]
     }
-    // Units: each sync group, then each instance in none.
-    let mut order: Vec<(String, Vec<String>)> = c
-        .sync_groups
-        .iter()
-        .map(|g| (format!("group {}", g.name), g.members.clone()))
-        .collect();
-    for i in &c.instances {
-        if !c.sync_groups.iter().any(|g| g.members.contains(&i.name)) {
-            order.push((format!("instance {}", i.name), vec![i.name.clone()]));
-        }
-    }
-    for (key, members) in order {
+}
+
+/// The units, in [`plan::units`] order: a carried one where the reload keeps it, else one built
+/// from `instances`. Each instance learns its unit and member index.
+fn units(
+    c: &Config,
+    parts: &mut Parts,
+    mut instances: BTreeMap<String, Instance>,
+    mut carried: BTreeMap<UnitKey, Unit>,
+) -> Result<(), SetupError> {
+    for (key, members) in plan::units(c) {
         let unit_index = parts.units.len();
         for (m, name) in members.iter().enumerate() {
             if let Some(vr) = parts.vrs.iter_mut().find(|v| &v.cfg.name == name) {
@@ -303,16 +389,16 @@ pub async fn build(
             None => {
                 let mut built: Vec<Instance> =
                     members.iter().filter_map(|n| instances.remove(n)).collect();
-                match key.strip_prefix("group ") {
-                    Some(group) => Unit::Group(SyncGroup::new(built), group.to_string()),
-                    None => match built.pop() {
+                match key {
+                    UnitKey::Group(group) => Unit::Group(SyncGroup::new(built), group),
+                    UnitKey::Instance(_) => match built.pop() {
                         Some(one) => Unit::One(Box::new(one)),
-                        None => return Err(format!("{key}: no instance")),
+                        None => return Err(SetupError::EmptyUnit(key)),
                     },
                 }
             }
         };
         parts.units.push(unit);
     }
-    Ok(parts)
+    Ok(())
 }

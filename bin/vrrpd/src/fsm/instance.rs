@@ -484,16 +484,7 @@ impl Instance {
             return;
         }
         self.started = false;
-        if self.state == State::Master {
-            self.adver_timer = None;
-            self.send_advert(0, out);
-            self.release_master(out);
-        }
-        self.master_down_timer = None;
-        self.preempt_until = None;
-        self.master = None;
-        self.sync.ready = false;
-        self.set_state(State::Stopped, out);
+        self.resign(State::Stopped, out);
     }
 
     /// Puts the state in line with tracking (and the group's fault): Fault while something
@@ -520,6 +511,13 @@ impl Instance {
     /// keepalived's FAULT: a master resigns with priority 0 (so a backup takes over after
     /// Skew_Time) and gives the addresses back; nothing runs until the fault clears.
     fn enter_fault(&mut self, out: &mut Vec<Action>) {
+        self.resign(State::Fault, out);
+    }
+
+    /// Leaves the election for `to` (Stopped or Fault): a master sends priority 0 (RFC 5798
+    /// 6.4.3 "If a Shutdown event is received", keepalived's FAULT alike) and gives the
+    /// addresses back; no timer runs and no master is remembered.
+    fn resign(&mut self, to: State, out: &mut Vec<Action>) {
         if self.state == State::Master {
             self.adver_timer = None;
             self.send_advert(0, out);
@@ -529,7 +527,7 @@ impl Instance {
         self.preempt_until = None;
         self.master = None;
         self.sync.ready = false;
-        self.set_state(State::Fault, out);
+        self.set_state(to, out);
     }
 
     fn tracking_changed(&mut self, now: Instant, out: &mut Vec<Action>) {
