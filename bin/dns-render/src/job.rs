@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use ipi_core::{Cluster, ClusterError, Inventory, InventoryError};
 
-use crate::render::{self, Model};
+use crate::render::{self, Model, TemplateError};
 use crate::{dnsdata, resolv};
 
 /// What to render, and from what.
@@ -107,9 +107,12 @@ pub enum JobError {
     /// `resolv` without `--in` or `--resolved`.
     #[error("--in FILE or --resolved")]
     NoResolvConf,
-    /// A template, resolv.conf or DNSData that cannot be rendered or read; the message names it.
+    /// A template that cannot be read, compiled or rendered.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// A resolv.conf or DNSData that cannot be read; the message names the file and the line.
     #[error("{0}")]
-    Render(String),
+    Input(String),
     /// An output could not be written.
     #[error("{}: {source}", .source.path.display())]
     Write {
@@ -141,8 +144,7 @@ pub fn render(job: &Job) -> Result<Vec<(Target, String)>, JobError> {
             output,
         } => {
             let (model, env) = model(inputs, Some(upstream))?;
-            let text = render::render(&env, "Corefile", &model, none, none, &[])
-                .map_err(JobError::Render)?;
+            let text = render::render(&env, "Corefile", &model, none, none, &[])?;
             vec![(target(output), text)]
         }
         Job::Dnsmasq {
@@ -153,23 +155,20 @@ pub fn render(job: &Job) -> Result<Vec<(Target, String)>, JobError> {
         } => {
             let (model, env) = model(inputs, Some(upstream))?;
             let (conf, hosts) = render::dnsmasq_paths(out_dir);
-            let c = render::render(&env, "dnsmasq.conf", &model, &conf, &hosts, listen)
-                .map_err(JobError::Render)?;
-            let h = render::render(&env, "hosts", &model, &conf, &hosts, listen)
-                .map_err(JobError::Render)?;
+            let c = render::render(&env, "dnsmasq.conf", &model, &conf, &hosts, listen)?;
+            let h = render::render(&env, "hosts", &model, &conf, &hosts, listen)?;
             // The hosts file first: the config that names it must never come before it.
             vec![(Target::File(hosts), h), (Target::File(conf), c)]
         }
         Job::Hosts { inputs, output } => {
             let (model, env) = model(inputs, None)?;
-            let text =
-                render::render(&env, "hosts", &model, none, none, &[]).map_err(JobError::Render)?;
+            let text = render::render(&env, "hosts", &model, none, none, &[])?;
             vec![(target(output), text)]
         }
         Job::Dnsdata { input, output } => {
             let text = ipi_core::place::read(input)?;
             let hosts =
-                dnsdata::hosts(&text, &input.display().to_string()).map_err(JobError::Render)?;
+                dnsdata::hosts(&text, &input.display().to_string()).map_err(JobError::Input)?;
             vec![(target(output), hosts)]
         }
         Job::Resolv {
@@ -201,7 +200,7 @@ fn resolv_conf(
     }
     let path = input.ok_or(JobError::NoResolvConf)?;
     let original = ipi_core::place::read(path)?;
-    resolv::nameservers(&original, &path.display().to_string()).map_err(JobError::Render)?;
+    resolv::nameservers(&original, &path.display().to_string()).map_err(JobError::Input)?;
     Ok(resolv::prepend(&original, nameserver, search))
 }
 
@@ -245,10 +244,10 @@ fn model(
             };
             let text = ipi_core::place::read(&u.resolv)?;
             resolv::upstreams(&text, &u.resolv.display().to_string(), &own)
-                .map_err(JobError::Render)?
+                .map_err(JobError::Input)?
         }
     };
-    let env = render::environment(inputs.templates.as_deref()).map_err(JobError::Render)?;
+    let env = render::environment(inputs.templates.as_deref())?;
     Ok((Model::new(&cluster, &nodes, upstreams), env))
 }
 

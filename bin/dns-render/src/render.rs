@@ -96,19 +96,43 @@ impl Model {
     }
 }
 
+/// A template that cannot be read, compiled or rendered; the message names it.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    /// A replacement template file could not be read.
+    #[error("{}: {why}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        why: std::io::Error,
+    },
+    /// A template that does not compile or render.
+    #[error("template {name}: {why}")]
+    Template {
+        /// The template's name (Corefile, dnsmasq.conf, hosts).
+        name: String,
+        /// What minijinja said.
+        why: minijinja::Error,
+    },
+}
+
 /// The templates: the built-in ones, each replaced by a file of the same name in `dir`.
-pub fn environment(dir: Option<&Path>) -> Result<Environment<'static>, String> {
+pub fn environment(dir: Option<&Path>) -> Result<Environment<'static>, TemplateError> {
     let mut env = Environment::new();
     env.set_keep_trailing_newline(true);
     for (name, text) in BUILT_IN {
         let text = match dir.map(|d| d.join(name)).filter(|p| p.exists()) {
             Some(path) => {
-                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?
+                std::fs::read_to_string(&path).map_err(|why| TemplateError::Read { path, why })?
             }
             None => (*text).to_string(),
         };
         env.add_template_owned(*name, text)
-            .map_err(|e| format!("template {name}: {e}"))?;
+            .map_err(|why| TemplateError::Template {
+                name: (*name).to_owned(),
+                why,
+            })?;
     }
     Ok(env)
 }
@@ -122,7 +146,7 @@ pub fn render(
     conf: &Path,
     hosts_file: &Path,
     listen: &[IpAddr],
-) -> Result<String, String> {
+) -> Result<String, TemplateError> {
     let s = |a: Option<IpAddr>| a.map(|a| a.to_string());
     let ctx = context! {
         domain => model.domain,
@@ -139,7 +163,10 @@ pub fn render(
     };
     env.get_template(name)
         .and_then(|t| t.render(ctx))
-        .map_err(|e| format!("template {name}: {e}"))
+        .map_err(|why| TemplateError::Template {
+            name: name.to_owned(),
+            why,
+        })
 }
 
 /// Where `dnsmasq` writes its two files.
