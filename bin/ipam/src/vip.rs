@@ -44,13 +44,23 @@ fn first_free(
         .find(|a| !taken.contains(a) && address_problems(*a, networks, nodes).is_empty())
 }
 
+/// A network with no free address left for a VIP.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{network}: no free address for the {vip} VIP")]
+pub struct NoRoom {
+    /// The machine network.
+    pub network: IpNetwork,
+    /// Which VIP: `API` or `Ingress`.
+    pub vip: &'static str,
+}
+
 /// OpenStack's defaults for `networks` (the first of each family), each moved on to the next
 /// free address while it is a node's or in `reserved`. Err names the network that has no room.
 pub fn suggest(
     networks: &[IpNetwork],
     nodes: Option<&Inventory>,
     reserved: &[IpAddr],
-) -> Result<Suggestion, String> {
+) -> Result<Suggestion, NoRoom> {
     let mut s = Suggestion {
         api: Vec::new(),
         ingress: Vec::new(),
@@ -62,11 +72,15 @@ pub fn suggest(
         }
         families.push(n.is_ipv4());
         let mut taken: Vec<IpAddr> = reserved.to_vec();
-        let api = first_free(n, API_HOST, networks, nodes, &taken)
-            .ok_or_else(|| format!("{n}: no free address for the API VIP"))?;
+        let api = first_free(n, API_HOST, networks, nodes, &taken).ok_or(NoRoom {
+            network: *n,
+            vip: "API",
+        })?;
         taken.push(api);
-        let ingress = first_free(n, INGRESS_HOST, networks, nodes, &taken)
-            .ok_or_else(|| format!("{n}: no free address for the Ingress VIP"))?;
+        let ingress = first_free(n, INGRESS_HOST, networks, nodes, &taken).ok_or(NoRoom {
+            network: *n,
+            vip: "Ingress",
+        })?;
         s.api.push(api);
         s.ingress.push(ingress);
     }
@@ -159,10 +173,14 @@ mod tests {
 
     #[test]
     fn a_network_too_small_says_so() {
-        let e = suggest(&nets(&["192.0.2.0/30"]), None, &[]).unwrap_err();
+        let e = suggest(&nets(&["192.0.2.0/30"]), None, &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("192.0.2.0/30") && e.contains("API"), "{e}");
         // A /29 has hosts 1-6: the API VIP fits at 5, the Ingress VIP has no host 7 (broadcast).
-        let e = suggest(&nets(&["192.0.2.0/29"]), None, &[]).unwrap_err();
+        let e = suggest(&nets(&["192.0.2.0/29"]), None, &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("Ingress"), "{e}");
     }
 }
