@@ -347,6 +347,8 @@ fn send_raw(host: &Host, messages: Vec<(Vec<u8>, u32)>) {
 }
 
 #[test]
+// One scenario: every kind of bad advert against one running pair, read top to bottom.
+#[allow(clippy::too_many_lines)]
 fn malformed_adverts_are_counted_and_change_nothing() {
     use ipi_core::vrrp::{Auth, ChecksumMode, Repr, Version};
     if !ipi_lab::available() {
