@@ -115,6 +115,29 @@ impl Health {
     }
 }
 
+/// Why a check failed (what the stats show as the last check).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The TCP connection failed.
+    #[error("connect: {0}")]
+    Connect(std::io::Error),
+    /// The TCP connection took too long.
+    #[error("connect: no answer within {0:?}")]
+    ConnectTimeout(Duration),
+    /// The TLS handshake took too long.
+    #[error("no handshake within {0:?}")]
+    HandshakeTimeout(Duration),
+    /// The HTTP answer took too long.
+    #[error("no answer within {0:?}")]
+    AnswerTimeout(Duration),
+    /// Connecting, the handshake or the request failed.
+    #[error(transparent)]
+    Http(#[from] crate::http::Error),
+    /// The server answered with a status of 400 or more.
+    #[error("HTTP status {0}")]
+    Status(u16),
+}
+
 /// What one check does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Probe {
@@ -153,21 +176,21 @@ impl Probe {
         address: SocketAddr,
         connect: Duration,
         answer: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), CheckError> {
         match self {
             Probe::Tcp => {
                 match tokio::time::timeout(connect, tokio::net::TcpStream::connect(address)).await {
                     Ok(Ok(_)) => Ok(()),
-                    Ok(Err(e)) => Err(format!("connect: {e}")),
-                    Err(_) => Err(format!("connect: no answer within {connect:?}")),
+                    Ok(Err(e)) => Err(CheckError::Connect(e)),
+                    Err(_) => Err(CheckError::ConnectTimeout(connect)),
                 }
             }
             Probe::Tls => {
                 let host = address.ip().to_string();
                 tokio::time::timeout(connect + answer, crate::http::connect(address, Some(&host)))
                     .await
-                    .map_err(|_| format!("no handshake within {:?}", connect + answer))?
-                    .map(drop)
+                    .map_err(|_| CheckError::HandshakeTimeout(connect + answer))??;
+                Ok(())
             }
             Probe::Http { head, tls } => {
                 let host = address.ip().to_string();
@@ -177,10 +200,10 @@ impl Probe {
                     crate::http::request(address, tls_host, head),
                 )
                 .await
-                .map_err(|_| format!("no answer within {:?}", connect + answer))??;
+                .map_err(|_| CheckError::AnswerTimeout(connect + answer))??;
                 match got.status {
                     200..=399 => Ok(()),
-                    s => Err(format!("HTTP status {s}")),
+                    s => Err(CheckError::Status(s)),
                 }
             }
         }

@@ -18,6 +18,79 @@ const MAX_REDIRECTS: usize = 10;
 /// The most header bytes read from an answer.
 const MAX_HEAD: usize = 16 * 1024;
 
+/// A URL that is not `http[s]://HOST[:PORT][/PATH]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    /// Another scheme.
+    #[error("`{0}`: only http:// and https:// URLs")]
+    Scheme(String),
+    /// The port is no number up to 65535.
+    #[error("`{0}`: bad port")]
+    Port(String),
+    /// `[` without `]`.
+    #[error("`{0}`: unclosed `[`")]
+    Unclosed(String),
+    /// Something between `]` and the port.
+    #[error("`{0}`: junk after `]`")]
+    AfterBracket(String),
+    /// No host, or user info.
+    #[error("`{0}`: no usable host")]
+    Host(String),
+}
+
+/// Why a request got no answer, or `check` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The TCP connection failed.
+    #[error("{address}: {source}")]
+    Connect {
+        /// Where to.
+        address: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TLS handshake failed.
+    #[error("{address}: TLS: {source}")]
+    Tls {
+        /// Where to.
+        address: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TLS client could not be set up.
+    #[error("{0}")]
+    TlsConfig(rustls::Error),
+    /// Writing the request or reading the answer failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The answer's first line is no HTTP status line.
+    #[error("not an HTTP answer: {0:?}")]
+    NotHttp(String),
+    /// A host name that does not resolve.
+    #[error("{host}: {source}")]
+    Resolve {
+        /// The name.
+        host: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A host name without an address.
+    #[error("{0}: no address")]
+    NoAddress(String),
+    /// A redirect to a bad URL.
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    /// An answer of 400 or more.
+    #[error("answered {0}")]
+    Status(u16),
+    /// Redirected too often.
+    #[error("more than {MAX_REDIRECTS} redirects")]
+    Redirects,
+    /// No final answer in time.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+}
+
 /// A URL of the form `http[s]://HOST[:PORT][/PATH]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Url {
@@ -33,29 +106,29 @@ pub struct Url {
 
 impl Url {
     /// Parses `text`; the error says what is wrong.
-    pub fn parse(text: &str) -> Result<Url, String> {
+    pub fn parse(text: &str) -> Result<Url, UrlError> {
         let (https, rest) = if let Some(r) = text.strip_prefix("https://") {
             (true, r)
         } else if let Some(r) = text.strip_prefix("http://") {
             (false, r)
         } else {
-            return Err(format!("`{text}`: only http:// and https:// URLs"));
+            return Err(UrlError::Scheme(text.to_string()));
         };
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
             Some(i) => (&rest[..i], rest[i..].to_string()),
             None => (rest, "/".to_string()),
         };
-        let bad_port = |_| format!("`{text}`: bad port");
+        let bad_port = |_| UrlError::Port(text.to_string());
         let default = if https { 443 } else { 80 };
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
             let (h, after) = v6
                 .split_once(']')
-                .ok_or_else(|| format!("`{text}`: unclosed `[`"))?;
+                .ok_or_else(|| UrlError::Unclosed(text.to_string()))?;
             match after.strip_prefix(':') {
                 Some(p) => (h, p.parse().map_err(bad_port)?),
                 None if after.is_empty() => (h, default),
-                None => return Err(format!("`{text}`: junk after `]`")),
+                None => return Err(UrlError::AfterBracket(text.to_string())),
             }
         } else {
             match authority.rsplit_once(':') {
@@ -64,7 +137,7 @@ impl Url {
             }
         };
         if host.is_empty() || host.contains(['@', ' ']) {
-            return Err(format!("`{text}`: no usable host"));
+            return Err(UrlError::Host(text.to_string()));
         }
         Ok(Url {
             https,
@@ -75,7 +148,7 @@ impl Url {
     }
 
     /// A `Location` resolved against this URL.
-    pub fn join(&self, location: &str) -> Result<Url, String> {
+    pub fn join(&self, location: &str) -> Result<Url, UrlError> {
         if location.starts_with("http://") || location.starts_with("https://") {
             return Url::parse(location);
         }
@@ -152,19 +225,21 @@ impl ServerCertVerifier for NoVerify {
 }
 
 /// One TLS client configuration for the whole process (built on first use).
-fn tls() -> Result<tokio_rustls::TlsConnector, String> {
-    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+fn tls() -> Result<tokio_rustls::TlsConnector, Error> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, rustls::Error>> = OnceLock::new();
     let config = CONFIG.get_or_init(|| {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .with_safe_default_protocol_versions()?
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
             .with_no_client_auth();
         Ok(Arc::new(config))
     });
-    config.clone().map(tokio_rustls::TlsConnector::from)
+    config
+        .clone()
+        .map(tokio_rustls::TlsConnector::from)
+        .map_err(Error::TlsConfig)
 }
 
 /// What a GET got back.
@@ -187,10 +262,10 @@ pub enum Conn {
 
 /// Connects to `address`, and when `tls_host` is given completes a TLS handshake (SNI
 /// `tls_host` when it is a name). The caller bounds the time with a timeout.
-pub async fn connect(address: SocketAddr, tls_host: Option<&str>) -> Result<Conn, String> {
+pub async fn connect(address: SocketAddr, tls_host: Option<&str>) -> Result<Conn, Error> {
     let tcp = TcpStream::connect(address)
         .await
-        .map_err(|e| format!("{address}: {e}"))?;
+        .map_err(|source| Error::Connect { address, source })?;
     let _ = tcp.set_nodelay(true);
     let Some(host) = tls_host else {
         return Ok(Conn::Plain(tcp));
@@ -200,7 +275,7 @@ pub async fn connect(address: SocketAddr, tls_host: Option<&str>) -> Result<Conn
     let stream = tls()?
         .connect(name, tcp)
         .await
-        .map_err(|e| format!("{address}: TLS: {e}"))?;
+        .map_err(|source| Error::Tls { address, source })?;
     Ok(Conn::Tls(Box::new(stream)))
 }
 
@@ -210,7 +285,7 @@ pub async fn request(
     address: SocketAddr,
     tls_host: Option<&str>,
     head: &str,
-) -> Result<Answer, String> {
+) -> Result<Answer, Error> {
     match connect(address, tls_host).await? {
         Conn::Plain(s) => exchange(s, head).await,
         Conn::Tls(s) => exchange(s, head).await,
@@ -222,33 +297,24 @@ pub async fn request(
 pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     head: &str,
-) -> Result<Answer, String> {
-    stream
-        .write_all(head.as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
-    stream.flush().await.map_err(|e| e.to_string())?;
+) -> Result<Answer, Error> {
+    stream.write_all(head.as_bytes()).await?;
+    stream.flush().await?;
     // The whole head is bounded, a status line without an end included: a server cannot make
     // a check hold more than MAX_HEAD bytes however fast it talks.
     let mut reader = BufReader::new(stream.take(MAX_HEAD as u64));
     let mut line = String::new();
-    reader
-        .read_line(&mut line)
-        .await
-        .map_err(|e| e.to_string())?;
+    reader.read_line(&mut line).await?;
     let status = line
         .strip_prefix("HTTP/")
         .and_then(|rest| rest.split_whitespace().nth(1))
         .and_then(|s| s.parse::<u16>().ok())
         .filter(|s| (100..1000).contains(s))
-        .ok_or_else(|| format!("not an HTTP answer: {:?}", line.trim_end()))?;
+        .ok_or_else(|| Error::NotHttp(line.trim_end().to_string()))?;
     let mut location = None;
     loop {
         line.clear();
-        let n = reader
-            .read_line(&mut line)
-            .await
-            .map_err(|e| e.to_string())?;
+        let n = reader.read_line(&mut line).await?;
         if n == 0 || line.trim().is_empty() {
             break;
         }
@@ -273,29 +339,32 @@ pub fn head(method: &str, uri: &str, version: &str, host: Option<&str>) -> Strin
 
 /// `lb-proxy check`: follows `url` as `curl -kLfs` does, within `timeout` in all. Ok(final
 /// status) when it is below 400; Err says why not.
-pub async fn check(url: &Url, timeout: Duration) -> Result<u16, String> {
+pub async fn check(url: &Url, timeout: Duration) -> Result<u16, Error> {
     tokio::time::timeout(timeout, follow(url.clone()))
         .await
-        .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
+        .unwrap_or(Err(Error::Timeout(timeout)))
 }
 
-async fn follow(mut url: Url) -> Result<u16, String> {
+async fn follow(mut url: Url) -> Result<u16, Error> {
     for _ in 0..=MAX_REDIRECTS {
         let address = tokio::net::lookup_host((url.host.as_str(), url.port))
             .await
-            .map_err(|e| format!("{}: {e}", url.host))?
+            .map_err(|source| Error::Resolve {
+                host: url.host.clone(),
+                source,
+            })?
             .next()
-            .ok_or_else(|| format!("{}: no address", url.host))?;
+            .ok_or_else(|| Error::NoAddress(url.host.clone()))?;
         let h = head("GET", &url.path, "HTTP/1.1", Some(&url.authority()));
         let tls_host = url.https.then_some(url.host.as_str());
         let answer = request(address, tls_host, &h).await?;
         match (answer.status, answer.location) {
             (300..=399, Some(next)) => url = url.join(&next)?,
             (s, _) if s < 400 => return Ok(s),
-            (s, _) => return Err(format!("answered {s}")),
+            (s, _) => return Err(Error::Status(s)),
         }
     }
-    Err(format!("more than {MAX_REDIRECTS} redirects"))
+    Err(Error::Redirects)
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ async fn check_once(backend: &Backend, server: &super::table::Server) {
         Ok(()) => lock(&server.last_check).clear(),
         Err(why) => {
             server.failed_checks.fetch_add(1, Ordering::Relaxed);
-            *lock(&server.last_check) = why.clone();
+            *lock(&server.last_check) = why.to_string();
         }
     }
     match change {
@@ -57,9 +57,9 @@ async fn check_once(backend: &Backend, server: &super::table::Server) {
         }
         Change::Down => {
             server.set_up(false);
+            let why = result.err().map(|e| e.to_string()).unwrap_or_default();
             tracing::warn!(
-                "server {name} is DOWN: {}; {} server(s) left UP",
-                result.err().unwrap_or_default(),
+                "server {name} is DOWN: {why}; {} server(s) left UP",
                 backend.up_count()
             );
         }
