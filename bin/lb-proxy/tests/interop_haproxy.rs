@@ -7,7 +7,6 @@
 
 mod support;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use support::{backends, config, get, ApiServer, Kind, Ports, Proxy};
@@ -17,7 +16,7 @@ fn status(kind: Kind, ports: Ports, server: &str) -> String {
     match kind {
         Kind::LbProxy => support::status(ports, server),
         Kind::Haproxy => {
-            let (_, csv) = get(SocketAddr::from(([127, 0, 0, 1], ports.stats)), "/;csv").unwrap();
+            let (_, csv) = get(ports.stats(), "/;csv").unwrap();
             csv.lines()
                 .map(|l| l.split(',').collect::<Vec<_>>())
                 .find(|f| f.len() > 17 && f[0] == "masters" && f[1] == server)
@@ -44,7 +43,7 @@ fn scenario(kind: Kind) -> Seen {
     let refs: Vec<&ApiServer> = b.iter().collect();
     let cfg = config(ports, &refs, "", "inter 300ms fall 3 rise 2");
     let p = Proxy::start(kind, &cfg, ports, &[]);
-    let monitor = SocketAddr::from(([127, 0, 0, 1], ports.monitor));
+    let monitor = ports.monitor();
     let wait = |what: &str, f: &mut dyn FnMut() -> bool| {
         ipi_lab::wait_for(Duration::from_secs(10), Duration::from_millis(10), f)
             .unwrap_or_else(|| panic!("{kind:?}: timed out waiting for {what}\n{}", p.log()));

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,13 +14,32 @@ use std::time::{Duration, Instant};
 
 pub use ipi_lab::api::ApiServer;
 
-/// A port free on 127.0.0.1 just now.
+/// The loopback address this test process listens on. lb-proxy and haproxy bind with
+/// SO_REUSEPORT, so two tests that happened to pick the same port on 127.0.0.1 would both
+/// bind it without an error and the kernel would split each one's connections between them
+/// (a counter reading 3 after 4 connections). An address of the process's own, from its pid,
+/// keeps a test's ports to itself.
+pub fn loopback() -> Ipv4Addr {
+    let [_, high, middle, low] = std::process::id().to_be_bytes();
+    // pids stay below 2^22: the second octet runs from 100 to 163, never 127.0.0.x.
+    Ipv4Addr::new(127, 100 + (high & 0x3f), middle, low)
+}
+
+/// A port free on [`loopback`] just now, never one this process was given before.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind((loopback(), 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut given = GIVEN.lock().unwrap();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// Three stand-in API servers on loopback, named a, b and c.
@@ -51,7 +70,15 @@ impl Ports {
     }
 
     pub fn front(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.front))
+        SocketAddr::from((loopback(), self.front))
+    }
+
+    pub fn monitor(&self) -> SocketAddr {
+        SocketAddr::from((loopback(), self.monitor))
+    }
+
+    pub fn stats(&self) -> SocketAddr {
+        SocketAddr::from((loopback(), self.stats))
     }
 }
 
@@ -67,12 +94,14 @@ pub fn config(
         "global\n  maxconn 4000\n\
          defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 30s\n  timeout server 30s\n  \
          retries 3\n  option redispatch\n{extra_defaults}\
-         frontend main\n  bind 127.0.0.1:{}\n  default_backend masters\n\
-         frontend monitor\n  bind 127.0.0.1:{}\n  mode http\n  monitor-uri /haproxy_ready\n  \
+         frontend main\n  bind {}\n  default_backend masters\n\
+         frontend monitor\n  bind {}\n  mode http\n  monitor-uri /haproxy_ready\n  \
          monitor fail if {{ nbsrv(masters) lt 1 }}\n\
-         listen stats\n  bind 127.0.0.1:{}\n  mode http\n  stats enable\n  stats uri /\n\
+         listen stats\n  bind {}\n  mode http\n  stats enable\n  stats uri /\n\
          backend masters\n  option httpchk GET /readyz HTTP/1.0\n  balance roundrobin\n",
-        p.front, p.monitor, p.stats
+        p.front(),
+        p.monitor(),
+        p.stats()
     );
     for (i, b) in servers.iter().enumerate() {
         s.push_str(&format!(
@@ -130,11 +159,7 @@ impl Proxy {
             config: path,
         };
         let up = ipi_lab::wait_for(Duration::from_secs(10), Duration::from_millis(20), || {
-            get(
-                SocketAddr::from(([127, 0, 0, 1], ports.monitor)),
-                "/haproxy_ready",
-            )
-            .is_ok()
+            get(ports.monitor(), "/haproxy_ready").is_ok()
         });
         assert!(up.is_some(), "{kind:?} did not start:\n{}", p.log());
         p
@@ -275,7 +300,7 @@ impl Load {
 
 /// The stats JSON of a running lb-proxy.
 pub fn stats(ports: Ports) -> serde_json::Value {
-    let (_, body) = get(SocketAddr::from(([127, 0, 0, 1], ports.stats)), "/;json").unwrap();
+    let (_, body) = get(ports.stats(), "/;json").unwrap();
     serde_json::from_str(&body).unwrap()
 }
 
