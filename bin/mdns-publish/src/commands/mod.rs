@@ -9,9 +9,10 @@ use std::net::IpAddr;
 use std::process::ExitCode;
 
 use ipi_core::exit::Status;
+use ipi_core::ClusterError;
 
 use crate::cli::{self, OnConflict};
-use crate::config::{Config, OpenShiftNode, Source};
+use crate::config::{Config, ConfigError, OpenShiftNode, Source};
 use crate::lookup::{self, Browse, Output};
 use crate::publish;
 
@@ -21,7 +22,7 @@ pub fn run(args: &cli::Run) -> ExitCode {
     ipi_core::service::logging(args.verbose, args.quiet);
     let (bind, source) = match source(args) {
         Ok(s) => s,
-        Err(message) => return usage(&message),
+        Err(e) => return usage(&e.to_string()),
     };
     let on_conflict = match args.on_conflict {
         OnConflict::Exit => publish::OnConflict::Exit,
@@ -36,11 +37,25 @@ pub fn run(args: &cli::Run) -> ExitCode {
     }
 }
 
+/// What `run` was given that cannot be published.
+#[derive(Debug, thiserror::Error)]
+enum SourceError {
+    /// clap requires these with --cluster; checked again rather than unwrapped.
+    #[error("--cluster needs --hostname, --role and --bind")]
+    Incomplete,
+    /// The config file, or a host name that cannot publish etcd-N.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The cluster's install-config.yaml.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+}
+
 /// The address whose interface is published and what is published there: from the config
-/// file, or what OpenShift publishes for the node. The error is for stderr.
-fn source(args: &cli::Run) -> Result<(IpAddr, Source), String> {
+/// file, or what OpenShift publishes for the node.
+fn source(args: &cli::Run) -> Result<(IpAddr, Source), SourceError> {
     if let Some(path) = &args.config {
-        let config = Config::load(path).map_err(|e| e.to_string())?;
+        let config = Config::load(path)?;
         let hostname = nix::unistd::gethostname()
             .map(|h| h.to_string_lossy().into_owned())
             .unwrap_or_default();
@@ -50,10 +65,10 @@ fn source(args: &cli::Run) -> Result<(IpAddr, Source), String> {
     let (Some(cluster), Some(hostname), Some(role), Some(bind)) =
         (&args.cluster, &args.hostname, args.role, args.bind)
     else {
-        return Err("--cluster needs --hostname, --role and --bind".to_string());
+        return Err(SourceError::Incomplete);
     };
-    let cluster = ipi_core::Cluster::load(cluster, None).map_err(|e| e.to_string())?;
-    let node = OpenShiftNode::new(&cluster, hostname, role).map_err(|e| e.to_string())?;
+    let cluster = ipi_core::Cluster::load(cluster, None)?;
+    let node = OpenShiftNode::new(&cluster, hostname, role)?;
     Ok((bind, Source::OpenShift(node)))
 }
 
