@@ -5,7 +5,7 @@
 //! does not read never changes anything.
 //!
 //! Keys outside the `ipam` section belong to the main plugin and are left alone; a key inside
-//! it that we do not know is an error naming it (DESIGN.md principle 2), except for the
+//! it that we do not know is an error naming it (docs/ARCHITECTURE.md, conventions), except for the
 //! whereabouts and host-local keys about their own storage and logging, which have no meaning
 //! with our store and are accepted without effect (listed in ipam-cni(5)).
 //!
