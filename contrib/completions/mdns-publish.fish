@@ -32,9 +32,9 @@ complete -c mdns-publish -n "__fish_mdns_publish_needs_command" -f -a "help" -d 
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -s f -l config -d 'An mdns-publisher config file, YAML or JSON (mdns-publish.conf(5))' -r -F
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -l cluster -d 'The cluster\'s install-config.yaml' -r -F
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -l hostname -d 'This node\'s host name (with --cluster)' -r
-complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -l role -d 'This node\'s role (with --cluster)' -r -f -a "bootstrap\t'The bootstrap node'
-master\t'A control-plane node'
-worker\t'A worker'"
+complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -l role -d 'This node\'s role (with --cluster)' -r -f -a "bootstrap\t'The temporary node that holds the API until the control plane is up'
+master\t'A control-plane node (`master` or `control-plane` in Kubernetes labels)'
+worker\t'A compute node; runs the Ingress routers'"
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -l bind -d 'The address whose interface is published (with --cluster; the config\'s bind_address otherwise)' -r
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -l on-conflict -d 'What to do when another host owns one of our names' -r -f -a "exit\t'Log it and exit with status 1'
 wait\t'Log it, wait ten seconds and probe again, until the name is free'"
