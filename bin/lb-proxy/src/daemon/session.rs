@@ -57,6 +57,7 @@ pub async fn accept_loop(
                 continue;
             }
         };
+        // Counted when accepted, as haproxy's stot: exact before the client hears anything.
         frontend.sessions.fetch_add(1, Ordering::Relaxed);
         let live = Live::new(&frontend);
         tokio::spawn(async move {

@@ -245,97 +245,99 @@ impl<R> Metric<R> {
     }
 }
 
-const FRONTEND_METRICS: [Metric<FrontendStats>; 3] = [
+/// A value that goes up and down.
+const fn gauge<R>(name: &'static str, help: &'static str, value: fn(&R) -> u64) -> Metric<R> {
     Metric {
-        name: "haproxy_frontend_current_sessions",
+        name,
         kind: "gauge",
-        help: "Connections now.",
-        value: |f| f.current_sessions,
-    },
+        help,
+        value,
+    }
+}
+
+/// A value that only goes up.
+const fn counter<R>(name: &'static str, help: &'static str, value: fn(&R) -> u64) -> Metric<R> {
     Metric {
-        name: "haproxy_frontend_sessions_total",
+        name,
         kind: "counter",
-        help: "Connections accepted.",
-        value: |f| f.sessions_total,
-    },
-    Metric {
-        name: "haproxy_frontend_limit_sessions",
-        kind: "gauge",
-        help: "The maxconn of the frontend.",
-        value: |f| u64::from(f.maxconn),
-    },
+        help,
+        value,
+    }
+}
+
+const FRONTEND_METRICS: [Metric<FrontendStats>; 3] = [
+    gauge(
+        "haproxy_frontend_current_sessions",
+        "Connections now.",
+        |f| f.current_sessions,
+    ),
+    counter(
+        "haproxy_frontend_sessions_total",
+        "Connections accepted.",
+        |f| f.sessions_total,
+    ),
+    gauge(
+        "haproxy_frontend_limit_sessions",
+        "The maxconn of the frontend.",
+        |f| u64::from(f.maxconn),
+    ),
 ];
 
-const BACKEND_METRICS: [Metric<BackendStats>; 1] = [Metric {
-    name: "haproxy_backend_active_servers",
-    kind: "gauge",
-    help: "Servers UP.",
-    value: |b| b.active_servers as u64,
-}];
+const BACKEND_METRICS: [Metric<BackendStats>; 1] = [gauge(
+    "haproxy_backend_active_servers",
+    "Servers UP.",
+    |b| b.active_servers as u64,
+)];
 
 const SERVER_METRICS: [Metric<ServerStats>; 9] = [
-    Metric {
-        name: "haproxy_server_status",
-        kind: "gauge",
-        help: "1 when the server is UP, 0 when DOWN.",
-        value: |s| u64::from(s.status == Status::Up),
-    },
-    Metric {
-        name: "haproxy_server_current_sessions",
-        kind: "gauge",
-        help: "Connections now.",
-        value: |s| s.current_sessions,
-    },
-    Metric {
-        name: "haproxy_server_sessions_total",
-        kind: "counter",
-        help: "Connections in all.",
-        value: |s| s.sessions_total,
-    },
-    Metric {
-        name: "haproxy_server_connection_errors_total",
-        kind: "counter",
-        help: "Failed connection attempts.",
-        value: |s| s.connection_errors_total,
-    },
-    Metric {
-        name: "haproxy_server_check_failures_total",
-        kind: "counter",
-        help: "Failed health checks.",
-        value: |s| s.check_failures_total,
-    },
-    Metric {
-        name: "haproxy_server_check_up_down_total",
-        kind: "counter",
-        help: "Times the server went DOWN.",
-        value: |s| s.check_up_down_total,
-    },
-    Metric {
-        name: "haproxy_server_weight",
-        kind: "gauge",
-        help: "Effective weight (scaled by 16).",
-        value: |s| u64::from(s.effective_weight),
-    },
-    Metric {
-        name: "haproxy_server_bytes_in_total",
-        kind: "counter",
-        help: "Bytes from clients.",
-        value: |s| s.bytes_in_total,
-    },
-    Metric {
-        name: "haproxy_server_bytes_out_total",
-        kind: "counter",
-        help: "Bytes to clients.",
-        value: |s| s.bytes_out_total,
-    },
+    gauge(
+        "haproxy_server_status",
+        "1 when the server is UP, 0 when DOWN.",
+        |s| u64::from(s.status == Status::Up),
+    ),
+    gauge("haproxy_server_current_sessions", "Connections now.", |s| {
+        s.current_sessions
+    }),
+    counter(
+        "haproxy_server_sessions_total",
+        "Connections in all.",
+        |s| s.sessions_total,
+    ),
+    counter(
+        "haproxy_server_connection_errors_total",
+        "Failed connection attempts.",
+        |s| s.connection_errors_total,
+    ),
+    counter(
+        "haproxy_server_check_failures_total",
+        "Failed health checks.",
+        |s| s.check_failures_total,
+    ),
+    counter(
+        "haproxy_server_check_up_down_total",
+        "Times the server went DOWN.",
+        |s| s.check_up_down_total,
+    ),
+    gauge(
+        "haproxy_server_weight",
+        "Effective weight (scaled by 16).",
+        |s| u64::from(s.effective_weight),
+    ),
+    counter(
+        "haproxy_server_bytes_in_total",
+        "Bytes from clients.",
+        |s| s.bytes_in_total,
+    ),
+    counter("haproxy_server_bytes_out_total", "Bytes to clients.", |s| {
+        s.bytes_out_total
+    }),
 ];
 
-const UPTIME: Metric<Snapshot> = Metric {
-    name: "haproxy_process_uptime_seconds",
-    kind: "gauge",
-    help: "Seconds since the process started.",
-    value: |s| s.uptime_seconds,
-};
+const UPTIME: Metric<Snapshot> = gauge(
+    "haproxy_process_uptime_seconds",
+    "Seconds since the process started.",
+    |s| s.uptime_seconds,
+);
 
 /// The stats as Prometheus text exposition, with haproxy exporter's metric names.
 pub fn prometheus(table: &Table) -> String {
