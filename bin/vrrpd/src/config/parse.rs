@@ -197,12 +197,23 @@ fn weight(node: &Node, args: &[String], errors: &mut ConfigErrors) -> Option<i32
     }
 }
 
+/// Why a command line has no program to run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// The words cannot be split (ipi-core's message: an unclosed quote).
+    #[error("{0}")]
+    Words(String),
+    /// No word at all.
+    #[error("the command is empty")]
+    Empty,
+}
+
 /// A command line as keepalived splits it: the words of the (quoted) string, where single or
 /// double quotes group words and a backslash escapes the next character. No shell runs it.
-pub fn command_words(text: &str) -> Result<Vec<String>, String> {
-    let words = ipi_core::place::words(text, None)?;
+pub fn command_words(text: &str) -> Result<Vec<String>, CommandError> {
+    let words = ipi_core::place::words(text, None).map_err(CommandError::Words)?;
     if words.is_empty() {
-        return Err("the command is empty".to_string());
+        return Err(CommandError::Empty);
     }
     Ok(words)
 }

@@ -32,6 +32,11 @@ pub struct Node {
     pub location: Location,
 }
 
+/// A `"` without its closing `"` on the same line (keepalived's strings do not span lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a quoted string is not closed on its line")]
+pub struct UnclosedQuote;
+
 /// A line's words with its place.
 #[derive(Debug, Clone)]
 struct Line {
@@ -51,7 +56,7 @@ pub fn parse(text: &str, origin: &str, errors: &mut ConfigErrors) -> Vec<Node> {
 /// Splits one line into words; keepalived's rules: `#` or `!` outside quotes starts a comment,
 /// `"..."` is one word (a backslash escapes the next character inside it), braces are words of
 /// their own.
-pub fn split_words(line: &str) -> Result<Vec<Word>, String> {
+pub fn split_words(line: &str) -> Result<Vec<Word>, UnclosedQuote> {
     let mut words = Vec::new();
     let mut chars = line.chars().peekable();
     while let Some(&c) = chars.peek() {
@@ -73,7 +78,7 @@ pub fn split_words(line: &str) -> Result<Vec<Word>, String> {
                     Some('"') => break,
                     Some('\\') => text.extend(chars.next()),
                     Some(c) => text.push(c),
-                    None => return Err("a quoted string is not closed on its line".to_string()),
+                    None => return Err(UnclosedQuote),
                 }
             }
             words.push(Word { text, quoted: true });
@@ -110,7 +115,7 @@ fn read_lines(
         let words = match split_words(raw) {
             Ok(words) => words,
             Err(e) => {
-                errors.push(&location, e);
+                errors.push(&location, e.to_string());
                 continue;
             }
         };

@@ -2,7 +2,7 @@
 //! `STOP`), a status file for `vrrpd status`, and systemd's readiness notification.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
@@ -105,24 +105,54 @@ pub fn write(dir: &Path, parts: &Parts, invalid: &BTreeMap<String, BTreeMap<&'st
     }
 }
 
+/// Why there is no status to show.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// No status file (no vrrpd runs there, or another state directory).
+    #[error("{}: {source} (is vrrpd running with --state-dir {}?)", path.display(), dir.display())]
+    Missing {
+        /// The status file.
+        path: PathBuf,
+        /// The state directory asked.
+        dir: PathBuf,
+        /// Why it cannot be read.
+        source: std::io::Error,
+    },
+    /// A status file that is not JSON.
+    #[error("{}: {source}", path.display())]
+    Json {
+        /// The status file.
+        path: PathBuf,
+        /// What the JSON parser said.
+        source: serde_json::Error,
+    },
+    /// The vrrpd that wrote it is gone.
+    #[error("{}: vrrpd (pid {pid}) is not running any more", path.display())]
+    NotRunning {
+        /// The status file.
+        path: PathBuf,
+        /// The pid it names.
+        pid: u64,
+    },
+}
+
 /// Reads the status a running vrrpd wrote into `dir`; an error says why there is none.
-pub fn read(dir: &Path) -> Result<Value, String> {
+pub fn read(dir: &Path) -> Result<Value, ReadError> {
     let path = dir.join(STATUS_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        format!(
-            "{}: {e} (is vrrpd running with --state-dir {}?)",
-            path.display(),
-            dir.display()
-        )
-    })?;
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(source) => {
+            let dir = dir.to_path_buf();
+            return Err(ReadError::Missing { path, dir, source });
+        }
+    };
+    let value: Value = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(source) => return Err(ReadError::Json { path, source }),
+    };
     let pid = value["pid"].as_u64().unwrap_or(0);
     if !Path::new(&format!("/proc/{pid}")).exists() {
-        return Err(format!(
-            "{}: vrrpd (pid {pid}) is not running any more",
-            path.display()
-        ));
+        return Err(ReadError::NotRunning { path, pid });
     }
     Ok(value)
 }
