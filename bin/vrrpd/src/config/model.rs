@@ -206,6 +206,35 @@ pub struct VrrpInstance {
 }
 
 impl VrrpInstance {
+    /// An instance with keepalived's defaults (priority 100, advert_int 1 s, preempting) and
+    /// nothing else yet: no interface, VRID or address.
+    pub fn new(name: String, garp: GarpParams, location: Location) -> Self {
+        VrrpInstance {
+            name,
+            interface: String::new(),
+            state: None,
+            vrid: 0,
+            priority: 100,
+            advert_int_cs: 100,
+            version: None,
+            native_ipv6: false,
+            preempt: true,
+            preempt_delay_cs: 0,
+            auth_pass: None,
+            vips: Vec::new(),
+            mcast_src_ip: None,
+            unicast_src_ip: None,
+            unicast_peers: Vec::new(),
+            track_scripts: Vec::new(),
+            track_interfaces: Vec::new(),
+            dont_track_primary: false,
+            notify: Notify::default(),
+            garp,
+            lower_prio_no_advert: false,
+            location,
+        }
+    }
+
     /// Whether the instance is IPv6: `native_ipv6`, or its first VIP is IPv6.
     pub fn is_ipv6(&self) -> bool {
         self.native_ipv6 || self.vips.first().is_some_and(|v| v.address.is_ipv6())

@@ -8,8 +8,8 @@ use std::time::Duration;
 use ipi_core::{Cluster, Family, Inventory, Role};
 
 use super::model::{
-    Command, Config, GlobalDefs, Location, Notify, TrackedScript, User, VirtualAddress,
-    VrrpInstance, VrrpScript,
+    Command, Config, GlobalDefs, Location, TrackedScript, User, VirtualAddress, VrrpInstance,
+    VrrpScript,
 };
 use crate::fsm::{GarpParams, InitialState};
 
@@ -247,26 +247,16 @@ fn instance(
     tracked: &[&str],
 ) -> VrrpInstance {
     VrrpInstance {
-        name,
         interface: node.interface.to_string(),
         state: Some(InitialState::Backup),
         vrid,
         priority,
-        advert_int_cs: 100,
-        version: None,
-        native_ipv6: false,
-        preempt: true,
-        preempt_delay_cs: 0,
-        auth_pass: None,
         vips: vec![VirtualAddress {
             address: vip,
             prefix_len: if vip.is_ipv4() { 32 } else { 128 },
             dev: None,
             label: None,
         }],
-        mcast_src_ip: None,
-        unicast_src_ip: None,
-        unicast_peers: Vec::new(),
         track_scripts: tracked
             .iter()
             .map(|s| TrackedScript {
@@ -274,12 +264,7 @@ fn instance(
                 weight: None,
             })
             .collect(),
-        track_interfaces: Vec::new(),
-        dont_track_primary: false,
-        notify: Notify::default(),
-        garp: GarpParams::default(),
-        lower_prio_no_advert: false,
-        location: Location::default(),
+        ..VrrpInstance::new(name, GarpParams::default(), Location::default())
     }
 }
 

@@ -388,7 +388,7 @@ fn vrrp_instance(
 ) -> Option<VrrpInstance> {
     let name = name(node, errors)?;
     let within = format!("vrrp_instance {name}");
-    let mut i = new_instance(name, global, &node.location);
+    let mut i = VrrpInstance::new(name, global.garp, node.location.clone());
     // advert_int is checked once the version is known, which may be written after it.
     let mut advert_int_text = None;
     for n in block(node, errors) {
@@ -414,34 +414,6 @@ fn vrrp_instance(
         i.advert_int_cs = advert_int(&i, global, &text, &location, errors).unwrap_or(100);
     }
     Some(i)
-}
-
-/// An instance with keepalived's defaults (GARP from global_defs) before its block is read.
-fn new_instance(name: String, global: &GlobalDefs, location: &Location) -> VrrpInstance {
-    VrrpInstance {
-        name,
-        interface: String::new(),
-        state: None,
-        vrid: 0,
-        priority: 100,
-        advert_int_cs: 100,
-        version: None,
-        native_ipv6: false,
-        preempt: true,
-        preempt_delay_cs: 0,
-        auth_pass: None,
-        vips: Vec::new(),
-        mcast_src_ip: None,
-        unicast_src_ip: None,
-        unicast_peers: Vec::new(),
-        track_scripts: Vec::new(),
-        track_interfaces: Vec::new(),
-        dont_track_primary: false,
-        notify: Notify::default(),
-        garp: global.garp,
-        lower_prio_no_advert: false,
-        location: location.clone(),
-    }
 }
 
 /// The keywords of the election: state, interface, VRID, priority, timers, version,
