@@ -446,34 +446,82 @@ fn on_marked_down_shutdown_sessions_cuts_established_connections() {
     let open = || {
         let mut s = TcpStream::connect(ports.front()).unwrap();
         s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
-        let mut buf = [0u8; 256];
-        let n = s.read(&mut buf).unwrap();
-        let text = String::from_utf8_lossy(&buf[..n]).to_string();
-        (s, text.trim_end().ends_with('a'))
+        let name = answer(&mut s);
+        (s, name)
     };
-    let (mut one, one_on_a) = open();
-    let (mut two, _) = open();
-    let (on_a, on_b) = if one_on_a {
-        (&mut one, &mut two)
-    } else {
-        (&mut two, &mut one)
-    };
+    let mut both = [open(), open()];
+    both.sort_by(|x, y| x.1.cmp(&y.1));
+    let names: Vec<&str> = both.iter().map(|(_, name)| name.as_str()).collect();
+    assert_eq!(names, ["a", "b"], "one on each server");
+    let [(on_a, _), (on_b, _)] = &mut both;
     b[0].set_ready(false);
     until("m0 DOWN", Duration::from_secs(5), || {
         status(ports, "m0") == "DOWN"
     });
-    // m0 has shutdown-sessions: its connection is cut; m1's goes on.
-    on_a.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let mut buf = [0u8; 64];
+    // m0 has shutdown-sessions: its connection is cut (the server behind it is alive and keeps
+    // it open: only lb-proxy can end it); m1's goes on and still answers.
     assert_eq!(
-        on_a.read(&mut buf).unwrap_or(0),
-        0,
-        "the connection to m0 is cut"
+        fate(on_a, Duration::from_secs(5)),
+        Fate::Cut,
+        "the connection to m0"
     );
+    assert_eq!(fate(on_b, Duration::from_millis(200)), Fate::Open);
     on_b.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
-    on_b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    assert!(
-        on_b.read(&mut buf).unwrap() > 0,
-        "the connection to m1 goes on"
-    );
+    assert_eq!(answer(on_b), "b", "the connection to m1 goes on");
+}
+
+/// The body of one keep-alive HTTP answer on `s` (head, then Content-Length bytes), trimmed:
+/// all of it, however the server's writes were split.
+fn answer(s: &mut TcpStream) -> String {
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .map(|n| n.trim().parse::<usize>().unwrap())
+                .unwrap();
+            if body.len() >= length {
+                return body.trim().to_string();
+            }
+        }
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed in the middle of an answer: {text:?}");
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// What a client connection did while the test waited on it.
+#[derive(Debug, PartialEq, Eq)]
+enum Fate {
+    /// Ended: EOF or a reset.
+    Cut,
+    /// Still open and silent after the wait.
+    Open,
+    /// Bytes came.
+    Data(String),
+}
+
+/// Reads from `s` for at most `within`: what came of it.
+fn fate(s: &mut TcpStream, within: Duration) -> Fate {
+    use std::io::ErrorKind;
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 256];
+    match s.read(&mut buf) {
+        Ok(0) => Fate::Cut,
+        Ok(n) => Fate::Data(String::from_utf8_lossy(&buf[..n]).into_owned()),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Fate::Open,
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+            ) =>
+        {
+            Fate::Cut
+        }
+        Err(e) => panic!("read: {e}"),
+    }
 }
