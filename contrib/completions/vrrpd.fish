@@ -37,9 +37,9 @@ complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "watch" -d 'Print every 
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s f -l config -d 'A keepalived.conf (`-` for standard input)' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l cluster -d 'The cluster\'s install-config.yaml' -r -F
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l role -d 'This node\'s role' -r -f -a "bootstrap\t'Holds the API VIP first, at a higher priority'
-master\t'A control-plane node: API and Ingress'
-worker\t'A compute node: Ingress'"
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l role -d 'This node\'s role' -r -f -a "bootstrap\t'The temporary node that holds the API until the control plane is up'
+master\t'A control-plane node (`master` or `control-plane` in Kubernetes labels)'
+worker\t'A compute node; runs the Ingress routers'"
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l interface -d 'The interface that holds the VIPs' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F
@@ -50,9 +50,9 @@ complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s q -l quiet -d 'Less 
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s f -l config -d 'A keepalived.conf (`-` for standard input)' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l cluster -d 'The cluster\'s install-config.yaml' -r -F
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l role -d 'This node\'s role' -r -f -a "bootstrap\t'Holds the API VIP first, at a higher priority'
-master\t'A control-plane node: API and Ingress'
-worker\t'A compute node: Ingress'"
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l role -d 'This node\'s role' -r -f -a "bootstrap\t'The temporary node that holds the API until the control plane is up'
+master\t'A control-plane node (`master` or `control-plane` in Kubernetes labels)'
+worker\t'A compute node; runs the Ingress routers'"
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l interface -d 'The interface that holds the VIPs' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F

@@ -78,9 +78,6 @@ impl Reject {
             | E::Fragment { .. }
             | E::NotVrrp(_)
             | E::Ipv6ExtensionHeader(_) => Reject::Malformed,
-            // ipi-core marks its error #[non_exhaustive], so another crate cannot match it
-            // exhaustively: a variant added there lands here until it is named above.
-            _ => Reject::Malformed,
         }
     }
 }

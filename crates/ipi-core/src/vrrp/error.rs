@@ -5,9 +5,10 @@ use std::net::IpAddr;
 /// Why a datagram or VRRP message was rejected, or why a [`Repr`](super::Repr) cannot be sent.
 ///
 /// Every variant names the field at fault and, where there is one, the value that would be
-/// right, so that a counted-and-dropped packet can be logged usefully.
+/// right, so that a counted-and-dropped packet can be logged usefully. Deliberately not
+/// `#[non_exhaustive]`: the workspace is its only user, and a receiver that counts rejects by
+/// kind (vrrpd's `Reject::of`) must name a new variant rather than miscount it silently.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// Fewer bytes than a fixed-size part needs.
     #[error("{what} truncated: needs {needed} bytes, only {got} present")]
