@@ -227,32 +227,64 @@ pub fn request(address: SocketAddr, path: &str, headers: &str) -> std::io::Resul
 #[derive(Debug)]
 pub struct Load {
     stop: Arc<AtomicBool>,
-    pub ok: Arc<AtomicU64>,
-    pub failed: Arc<AtomicU64>,
-    pub errors: Arc<Mutex<Vec<String>>>,
+    ok: Arc<AtomicU64>,
+    failures: Arc<Mutex<Vec<Failure>>>,
     threads: Vec<JoinHandle<()>>,
+}
+
+/// A request that got no 200: when it started and ended, and what came instead.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub started: Instant,
+    pub ended: Instant,
+    pub error: String,
+}
+
+/// What a [`Load`] saw in all.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Requests answered 200.
+    pub ok: u64,
+    /// The others, in the order they ended.
+    pub failures: Vec<Failure>,
+}
+
+impl Outcome {
+    /// How many failed.
+    pub fn failed(&self) -> usize {
+        self.failures.len()
+    }
+
+    /// The first few failures, for a message.
+    pub fn errors(&self) -> Vec<&str> {
+        self.failures
+            .iter()
+            .take(5)
+            .map(|f| f.error.as_str())
+            .collect()
+    }
 }
 
 impl Load {
     pub fn start(address: SocketAddr, clients: usize) -> Load {
         let stop = Arc::new(AtomicBool::new(false));
         let ok = Arc::new(AtomicU64::new(0));
-        let failed = Arc::new(AtomicU64::new(0));
-        let errors = Arc::new(Mutex::new(Vec::new()));
+        let failures = Arc::new(Mutex::new(Vec::new()));
         let threads = (0..clients)
             .map(|_| {
-                let (stop, ok, failed, errors) =
-                    (stop.clone(), ok.clone(), failed.clone(), errors.clone());
+                let (stop, ok, failures) = (stop.clone(), ok.clone(), failures.clone());
                 std::thread::spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
+                        let started = Instant::now();
                         match get(address, "/") {
                             Ok((200, _)) => {
                                 ok.fetch_add(1, Ordering::Relaxed);
                             }
-                            other => {
-                                failed.fetch_add(1, Ordering::Relaxed);
-                                errors.lock().unwrap().push(format!("{other:?}"));
-                            }
+                            other => failures.lock().unwrap().push(Failure {
+                                started,
+                                ended: Instant::now(),
+                                error: format!("{other:?}"),
+                            }),
                         }
                         std::thread::sleep(Duration::from_millis(5));
                     }
@@ -262,39 +294,42 @@ impl Load {
         Load {
             stop,
             ok,
-            failed,
-            errors,
+            failures,
             threads,
         }
     }
 
     /// (succeeded, failed) so far.
-    pub fn counts(&self) -> (u64, u64) {
+    pub fn counts(&self) -> (u64, usize) {
         (
             self.ok.load(Ordering::Relaxed),
-            self.failed.load(Ordering::Relaxed),
+            self.failures.lock().unwrap().len(),
         )
     }
 
-    /// Stops the clients: (succeeded, failed, the first errors).
-    pub fn stop(self) -> (u64, u64, Vec<String>) {
+    /// Waits until `more` further requests have been answered 200 (at most `timeout`).
+    pub fn serve(&self, more: u64, timeout: Duration) {
+        let target = self.counts().0 + more;
+        let done = ipi_lab::wait_for(timeout, Duration::from_millis(10), || {
+            self.counts().0 >= target
+        });
+        assert!(
+            done.is_some(),
+            "the load did not get {more} more answers in {timeout:?}: {:?}",
+            self.counts()
+        );
+    }
+
+    /// Stops the clients, after each finished its request.
+    pub fn stop(self) -> Outcome {
         self.stop.store(true, Ordering::Relaxed);
         for t in self.threads {
             t.join().unwrap();
         }
-        let errors = self
-            .errors
-            .lock()
-            .unwrap()
-            .iter()
-            .take(5)
-            .cloned()
-            .collect();
-        (
-            self.ok.load(Ordering::Relaxed),
-            self.failed.load(Ordering::Relaxed),
-            errors,
-        )
+        Outcome {
+            ok: self.ok.load(Ordering::Relaxed),
+            failures: self.failures.lock().unwrap().clone(),
+        }
     }
 }
 
