@@ -21,6 +21,14 @@
 //! on :6443) on the masters and on the bootstrap node (its bootstrap API server, which its
 //! chk_ocp track script checks), and a router ([`Router`], `:1936/healthz`) on the workers.
 //!
+//! Beside the nodes, a client: a host on the same network that is no node of the cluster
+//! ([`CLIENT`]). Everything a user of the cluster sees is asked from it: DNS (`dig @NODE-IP`),
+//! requests through the API VIP, the router behind the Ingress VIP. A VIP's move is timed
+//! twice: when the address appears on the new holder, and when the client is first served
+//! through the VIP again. The client talks to the VIP just before each fault, so its ARP cache
+//! holds the old holder's MAC; only the new holder's gratuitous ARP makes it send elsewhere
+//! before that entry times out (tens of seconds: [`Cluster::client_arp_floor`]).
+//!
 //! The steps ([`Cluster::up`], [`Cluster::settle`], [`Cluster::remove_bootstrap`],
 //! [`Cluster::kill_api_master`], [`Cluster::stop_ingress_router`]) and the observations
 //! ([`Cluster::holders`], [`Cluster::dns`], [`Cluster::requests`]) are shared by the
@@ -38,11 +46,11 @@ use std::time::{Duration, Instant};
 pub use ipi_core::Role;
 use ipi_lab::api::ApiServer;
 use ipi_lab::mounts::{Mount, MountNamespace};
-use ipi_lab::router::Router;
-use ipi_lab::{wait_for, Host, Lab};
+use ipi_lab::router::{self, Router};
+use ipi_lab::{wait_for, Host, Lab, Neighbour};
 
 pub use crate::error::ClusterError;
-use crate::probe::{dig, get};
+use crate::probe::{self, dig, first_answer, get, Served};
 use crate::supervisor::Units;
 pub use crate::supervisor::PROGRAMS;
 use crate::units::{self, Unit};
@@ -63,6 +71,27 @@ pub const LAYOUT: [(&str, Role); 6] = [
     ("worker-1", Role::Worker),
 ];
 
+/// OpenShift's advert_int (1 s), in centiseconds.
+pub const ADVERT_CS: u16 = 100;
+/// A master's API priority with every track script passing (vrrpd's OpenShift render: 40 +
+/// chk_ocp_lb 20 + chk_ocp_both 5).
+pub const MASTER_API: u8 = 65;
+/// A worker's Ingress priority with its router up (20 + chk_ingress 50).
+pub const WORKER_INGRESS: u8 = 70;
+/// chk_ingress's interval (1 s) and fall (1), in centiseconds: a stopped router is seen within
+/// one interval.
+pub const CHK_INGRESS_CS: u16 = 100;
+
+/// The client's host name: the host after the nodes (192.0.2.7), running nothing of ours.
+pub const CLIENT: &str = "client";
+/// The API port, through the API VIP.
+pub const API_PORT: u16 = 6443;
+
+/// How long a step waits at most for a VIP to move, or for the client to be served through it
+/// again: the Master_Down_Interval (3.7 s) and the track scripts' intervals many times over on
+/// a loaded machine, so that a slow move is measured and reported rather than cut short (the
+/// smoke test judges the times against the VRRP timers).
+const MOVE_LIMIT: Duration = Duration::from_secs(60);
 /// How often conditions are polled while a move is timed.
 const POLL: Duration = Duration::from_millis(10);
 /// The interval of the emulated path units.
@@ -93,15 +122,31 @@ impl Options {
     }
 }
 
-/// A VIP that moved: from which node to which, and how long after the fault.
+/// A VIP that moved: from which node to which, how long after the fault the address was on
+/// the new holder and the client was served through it again, and what the client's ARP
+/// cache said before and after.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Move {
     /// The node that held it.
     pub from: String,
     /// The node that holds it now.
     pub to: String,
-    /// From the fault to the VIP on `to`.
+    /// From the fault to the VIP on `to`'s eth0 (`ip addr` in its namespace).
     pub took: Duration,
+    /// From the fault to the first request from the client through the VIP that a new holder
+    /// served.
+    pub served: Duration,
+    /// From the fault to the first request answered with the client's ARP entry for the VIP
+    /// on `to`'s MAC. Later than `served` when two nodes were master for a moment and the
+    /// client heard the other's gratuitous ARPs last: until `to`'s next ones.
+    pub settled: Duration,
+    /// Who answered that request (an API server's name, `router on NODE`).
+    pub answer: String,
+    /// The node whose MAC the client's ARP entry for the VIP held right after that answer:
+    /// where the request went.
+    pub via: String,
+    /// The client's ARP entry for the VIP just before the fault (the old holder's MAC).
+    pub before: Neighbour,
 }
 
 /// Who holds the VIPs now (nodes still up only).
@@ -113,7 +158,7 @@ pub struct Holders {
     pub ingress: Vec<String>,
 }
 
-/// One node's DNS server asked from that node: name to addresses (empty: no answer).
+/// One node's DNS server asked from the client: name to addresses (empty: no answer).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DnsAnswers {
     /// The node whose dnsmasq answered.
@@ -129,6 +174,23 @@ pub struct Spread {
     pub answered: BTreeMap<String, usize>,
     /// Requests without an answer.
     pub failed: usize,
+}
+
+/// A fault watched from the client: what it talked to before, and its requests since.
+#[derive(Debug)]
+struct Watch {
+    /// The node that held the VIP.
+    from: String,
+    /// The VIP and port the client asks.
+    to: SocketAddr,
+    /// The answers that count: servers behind the new holders.
+    accept: Vec<String>,
+    /// The client's ARP entry for the VIP just before the fault.
+    before: Neighbour,
+    /// The fault.
+    start: Instant,
+    /// The client's first answer since.
+    first: std::thread::JoinHandle<Option<Served>>,
 }
 
 /// One node: its host, the units it runs and the stand-ins.
@@ -207,10 +269,11 @@ impl Node {
     }
 }
 
-/// The cluster: the lab, its nodes, the path-unit poller.
+/// The cluster: the lab, its nodes, the client, the path-unit poller.
 #[derive(Debug)]
 pub struct Cluster {
     nodes: Vec<Node>,
+    client: Host,
     stop: Arc<AtomicBool>,
     poller: Option<std::thread::JoinHandle<()>>,
     options: Options,
@@ -253,6 +316,7 @@ impl Cluster {
             let host = lab.host(name)?;
             nodes.push(prepare(&host, name, role, options)?);
         }
+        let client = lab.host(CLIENT)?;
         let started: Vec<Result<Node, ClusterError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = nodes
                 .into_iter()
@@ -290,8 +354,13 @@ impl Cluster {
                 std::thread::sleep(PATH_POLL);
             }
         });
+        say(&format!(
+            "{CLIENT:<9} {} (no node: asks DNS, uses the VIPs)",
+            client.ipv4()
+        ));
         Ok(Cluster {
             nodes,
+            client,
             stop,
             poller: Some(poller),
             options: options.clone(),
@@ -307,6 +376,18 @@ impl Cluster {
     /// The node called `name`.
     pub fn node(&self, name: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// The client host: on the cluster's network, no node of it.
+    pub fn client(&self) -> &Host {
+        &self.client
+    }
+
+    /// How long the client's ARP cache keeps sending to a VIP's old holder after the last
+    /// answer from it, unless a gratuitous ARP says otherwise (with Linux's defaults: 15 s
+    /// REACHABLE at least, 5 s DELAY, 3 unicast probes a second apart).
+    pub fn client_arp_floor(&self) -> Option<Duration> {
+        probe::stale_arp_floor(&self.client)
     }
 
     /// The options it was started with.
@@ -355,8 +436,8 @@ impl Cluster {
         want
     }
 
-    /// Every node that runs dnsmasq, asked from itself (`dig @NODE-IP`) for every name of
-    /// [`Cluster::expected_dns`].
+    /// Every node that runs dnsmasq, asked from the client as a resolver would ask it
+    /// (`dig @NODE-IP`, over the network) for every name of [`Cluster::expected_dns`].
     pub fn dns(&self) -> Vec<DnsAnswers> {
         let names: Vec<String> = self.expected_dns().into_keys().collect();
         self.nodes
@@ -364,7 +445,7 @@ impl Cluster {
             .filter(|n| n.up && n.runs("ipi-dnsmasq.service"))
             .map(|n| DnsAnswers {
                 server: n.name.clone(),
-                answers: dig(&n.host, n.host.ipv4(), &names),
+                answers: dig(&self.client, n.host.ipv4(), &names),
             })
             .collect()
     }
@@ -391,17 +472,23 @@ impl Cluster {
         }
     }
 
-    /// `n` requests to API-VIP:6443 from `from`, each on a connection of its own (plain
+    /// `n` requests to API-VIP:6443 from the client, each on a connection of its own (plain
     /// HTTP: the stand-ins answer with their name).
-    pub fn requests(&self, from: &str, n: usize) -> Result<Spread, ClusterError> {
-        let host = self.host(from)?;
-        let names = host
+    pub fn requests(&self, n: usize) -> Result<Spread, ClusterError> {
+        let names = self
+            .client
             .within(move || {
                 Ok((0..n)
-                    .map(|_| get(SocketAddr::from((API_VIP, 6443))).ok())
+                    .map(|_| {
+                        get(
+                            SocketAddr::from((API_VIP, API_PORT)),
+                            Duration::from_secs(2),
+                        )
+                        .ok()
+                    })
                     .collect::<Vec<_>>())
             })
-            .map_err(ClusterError::io(format!("requests from {from}")))?;
+            .map_err(ClusterError::io("requests from the client"))?;
         let mut spread = Spread::default();
         for name in names {
             match name {
@@ -412,18 +499,18 @@ impl Cluster {
         Ok(spread)
     }
 
-    /// Waits until a round of `n` requests from `from` is answered in full, by every node of
-    /// `over` and nobody else; returns that round.
+    /// Waits until a round of `n` requests from the client is answered in full, by every
+    /// node of `over` and nobody else (the load balancers' health checks have caught up with
+    /// the API servers that are gone); returns that round.
     pub fn spread_over(
         &self,
-        from: &str,
         n: usize,
         over: &[String],
         timeout: Duration,
     ) -> Result<Spread, ClusterError> {
         let mut last = Spread::default();
         let ok = wait_for(timeout, Duration::from_millis(200), || {
-            last = self.requests(from, n).unwrap_or_else(|_| Spread {
+            last = self.requests(n).unwrap_or_else(|_| Spread {
                 failed: n,
                 ..Spread::default()
             });
@@ -432,7 +519,8 @@ impl Cluster {
         match ok {
             Some(_) => Ok(last),
             None => Err(self.failed(&format!(
-                "requests through the API VIP from {from} spread over {over:?}: last round {last:?}"
+                "requests through the API VIP from the client spread over {over:?}: last round \
+                 {last:?}"
             ))),
         }
     }
@@ -445,11 +533,10 @@ impl Cluster {
         let vrrpd = self.options.bin_dir.join("vrrpd");
         let workers: Vec<&str> = self.names(Role::Worker);
         let masters: Vec<&Node> = self.of(Role::Master).collect();
-        // 40 + chk_ocp_lb 20 + chk_ocp_both 5 (vrrpd's OpenShift render).
         let full = |n: &Node| {
             n.vrrp(&vrrpd)
                 .iter()
-                .any(|(i, _, p)| i.ends_with("_API") && *p == 65)
+                .any(|(i, _, p)| i.ends_with("_API") && *p == u64::from(MASTER_API))
         };
         let took = wait_for(timeout, Duration::from_millis(250), || {
             let h = self.holders();
@@ -471,14 +558,12 @@ impl Cluster {
 
     /// Removes the bootstrap node as the installer does once the masters run the API: its
     /// units are stopped (vrrpd resigns with priority 0), then it leaves the network. Returns
-    /// the API VIP's move to a master, timed from the stop.
+    /// the API VIP's move to a master, timed from the stop; the client, which talked to the
+    /// bootstrap node's API server through the VIP just before, must be served by the masters.
     pub fn remove_bootstrap(&mut self) -> Result<Move, ClusterError> {
-        let masters: Vec<String> = self
-            .names(Role::Master)
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let masters = self.up_names(Role::Master, "");
         let i = self.index("bootstrap")?;
+        let before = self.talked_to("bootstrap", API_VIP, API_PORT)?;
         let start = Instant::now();
         {
             let node = &mut self.nodes[i];
@@ -487,23 +572,29 @@ impl Cluster {
                 api.stop();
             }
         }
+        let watch = self.watch(
+            "bootstrap",
+            (API_VIP, API_PORT),
+            masters.clone(),
+            before,
+            start,
+        );
         let to = self.wait_vip(API_VIP, &masters, start, "the API VIP to move to a master")?;
+        let m = self.moved(watch, to)?;
         let node = &mut self.nodes[i];
         self.lab.link_down(&node.host)?;
         node.up = false;
-        Ok(Move {
-            from: "bootstrap".into(),
-            to: to.0,
-            took: to.1,
-        })
+        Ok(m)
     }
 
     /// Kills the master that holds the API VIP as a power cut does: off the network, every
     /// process gone at once (SIGKILL). Returns the API VIP's move to another master, timed
-    /// from the cut.
+    /// from the cut; the client, which talked through the VIP just before, must be served by
+    /// the API servers left.
     pub fn kill_api_master(&mut self) -> Result<Move, ClusterError> {
         let from = self.single(&self.holders().api, "the API VIP")?;
         let i = self.index(&from)?;
+        let before = self.talked_to(&from, API_VIP, API_PORT)?;
         let start = Instant::now();
         self.lab.link_down(&self.nodes[i].host)?;
         {
@@ -514,31 +605,148 @@ impl Cluster {
                 api.stop();
             }
         }
-        let others: Vec<String> = self
-            .of(Role::Master)
-            .filter(|n| n.up)
-            .map(|n| n.name.clone())
-            .collect();
-        let (to, took) = self.wait_vip(API_VIP, &others, start, "the API VIP to fail over")?;
-        Ok(Move { from, to, took })
+        let others = self.up_names(Role::Master, &from);
+        let watch = self.watch(&from, (API_VIP, API_PORT), others.clone(), before, start);
+        let to = self.wait_vip(API_VIP, &others, start, "the API VIP to fail over")?;
+        self.moved(watch, to)
     }
 
     /// Stops the router on the worker that holds the Ingress VIP: its chk_ingress fails, the
-    /// VIP moves to the other worker. Returns the move, timed from the stop.
+    /// VIP moves to the other worker. Returns the move, timed from the stop; the client, which
+    /// asked the router through the VIP just before, must be answered by the other's router.
     pub fn stop_ingress_router(&mut self) -> Result<Move, ClusterError> {
         let from = self.single(&self.holders().ingress, "the Ingress VIP")?;
         let i = self.index(&from)?;
+        let before = self.talked_to(&from, INGRESS_VIP, router::PORT)?;
         let start = Instant::now();
         if let Some(r) = self.nodes[i].router.as_mut() {
             r.stop();
         }
-        let others: Vec<String> = self
-            .of(Role::Worker)
-            .filter(|n| n.up && n.name != from)
-            .map(|n| n.name.clone())
-            .collect();
-        let (to, took) = self.wait_vip(INGRESS_VIP, &others, start, "the Ingress VIP to move")?;
-        Ok(Move { from, to, took })
+        let others = self.up_names(Role::Worker, &from);
+        let routers = others.iter().map(|w| format!("router on {w}")).collect();
+        let watch = self.watch(&from, (INGRESS_VIP, router::PORT), routers, before, start);
+        let to = self.wait_vip(INGRESS_VIP, &others, start, "the Ingress VIP to move")?;
+        self.moved(watch, to)
+    }
+
+    /// Makes the client talk to `vip`:`port` (a request answered, within a few seconds) and
+    /// checks that its ARP entry for the VIP now holds `holder`'s MAC: the entry a missing
+    /// gratuitous ARP would leave in place after the move. Returns that entry.
+    fn talked_to(&self, holder: &str, vip: Ipv4Addr, port: u16) -> Result<Neighbour, ClusterError> {
+        let to = SocketAddr::from((vip, port));
+        let answered = self.client.within(|| {
+            Ok(wait_for(
+                Duration::from_secs(10),
+                Duration::from_millis(100),
+                || get(to, Duration::from_secs(1)).is_ok(),
+            ))
+        });
+        if !matches!(answered, Ok(Some(_))) {
+            return Err(self.failed(&format!(
+                "the client to be answered through {to} ({holder})"
+            )));
+        }
+        let mac = self.host(holder)?.mac()?;
+        match self.client.neighbour(IpAddr::V4(vip)) {
+            Some(n) if n.lladdr.as_deref() == Some(mac.as_str()) => Ok(n),
+            other => Err(ClusterError::Step(format!(
+                "the client's ARP entry for {vip} after talking to it is {other:?}, not {holder}'s \
+                 MAC {mac}"
+            ))),
+        }
+    }
+
+    /// From `start` (the fault), the client's requests to `service` until one is answered by
+    /// a server in `accept`, on a thread of its own while the step watches the nodes.
+    fn watch(
+        &self,
+        from: &str,
+        service: (Ipv4Addr, u16),
+        accept: Vec<String>,
+        before: Neighbour,
+        start: Instant,
+    ) -> Watch {
+        let client = self.client.clone();
+        let to = SocketAddr::from(service);
+        let names = accept.clone();
+        Watch {
+            from: from.to_string(),
+            to,
+            accept,
+            before,
+            start,
+            first: std::thread::spawn(move || first_answer(&client, to, &names, start, MOVE_LIMIT)),
+        }
+    }
+
+    /// The move from the watch's old holder to `to` (the holder and the time
+    /// [`Cluster::wait_vip`] found): once the client has been served through the VIP, and
+    /// then served with its ARP entry on `to`'s MAC.
+    fn moved(&self, watch: Watch, (to, took): (String, Duration)) -> Result<Move, ClusterError> {
+        let Watch {
+            from,
+            to: service,
+            accept,
+            before,
+            start,
+            first,
+        } = watch;
+        let vip = service.ip();
+        let served = first.join().ok().flatten().ok_or_else(|| {
+            self.failed(&format!(
+                "the client to be served through {vip} again within {} s of the fault (its ARP \
+                 entry: {:?})",
+                MOVE_LIMIT.as_secs(),
+                self.client.neighbour(vip)
+            ))
+        })?;
+        let mac = served.neighbour.as_ref().and_then(|n| n.lladdr.clone());
+        let via = self
+            .nodes
+            .iter()
+            .find(|n| n.host.mac().ok() == mac)
+            .map_or_else(|| format!("{mac:?} (no node's MAC)"), |n| n.name.clone());
+        let settled = self.served_by(&to, service, &accept, start)?;
+        Ok(Move {
+            from,
+            to,
+            took,
+            served: served.after,
+            settled,
+            answer: served.answer,
+            via,
+            before,
+        })
+    }
+
+    /// Waits until the client's ARP entry for the VIP of `to` holds `holder`'s MAC and a
+    /// request to `to` is answered by a server in `accept`: the time since `start`, the fault.
+    fn served_by(
+        &self,
+        holder: &str,
+        to: SocketAddr,
+        accept: &[String],
+        start: Instant,
+    ) -> Result<Duration, ClusterError> {
+        let mac = self.host(holder)?.mac()?;
+        let left = MOVE_LIMIT.saturating_sub(start.elapsed());
+        let served = wait_for(left, POLL, || {
+            let on_holder = self
+                .client
+                .neighbour(to.ip())
+                .is_some_and(|n| n.lladdr.as_deref() == Some(mac.as_str()));
+            on_holder
+                && self
+                    .client
+                    .within(|| get(to, Duration::from_millis(300)))
+                    .is_ok_and(|name| accept.contains(&name))
+        });
+        served.map(|_| start.elapsed()).ok_or_else(|| {
+            self.failed(&format!(
+                "the client to be served through {to} by {holder} (its ARP entry: {:?})",
+                self.client.neighbour(to.ip())
+            ))
+        })
     }
 
     /// Waits until one of `candidates` holds `vip` (the time since `start`), then until it
@@ -556,9 +764,7 @@ impl Cluster {
             .iter()
             .filter(|n| candidates.contains(&n.name))
             .collect();
-        // A minute: the Master_Down_Interval (3.6 s) and the track scripts' intervals, many
-        // times over on a loaded machine.
-        let left = Duration::from_secs(60).saturating_sub(start.elapsed());
+        let left = MOVE_LIMIT.saturating_sub(start.elapsed());
         wait_for(left, POLL, || {
             hosts.iter().any(|n| n.host.has_address(IpAddr::V4(vip)))
         })
@@ -574,6 +780,14 @@ impl Cluster {
             (Some(_), Some(name)) => Ok((name, took)),
             _ => Err(self.failed(&format!("{what}: {vip} on one of {candidates:?} only"))),
         }
+    }
+
+    /// The nodes of `role` that are up, but `except`.
+    fn up_names(&self, role: Role, except: &str) -> Vec<String> {
+        self.of(role)
+            .filter(|n| n.up && n.name != except)
+            .map(|n| n.name.clone())
+            .collect()
     }
 
     fn single(&self, holders: &[String], what: &str) -> Result<String, ClusterError> {

@@ -300,12 +300,69 @@ impl Host {
         self.addresses().is_ok_and(|a| a.contains(&address))
     }
 
+    /// The MAC address of `eth0`, as `ip` writes it (lower-case hex, colon-separated).
+    pub fn mac(&self) -> Result<String, LabError> {
+        let out = ip(["-n", &self.netns, "-j", "link", "show", "dev", "eth0"])?;
+        let links: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_default();
+        links[0]["address"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| LabError::Io {
+                what: format!("read the MAC address of eth0 in {}", self.netns),
+                source: std::io::Error::other(format!("ip said {}", out.stdout)),
+            })
+    }
+
+    /// The host's neighbour (ARP or NDP) entry for `address` on `eth0` now: what it would send
+    /// a packet for `address` to. None when it has no entry.
+    pub fn neighbour(&self, address: IpAddr) -> Option<Neighbour> {
+        let to = address.to_string();
+        let out = ip([
+            "-n",
+            &self.netns,
+            "-j",
+            "neigh",
+            "show",
+            "to",
+            &to,
+            "dev",
+            "eth0",
+        ])
+        .ok()?;
+        parse_neighbour(&out.stdout)
+    }
+
     /// Records the packets on the host's `eth0` matching `filter` into `name`.pcap in the host's
     /// directory.
     pub fn capture(&self, name: &str, filter: &str) -> Result<Capture, LabError> {
         let file = self.dir.join(format!("{name}.pcap"));
         Capture::start(&self.netns, "eth0", filter, file)
     }
+}
+
+/// A neighbour cache entry (`ip neigh`): the link-layer address, if resolved, and the NUD
+/// states (`REACHABLE`, `STALE`, `DELAY`, `PROBE`, `FAILED`, `INCOMPLETE`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Neighbour {
+    /// The MAC packets go to; None while unresolved.
+    pub lladdr: Option<String>,
+    /// Its states.
+    pub state: Vec<String>,
+}
+
+/// `ip -j neigh show to ADDRESS` output to its one entry.
+fn parse_neighbour(json: &str) -> Option<Neighbour> {
+    let entries: serde_json::Value = serde_json::from_str(json).ok()?;
+    let e = entries.as_array()?.first()?;
+    Some(Neighbour {
+        lladdr: e["lladdr"].as_str().map(str::to_string),
+        state: e["state"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect(),
+    })
 }
 
 fn sysctl(netns: &str, key: &str, value: &str) -> Result<(), LabError> {
@@ -430,6 +487,17 @@ pub(crate) fn in_netns<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn neighbour_from_ip_json() {
+        let json = r#"[{"dst":"192.0.2.100","dev":"eth0","lladdr":"02:fc:00:00:00:05","state":["REACHABLE"]}]"#;
+        let n = parse_neighbour(json).unwrap();
+        assert_eq!(n.lladdr.as_deref(), Some("02:fc:00:00:00:05"));
+        assert_eq!(n.state, ["REACHABLE"]);
+        let failed = parse_neighbour(r#"[{"dst":"192.0.2.100","dev":"eth0","state":["FAILED"]}]"#);
+        assert_eq!(failed.unwrap().lladdr, None);
+        assert_eq!(parse_neighbour("[]"), None);
+    }
 
     #[test]
     fn addresses_from_ip_json() {

@@ -11,6 +11,8 @@
 //!   [`Daemon`] whose output goes to files; [`Lab::partition`] / [`Lab::heal`] take a host off
 //!   the bridge with its carrier up (a split brain), [`Lab::link_down`] / [`Lab::link_up`] drop
 //!   its carrier.
+//! - [`Host::mac`] and [`Host::neighbour`] say what a host's ARP/NDP cache sends an address
+//!   to (whether a VIP's move reached a client).
 //! - [`Host::capture`] / [`Lab::capture`] record packets with tcpdump into a pcap file.
 //! - [`wait_for`] polls a condition against a deadline; [`install_config`] writes a lab
 //!   cluster's install-config.yaml.
@@ -43,7 +45,7 @@ pub mod router;
 
 pub use cmd::{LabError, Output};
 pub use daemon::{Capture, Daemon, Usage};
-pub use lab::{teardown_all, Host, Lab};
+pub use lab::{teardown_all, Host, Lab, Neighbour};
 
 use std::time::{Duration, Instant};
 

@@ -1,9 +1,11 @@
 //! `cluster-demo`: the cluster in a box (tests/src/cluster.rs). A bootstrap node, three masters
 //! and two workers in network namespaces run what OpenShift runs on them, started through the
-//! contrib units; the demo prints who holds each VIP, every node's DNS answers and where
-//! requests through the API VIP go, then removes the bootstrap node, kills the master with the
-//! API VIP and stops the router on the worker with the Ingress VIP, timing each move. Ctrl-C
-//! or the end tears everything down.
+//! contrib units, and a client host beside them uses the cluster; the demo prints who holds
+//! each VIP, every node's DNS answers to the client and where the client's requests through
+//! the API VIP go, then removes the bootstrap node, kills the master with the API VIP and stops
+//! the router on the worker with the Ingress VIP, timing each move twice: until the VIP is on
+//! the new holder, and until the client is served through it again. Ctrl-C or the end tears
+//! everything down.
 //!
 //! `--bin-dir DIR` (default: this executable's directory) holds vrrpd, lb-proxy, mdns-publish
 //! and dns-render; `--contrib DIR` (default: this source tree's) the units.
@@ -13,15 +15,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use ipi_core::vrrp::{timers, Version};
-use ipi_net_tests::cluster::{Cluster, ClusterError, Options, Role, Spread, API_VIP, INGRESS_VIP};
+use ipi_net_tests::cluster::{
+    Cluster, ClusterError, Move, Options, Role, Spread, ADVERT_CS, API_VIP, CHK_INGRESS_CS,
+    INGRESS_VIP, MASTER_API, WORKER_INGRESS,
+};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
-
-/// OpenShift's advert_int (1 s) and the priorities vrrpd's OpenShift render gives with every
-/// track script passing: masters' API 40 + 20 + 5, workers' Ingress 20 + 50.
-const ADVERT_CS: u16 = 100;
-const MASTER_API: u8 = 65;
-const WORKER_INGRESS: u8 = 70;
 
 fn main() -> ExitCode {
     let mut options = match Options::beside_current_exe() {
@@ -89,12 +88,19 @@ fn demo(options: &Options) -> Result<(), ClusterError> {
     vips(&cluster);
     vrrp(&cluster);
     dns(&cluster);
-    let spread = cluster.requests("worker-0", 6)?;
+    let spread = cluster.requests(6)?;
     println!(
-        "  6 requests to {API_VIP}:6443 from worker-0: {} (the bootstrap node holds the VIP \
+        "  6 requests to {API_VIP}:6443 from the client: {} (the bootstrap node holds the VIP \
          and serves its own API)",
         spread_text(&spread)
     );
+    if let Some(floor) = cluster.client_arp_floor() {
+        println!(
+            "  the client's ARP entry for a VIP would find a new holder by itself {:.0} s after \
+             its last answer; a gratuitous ARP from the new holder tells it at once",
+            floor.as_secs_f64()
+        );
+    }
     api_moves(&mut cluster, &at)?;
     ingress_move(&mut cluster, &at)?;
     println!("\n==> {}  at the end", at());
@@ -115,11 +121,9 @@ fn api_moves(cluster: &mut Cluster, at: &dyn Fn() -> String) -> Result<(), Clust
     );
     let m = cluster.remove_bootstrap()?;
     println!(
-        "{}  API VIP: {} -> {} in {:.3} s (a master's Skew_Time: {:.2} s)",
+        "{}  API VIP: {} (a master's Skew_Time: {:.2} s)",
         at(),
-        m.from,
-        m.to,
-        m.took.as_secs_f64(),
+        move_text(&m),
         cs(timers::skew_time(Version::V2, MASTER_API, ADVERT_CS))
     );
     let masters: Vec<String> = cluster
@@ -128,9 +132,10 @@ fn api_moves(cluster: &mut Cluster, at: &dyn Fn() -> String) -> Result<(), Clust
         .filter(|n| n.role == Role::Master)
         .map(|n| n.name.clone())
         .collect();
-    let spread = cluster.spread_over("worker-0", 6, &masters, Duration::from_secs(30))?;
+    let spread = cluster.spread_over(6, &masters, Duration::from_secs(30))?;
     println!(
-        "{}  6 requests to {API_VIP}:6443 from worker-0, redirected to {}'s lb-proxy (:9445): {}",
+        "{}  6 requests to {API_VIP}:6443 from the client, redirected to {}'s lb-proxy (:9445): \
+         {}",
         at(),
         m.to,
         spread_text(&spread)
@@ -143,12 +148,10 @@ fn api_moves(cluster: &mut Cluster, at: &dyn Fn() -> String) -> Result<(), Clust
     );
     let k = cluster.kill_api_master()?;
     println!(
-        "{}  API VIP: {} -> {} in {:.3} s (Master_Down_Interval: {:.2} s after {}'s last advert, \
-         which came up to 1 s before the cut)",
+        "{}  API VIP: {} (Master_Down_Interval: {:.2} s after {}'s last advert, which came up \
+         to 1 s before the cut)",
         at(),
-        k.from,
-        k.to,
-        k.took.as_secs_f64(),
+        move_text(&k),
         cs(timers::master_down_interval(
             Version::V2,
             MASTER_API,
@@ -157,9 +160,9 @@ fn api_moves(cluster: &mut Cluster, at: &dyn Fn() -> String) -> Result<(), Clust
         k.from
     );
     let left: Vec<String> = masters.iter().filter(|n| **n != k.from).cloned().collect();
-    let spread = cluster.spread_over("worker-0", 6, &left, Duration::from_secs(60))?;
+    let spread = cluster.spread_over(6, &left, Duration::from_secs(30))?;
     println!(
-        "{}  6 requests to {API_VIP}:6443 from worker-0: {}",
+        "{}  6 requests to {API_VIP}:6443 from the client: {}",
         at(),
         spread_text(&spread)
     );
@@ -176,12 +179,10 @@ fn ingress_move(cluster: &mut Cluster, at: &dyn Fn() -> String) -> Result<(), Cl
     );
     let i = cluster.stop_ingress_router()?;
     println!(
-        "{}  Ingress VIP: {} -> {} in {:.3} s (chk_ingress every 1 s, then Master_Down_Interval \
-         {:.2} s)",
+        "{}  Ingress VIP: {} (chk_ingress every {:.0} s, then Master_Down_Interval {:.2} s)",
         at(),
-        i.from,
-        i.to,
-        i.took.as_secs_f64(),
+        move_text(&i),
+        cs(u32::from(CHK_INGRESS_CS)),
         cs(timers::master_down_interval(
             Version::V2,
             WORKER_INGRESS,
@@ -221,7 +222,7 @@ fn dns(cluster: &Cluster) {
     let answers = cluster.dns();
     let servers: Vec<&str> = answers.iter().map(|a| a.server.as_str()).collect();
     println!(
-        "  DNS, each node's dnsmasq asked from the node (dig @NODE-IP): {}",
+        "  DNS, each node's dnsmasq asked from the client (dig @NODE-IP): {}",
         servers.join(" ")
     );
     for (name, want) in cluster.expected_dns() {
@@ -252,6 +253,27 @@ fn dns(cluster: &Cluster) {
             println!("    {name:<28} {text:<14} from {from}{mark}");
         }
     }
+}
+
+/// A move: on the new holder after so long, the client served through the VIP after so long,
+/// by whom.
+fn move_text(m: &Move) -> String {
+    format!(
+        "{} -> {}: on {}'s eth0 after {:.3} s, the client served through it after {:.3} s ({}, \
+         sent to {}'s MAC){}",
+        m.from,
+        m.to,
+        m.to,
+        m.took.as_secs_f64(),
+        m.served.as_secs_f64(),
+        m.answer,
+        m.via,
+        if m.via == m.to {
+            String::new()
+        } else {
+            format!(", through {} after {:.3} s", m.to, m.settled.as_secs_f64())
+        }
+    )
 }
 
 fn spread_text(s: &Spread) -> String {
