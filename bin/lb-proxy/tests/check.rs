@@ -95,6 +95,9 @@ fn a_bad_url_or_timeout_is_a_usage_error() {
 
 #[test]
 fn https_with_a_self_signed_certificate() {
+    if !ipi_lab::tool("openssl", "openssl") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let (key, cert) = (dir.path().join("key.pem"), dir.path().join("cert.pem"));
     let made = Command::new("openssl")
@@ -115,12 +118,13 @@ fn https_with_a_self_signed_certificate() {
         .arg(&key)
         .arg("-out")
         .arg(&cert)
-        .stderr(Stdio::null())
-        .status();
-    if !made.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: openssl cannot make a certificate");
-        return;
-    }
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "openssl cannot make a certificate: {}",
+        String::from_utf8_lossy(&made.stderr)
+    );
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -138,16 +142,17 @@ fn https_with_a_self_signed_certificate() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let url = format!("https://127.0.0.1:{port}/");
-    let mut code = 1;
-    for _ in 0..50 {
-        code = check(&url);
-        if code == 0 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    // Once s_server listens, one check must pass: no retrying until one happens to.
+    let listening = ipi_lab::wait_for(Duration::from_secs(10), Duration::from_millis(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let code = listening.map(|_| check(&format!("https://127.0.0.1:{port}/")));
     let _ = server.kill();
     let _ = server.wait();
-    assert_eq!(code, 0, "https with a self-signed certificate, as curl -k");
+    assert!(listening.is_some(), "openssl s_server did not listen");
+    assert_eq!(
+        code,
+        Some(0),
+        "https with a self-signed certificate, as curl -k"
+    );
 }

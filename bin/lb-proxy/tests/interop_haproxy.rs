@@ -92,12 +92,7 @@ fn scenario(kind: Kind) -> Seen {
 
 #[test]
 fn the_same_config_behaves_the_same_under_haproxy_and_lb_proxy() {
-    if which("haproxy").is_none() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "CI=true and haproxy is not installed"
-        );
-        eprintln!("skipped: haproxy is not installed (scripts/test installs it)");
+    if !ipi_lab::tool("haproxy", "haproxy") {
         return;
     }
     let haproxy = scenario(Kind::Haproxy);
@@ -114,12 +109,4 @@ fn the_same_config_behaves_the_same_under_haproxy_and_lb_proxy() {
         ..s
     };
     assert_eq!(strip(ours), strip(haproxy));
-}
-
-fn which(program: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| std::path::Path::new(d).join(program))
-        .find(|p| p.exists())
 }
