@@ -6,6 +6,9 @@
 //! are resolved against the crate's module files. Test modules (`#[cfg(test)]`) are left out:
 //! they may reach anywhere.
 
+// Helpers outside #[test] functions too: in a test, a failed expect is a failed test.
+#![allow(clippy::expect_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
