@@ -10,13 +10,6 @@ use ipi_lab::{wait_for, Host, Lab};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mdns-publish");
 
-fn installed(program: &str) -> bool {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .any(|d| std::path::Path::new(d).join(program).exists())
-}
-
 fn cluster(host: &Host) -> String {
     let path = ipi_lab::install_config(
         host.dir(),
@@ -30,15 +23,10 @@ fn cluster(host: &Host) -> String {
 #[test]
 #[allow(clippy::too_many_lines)] // one lab, both directions checked in it
 fn avahi_and_mdns_publish_see_each_other() {
-    if !ipi_lab::available() {
-        return;
-    }
-    if !installed("avahi-daemon") {
-        assert!(
-            std::env::var("CI").is_err(),
-            "CI=true and avahi-daemon is not installed"
-        );
-        eprintln!("skipped: avahi-daemon is not installed (scripts/test installs it)");
+    if !ipi_lab::available()
+        || !ipi_lab::tool("avahi-daemon", "avahi-daemon")
+        || !ipi_lab::tool("avahi-browse", "avahi-utils")
+    {
         return;
     }
     let mut lab = Lab::new().unwrap();

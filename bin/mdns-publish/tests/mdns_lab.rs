@@ -1,6 +1,6 @@
 //! mdns-publish in the lab: nodes publish what OpenShift publishes, a browse from another host
-//! finds them all with their addresses and roles; a node that stops sends its goodbye and is
-//! gone; a second host claiming a node's name loses and exits non-zero without renaming; an
+//! finds them all with their addresses and roles; a node that stops sends its goodbye and a
+//! caching observer (avahi) drops it at once, while one that is killed stays cached; a second host claiming a node's name loses and exits non-zero without renaming; an
 //! address change is seen (a VIP on the node is not its address); junk on the wire changes
 //! nothing; dig gets a legacy unicast answer.
 
@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
+use ipi_lab::avahi::Avahi;
 use ipi_lab::{wait_for, Daemon, Host, Lab};
+use nix::sys::signal::Signal;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mdns-publish");
 
@@ -63,7 +65,7 @@ fn browse(host: &Host, extra: &[&str]) -> (bool, String) {
 }
 
 #[test]
-fn five_nodes_are_found_and_a_stopped_one_is_gone() {
+fn five_nodes_are_found_with_their_roles_and_the_etcd_targets() {
     if !ipi_lab::available() {
         return;
     }
@@ -77,12 +79,18 @@ fn five_nodes_are_found_and_a_stopped_one_is_gone() {
     ];
     let hosts: Vec<Host> = names.iter().map(|(n, _)| lab.host(n).unwrap()).collect();
     let client = lab.host("client").unwrap();
-    let mut daemons: Vec<Daemon> = hosts
+    let daemons: Vec<Daemon> = hosts
         .iter()
         .zip(names)
         .map(|(h, (n, r))| publish(h, n, r))
         .collect();
-    let logs = |d: &[Daemon]| d.iter().map(Daemon::log).collect::<Vec<_>>().join("\n");
+    let logs = || {
+        daemons
+            .iter()
+            .map(Daemon::log)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     // Probing and announcing take about 0.75 + 1 s.
     let mut last = String::new();
     let found = wait_for(Duration::from_secs(15), Duration::from_millis(200), || {
@@ -90,7 +98,7 @@ fn five_nodes_are_found_and_a_stopped_one_is_gone() {
         last = text;
         ok && last.lines().filter(|l| !l.starts_with('#')).count() == 5
     });
-    assert!(found.is_some(), "browse found:\n{last}\n{}", logs(&daemons));
+    assert!(found.is_some(), "browse found:\n{last}\n{}", logs());
     for (h, (n, r)) in hosts.iter().zip(names) {
         let line = format!("{n} {r} {}", h.ipv4());
         assert!(
@@ -99,22 +107,18 @@ fn five_nodes_are_found_and_a_stopped_one_is_gone() {
         );
     }
     // JSON with the etcd targets, withheld below --min-srv.
-    let (_, json) = browse(&client, &["--json", "--min-srv", "3"]);
+    let (ok, json) = browse(&client, &["--json", "--min-srv", "3"]);
+    assert!(ok, "{json}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(
         v["etcd"],
         serde_json::json!(["etcd-0.local.", "etcd-1.local.", "etcd-2.local."])
     );
-    let (_, json) = browse(&client, &["--json", "--min-srv", "4"]);
+    let (ok, json) = browse(&client, &["--json", "--min-srv", "4"]);
+    assert!(ok, "{json}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["etcd"], serde_json::json!([]));
-
-    // worker-1 stops: goodbye, and the next browse no longer has it.
-    let mut gone = daemons.pop().unwrap();
-    assert_eq!(gone.stop(), Some(0), "{}", gone.log());
-    assert!(gone.log().contains("goodbye sent"));
-    let (_, text) = browse(&client, &[]);
-    assert!(!text.contains("worker-1"), "{text}");
+    assert_eq!(v["nodes"].as_array().map(Vec::len), Some(5), "{json}");
 
     // Nothing matching the filter: exit 1.
     let out = client
@@ -122,6 +126,79 @@ fn five_nodes_are_found_and_a_stopped_one_is_gone() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+}
+
+/// How long an observer may take to drop a node that said goodbye (RFC 6762 10.1: a record
+/// with TTL 0 is kept for one more second), and how long one that did not must stay: far
+/// below the records' TTLs (120 s and 75 min), so only a goodbye removes within it.
+const GOODBYE_WINDOW: Duration = Duration::from_secs(5);
+
+/// Whether avahi-browse (`-p`, watching) printed `sign` (`+` new, `-` removed) for the node's
+/// instance over IPv4.
+fn observed(observer: &Daemon, sign: &str, node: &str) -> bool {
+    let instance = format!("lab\\032{node}");
+    observer.stdout().lines().any(|l| {
+        let f: Vec<&str> = l.split(';').collect();
+        f.len() >= 4 && f[0] == sign && f[2] == "IPv4" && f[3] == instance
+    })
+}
+
+#[test]
+fn a_stopped_node_says_goodbye_and_a_killed_one_does_not() {
+    if !ipi_lab::available()
+        || !ipi_lab::tool("avahi-daemon", "avahi-daemon")
+        || !ipi_lab::tool("avahi-browse", "avahi-utils")
+    {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (stopped, killed, client) = (
+        lab.host("worker-0").unwrap(),
+        lab.host("worker-1").unwrap(),
+        lab.host("client").unwrap(),
+    );
+    let mut daemons = [
+        publish(&stopped, "worker-0", "worker"),
+        publish(&killed, "worker-1", "worker"),
+    ];
+    let logs = |d: &[Daemon]| d.iter().map(Daemon::log).collect::<Vec<_>>().join("\n");
+    // An observer that caches what it sees and keeps watching: the real avahi on the client.
+    let avahi = Avahi::start(&client, "client").unwrap();
+    let observer = avahi
+        .spawn("avahi-browse", "avahi-browse", ["-p", "_workstation._tcp"])
+        .unwrap();
+    wait_for(Duration::from_secs(15), Duration::from_millis(100), || {
+        observed(&observer, "+", "worker-0") && observed(&observer, "+", "worker-1")
+    })
+    .unwrap_or_else(|| panic!("{}\n{}", observer.log(), logs(&daemons)));
+
+    // worker-1 dies without a word, worker-0 is stopped and says goodbye.
+    daemons[1].signal(Signal::SIGKILL).unwrap();
+    assert_eq!(daemons[1].wait(Duration::from_secs(5)).unwrap(), None);
+    assert_eq!(daemons[0].stop(), Some(0), "{}", daemons[0].log());
+    assert!(
+        daemons[0].log().contains("goodbye sent"),
+        "{}",
+        daemons[0].log()
+    );
+    let gone = wait_for(GOODBYE_WINDOW, Duration::from_millis(100), || {
+        observed(&observer, "-", "worker-0")
+    });
+    assert!(
+        gone.is_some(),
+        "avahi kept worker-0 after its goodbye:\n{}\n{}",
+        observer.log(),
+        logs(&daemons)
+    );
+    // The same window for the one that could not say goodbye: avahi still has it cached.
+    let dropped = wait_for(GOODBYE_WINDOW, Duration::from_millis(100), || {
+        observed(&observer, "-", "worker-1")
+    });
+    assert!(
+        dropped.is_none(),
+        "avahi dropped worker-1 with no goodbye: the window proves nothing\n{}",
+        observer.log()
+    );
 }
 
 #[test]
@@ -150,7 +227,8 @@ fn a_second_host_claiming_a_name_loses_and_does_not_rename() {
     );
     assert!(second.log().contains("name conflict"), "{}", second.log());
     // The winner still holds the name with its own address; nobody is called master-1.
-    let (_, text) = browse(&client, &[]);
+    let (ok, text) = browse(&client, &[]);
+    assert!(ok, "{text}");
     assert!(
         text.lines()
             .any(|l| l.starts_with(&format!("master-0 master {}", a.ipv4()))),
@@ -209,7 +287,8 @@ fn malformed_datagrams_change_nothing_and_dig_gets_a_legacy_answer() {
     let answer: Vec<&str> = out.stdout.split_whitespace().collect();
     assert_eq!(answer.len(), 5, "{}", out.stdout);
     assert_eq!(answer[0], "master-0.local.");
-    assert!(answer[1].parse::<u32>().unwrap() <= 10, "TTL {}", answer[1]);
+    // RFC 6762 6.7: legacy unicast answers carry TTLs of at most 10 s (ours: 120 s, capped).
+    assert_eq!(answer[1], "10", "TTL {}", answer[1]);
     assert_eq!(answer[4], node.ipv4().to_string());
     assert!(d.running(), "{}", d.log());
 }
@@ -224,7 +303,7 @@ fn watch_rewrites_the_inventory_only_when_it_changes_and_sees_an_address_change(
     let d = publish(&node, "master-0", "master");
     let out = client.dir().join("nodes");
     let bind = client.ipv4().to_string();
-    let _watch = client
+    let watch = client
         .spawn(
             "browse",
             BIN,
@@ -247,10 +326,15 @@ fn watch_rewrites_the_inventory_only_when_it_changes_and_sees_an_address_change(
         read().contains("master-0 master")
     })
     .unwrap_or_else(|| panic!("{}\n{}", read(), d.log()));
-    // Unchanged rounds leave the file alone.
+    // Unchanged rounds (three more of them, counted in the watcher's log) leave the file alone.
     let mtime = || std::fs::metadata(&out).unwrap().modified().unwrap();
     let before = mtime();
-    std::thread::sleep(Duration::from_millis(1500));
+    let rounds = || watch.stderr().matches("1 node(s)").count();
+    let so_far = rounds();
+    wait_for(Duration::from_secs(15), Duration::from_millis(100), || {
+        rounds() >= so_far + 3
+    })
+    .unwrap_or_else(|| panic!("no further rounds:\n{}", watch.log()));
     assert_eq!(mtime(), before, "rewritten without a change");
     // A new address on the node: probed, announced, and in the inventory.
     assert!(
@@ -318,6 +402,7 @@ fn two_hundred_instances_in_many_packets_are_all_browsed() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
     assert!(
         err.contains("200 instance(s) of _http._tcp, 1 node(s)"),
         "{err}\n{}",
