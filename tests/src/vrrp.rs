@@ -275,6 +275,50 @@ impl Router {
     }
 }
 
+/// One frame as tshark dissects it: the requested fields in order, each with every occurrence
+/// joined by `,` (empty when the frame has none).
+pub type Dissected = Vec<String>;
+
+/// Dissects the pcap `file` with tshark: the frames matching the display filter `filter`, each
+/// as the values of `fields`. The decoding is Wireshark's, independent of ipi-core's codec.
+/// Callers check `ipi_lab::tool("tshark", "tshark")` first.
+pub fn dissect(
+    file: &std::path::Path,
+    filter: &str,
+    fields: &[&str],
+) -> Result<Vec<Dissected>, LabError> {
+    let mut command = std::process::Command::new("tshark");
+    command
+        .arg("-r")
+        .arg(file)
+        .args(["-n", "-Y", filter, "-T", "fields"]);
+    command.args([
+        "-E",
+        "separator=\t",
+        "-E",
+        "occurrence=a",
+        "-E",
+        "aggregator=,",
+    ]);
+    for f in fields {
+        command.args(["-e", f]);
+    }
+    let out = command.output().map_err(|e| LabError::Io {
+        what: format!("run tshark on {}", file.display()),
+        source: e,
+    })?;
+    if !out.status.success() {
+        return Err(LabError::Io {
+            what: format!("tshark -r {} -Y {filter}", file.display()),
+            source: std::io::Error::other(String::from_utf8_lossy(&out.stderr).into_owned()),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

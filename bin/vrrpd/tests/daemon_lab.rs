@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use ipi_lab::{wait_for, Daemon, Host, Lab};
 use nix::sys::signal::Signal;
+use support::{answers, mac, wall_clock, Responder, Wire};
+
+mod support;
 
 const VIP: &str = "192.0.2.200";
 const POLL: Duration = Duration::from_millis(10);
@@ -60,7 +63,7 @@ fn state(host: &Host) -> String {
 }
 
 fn holds(host: &Host) -> bool {
-    host.has_address(vip())
+    support::holds(host, vip())
 }
 
 fn logs(daemons: &[&Daemon]) -> String {
@@ -74,6 +77,16 @@ fn logs(daemons: &[&Daemon]) -> String {
 fn until(what: &str, timeout: Duration, daemons: &[&Daemon], f: impl FnMut() -> bool) -> Duration {
     wait_for(timeout, POLL, f)
         .unwrap_or_else(|| panic!("timed out waiting for {what}\n{}", logs(daemons)))
+}
+
+/// Waits until a connection from `client` to `vip` is answered by the host called `name`.
+fn reach(client: &Host, vip: IpAddr, name: &str, daemons: &[&Daemon]) {
+    until(
+        &format!("the client to reach {name} at {vip}"),
+        Duration::from_secs(3),
+        daemons,
+        || answers(client, vip).as_deref() == Some(name),
+    );
 }
 
 /// `vrrpd status --json` (null until the first status file is written).
@@ -92,8 +105,10 @@ fn status_json(host: &Host) -> serde_json::Value {
 }
 
 #[test]
+// One scenario read top to bottom: election, resignation and a crash, each seen from a client.
+#[allow(clippy::too_many_lines)]
 fn three_routers_elect_resign_and_survive_a_crash() {
-    if !ipi_lab::available() {
+    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
         return;
     }
     let mut lab = Lab::new().unwrap();
@@ -102,6 +117,8 @@ fn three_routers_elect_resign_and_survive_a_crash() {
         lab.host("b").unwrap(),
         lab.host("c").unwrap(),
     );
+    let client = lab.host("client").unwrap();
+    let _answer = [&a, &b, &c].map(Responder::start);
     let mut da = vrrpd(&a, &conf(150, "", ""));
     let db = vrrpd(&b, &conf(120, "", ""));
     let dc = vrrpd(&c, &conf(100, "", ""));
@@ -110,6 +127,12 @@ fn three_routers_elect_resign_and_survive_a_crash() {
         holds(&a) && state(&a) == "MASTER" && state(&b) == "BACKUP" && state(&c) == "BACKUP"
     });
     assert!(!holds(&b) && !holds(&c));
+    until(
+        "the client to reach a",
+        Duration::from_secs(3),
+        &all,
+        || answers(&client, vip()).as_deref() == Some("a"),
+    );
     // The status file follows every change, and is rewritten every second.
     until("a's status", Duration::from_secs(3), &all, || {
         let s = status_json(&a);
@@ -119,7 +142,6 @@ fn three_routers_elect_resign_and_survive_a_crash() {
             && i["version"] == 3
             && i["adverts_sent"].as_u64().is_some_and(|n| n > 0)
     });
-    // The status file is rewritten every second.
     until(
         "b's status to name the master",
         Duration::from_secs(3),
@@ -131,34 +153,97 @@ fn three_routers_elect_resign_and_survive_a_crash() {
         },
     );
 
-    // SIGTERM: a resigns with priority 0, b takes over after its Skew_Time (~0.05 s), not after
-    // a Master_Down_Interval (0.35 s).
+    // SIGTERM: a resigns with priority 0 and b takes over. The client's ARP cache still sends
+    // the VIP's packets to a: only b's gratuitous ARP moves it in time (without one the kernel
+    // keeps the old entry for at least DELAY_FIRST_PROBE_TIME, 5 s).
+    let wire = Wire::start(&lab, "takeover");
+    let (a_ip, b_ip, c_ip) = (
+        a.ipv4().to_string(),
+        b.ipv4().to_string(),
+        c.ipv4().to_string(),
+    );
+    let sent = wall_clock();
     da.signal(Signal::SIGTERM).unwrap();
-    let took = until(
-        "b to take over",
-        Duration::from_secs(5),
-        &[&db, &dc],
-        || holds(&b),
-    );
-    eprintln!("takeover after SIGTERM: {took:?}");
-    assert!(
-        took < Duration::from_millis(300),
-        "took {took:?}\n{}",
-        logs(&[&db, &dc])
-    );
     assert_eq!(da.wait(Duration::from_secs(5)).unwrap(), Some(0));
+    until(
+        "the client to reach b",
+        Duration::from_secs(3),
+        &[&db, &dc],
+        || answers(&client, vip()).as_deref() == Some("b"),
+    );
     assert!(!holds(&a), "a removed its VIP on the way out");
     assert_eq!(state(&a), "STOP");
 
-    // SIGKILL: b dies without a word; c takes over after its Master_Down_Interval.
+    // SIGKILL: b dies without a word; c takes over after its Master_Down_Interval. First b's
+    // burst of gratuitous ARPs ends (a few tens of milliseconds; its second burst is due after
+    // garp_master_delay, 5 s).
+    std::thread::sleep(Duration::from_secs(1));
+    let killed = wall_clock();
     db.signal(Signal::SIGKILL).unwrap();
-    let took = until("c to take over", Duration::from_secs(5), &[&dc], || {
-        holds(&c)
-    });
-    eprintln!("takeover after SIGKILL: {took:?}");
+    until(
+        "the client to reach c",
+        Duration::from_secs(5),
+        &[&dc],
+        || answers(&client, vip()).as_deref() == Some("c"),
+    );
     until("c's state file", Duration::from_secs(2), &[&dc], || {
         state(&c) == "MASTER"
     });
+    let seen = wire.stop();
+
+    // On the wire: a's priority-0 advert, then b's first advert after b's Skew_Time,
+    // (256 - 120) * 10 cs / 256 = 5.3 cs, 50 ms in whole centiseconds. Without the priority-0
+    // rule b would wait for its Master_Down_Interval, 3 * 10 cs + 5 cs = 350 ms, after a's last
+    // ordinary advert, which was at most one interval (100 ms) before: 250 ms at the least.
+    let resigned = seen
+        .adverts_from(&a_ip)
+        .find(|x| x.at > sent && x.priority == 0)
+        .unwrap_or_else(|| panic!("no priority-0 advert from a\n{seen}"))
+        .at;
+    let b_first = seen
+        .adverts_from(&b_ip)
+        .find(|x| x.at > resigned)
+        .unwrap_or_else(|| panic!("no advert from b\n{seen}"))
+        .at;
+    let took = b_first - resigned;
+    eprintln!("takeover after SIGTERM, on the wire: {took:?}");
+    assert!(
+        took >= Duration::from_millis(45) && took < Duration::from_millis(250),
+        "{took:?}\n{seen}"
+    );
+    // b announces the VIP with one burst of garp_master_repeat (5) gratuitous ARPs.
+    seen.garp_burst(vip(), &mac(&b), resigned, 5);
+
+    // c: Skew_Time (256 - 100) * 10 cs / 256 = 6.09 cs, 6 cs; Master_Down_Interval
+    // 3 * 10 cs + 6 cs = 360 ms of silence after b's last advert (its timer restarts on every
+    // advert it hears), and not much more (a loaded 2-core box may add scheduling delay).
+    let b_last = seen
+        .adverts_from(&b_ip)
+        .filter(|x| x.at < killed + Duration::from_millis(50))
+        .last()
+        .unwrap()
+        .at;
+    let c_first = seen
+        .adverts_from(&c_ip)
+        .find(|x| x.at > b_last)
+        .unwrap_or_else(|| panic!("no advert from c\n{seen}"))
+        .at;
+    let silence = c_first - b_last;
+    eprintln!("takeover after SIGKILL, on the wire: {silence:?}");
+    assert!(
+        silence >= Duration::from_millis(355) && silence < Duration::from_millis(560),
+        "{silence:?}\n{seen}"
+    );
+    seen.garp_burst(vip(), &mac(&c), b_last, 5);
+    let movers: std::collections::BTreeSet<&str> = seen
+        .garps(vip())
+        .iter()
+        .map(|x| x.eth_src.as_str())
+        .collect();
+    assert_eq!(
+        movers,
+        [mac(&b), mac(&c)].iter().map(String::as_str).collect()
+    );
 }
 
 #[test]
@@ -168,6 +253,8 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
     }
     let mut lab = Lab::new().unwrap();
     let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let client = lab.host("client").unwrap();
+    let _answer = [&a, &b].map(Responder::start);
     let flag = a.dir().join("healthy");
     let fault = a.dir().join("alive");
     std::fs::write(&flag, "").unwrap();
@@ -191,6 +278,7 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
     until("a to be master", Duration::from_secs(10), &all, || {
         holds(&a)
     });
+    reach(&client, vip(), "a", &all);
     until("notify_master", Duration::from_secs(5), &all, || {
         notes.with_extension("master").exists()
     });
@@ -205,6 +293,7 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
     until("b to take over", Duration::from_secs(5), &all, || {
         holds(&b) && !holds(&a)
     });
+    reach(&client, vip(), "b", &all);
     until("a's priority 90", Duration::from_secs(3), &all, || {
         status_json(&a)["instances"][0]["priority"] == 90
     });
@@ -212,6 +301,7 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
     until("a to preempt", Duration::from_secs(5), &all, || {
         holds(&a) && !holds(&b)
     });
+    reach(&client, vip(), "a", &all);
 
     // Weight 0: failing (fall 2) puts a in FAULT, without its VIP.
     std::fs::remove_file(&fault).unwrap();
@@ -219,6 +309,7 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
         state(&a) == "FAULT" && !holds(&a)
     });
     until("b master", Duration::from_secs(5), &all, || holds(&b));
+    reach(&client, vip(), "b", &all);
     std::fs::write(&fault, "").unwrap();
     until("a back", Duration::from_secs(5), &all, || {
         holds(&a) && state(&a) == "MASTER"
@@ -484,7 +575,7 @@ fn the_bootstrap_pivot() {
     let ingress: IpAddr = "192.0.2.201".parse().unwrap();
     let holders = |address: IpAddr| -> Vec<usize> {
         (0..hosts.len())
-            .filter(|&n| hosts[n].has_address(address))
+            .filter(|&n| support::holds(&hosts[n], address))
             .collect()
     };
     let all: Vec<&Daemon> = daemons.iter().collect();
@@ -587,23 +678,31 @@ fn a_sync_group_moves_together() {
     let conf_a = conf(150, &script, "    track_script {\n        alive\n    }")
         + &second.replace("PRIO", "150");
     let conf_b = conf(120, "", "") + &second.replace("PRIO", "120");
+    let client = lab.host("client").unwrap();
+    let _answer = [&a, &b].map(Responder::start);
     let da = vrrpd(&a, &conf_a);
     let db = vrrpd(&b, &conf_b);
     let vip2: IpAddr = "192.0.2.202".parse().unwrap();
     let all = [&da, &db];
     until("a holds both", Duration::from_secs(10), &all, || {
-        holds(&a) && a.has_address(vip2)
+        holds(&a) && support::holds(&a, vip2)
     });
+    reach(&client, vip(), "a", &all);
+    reach(&client, vip2, "a", &all);
     // VI_1's script fails: VI_1 goes to FAULT and takes VI_2 with it.
     std::fs::remove_file(&flag).unwrap();
     until("b holds both", Duration::from_secs(5), &all, || {
-        holds(&b) && b.has_address(vip2) && !holds(&a) && !a.has_address(vip2)
+        holds(&b) && support::holds(&b, vip2) && !holds(&a) && !support::holds(&a, vip2)
     });
+    reach(&client, vip(), "b", &all);
+    reach(&client, vip2, "b", &all);
     assert_eq!(state(&a), "FAULT");
     std::fs::write(&flag, "").unwrap();
     until("a holds both again", Duration::from_secs(5), &all, || {
-        holds(&a) && a.has_address(vip2) && !b.has_address(vip2)
+        holds(&a) && support::holds(&a, vip2) && !support::holds(&b, vip2)
     });
+    reach(&client, vip(), "a", &all);
+    reach(&client, vip2, "a", &all);
 }
 
 #[test]
@@ -613,6 +712,8 @@ fn losing_the_link_means_fault() {
     }
     let mut lab = Lab::new().unwrap();
     let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let client = lab.host("client").unwrap();
+    let _answer = [&a, &b].map(Responder::start);
     let notes = a.dir().join("fault");
     let extra = format!("    notify_fault \"/usr/bin/touch {}\"", notes.display());
     let da = vrrpd(&a, &conf(150, "", &extra));
@@ -621,6 +722,7 @@ fn losing_the_link_means_fault() {
     until("a master", Duration::from_secs(10), &all, || {
         holds(&a) && state(&b) == "BACKUP"
     });
+    reach(&client, vip(), "a", &all);
     // The cable is pulled: a's own interface is tracked, so a goes to FAULT and gives its VIP
     // up; b, which no longer hears a, takes over.
     lab.link_down(&a).unwrap();
@@ -631,6 +733,7 @@ fn losing_the_link_means_fault() {
         notes.exists()
     });
     until("b master", Duration::from_secs(5), &all, || holds(&b));
+    reach(&client, vip(), "b", &all);
     until(
         "the link down in a's status",
         Duration::from_secs(3),
@@ -641,4 +744,5 @@ fn losing_the_link_means_fault() {
     until("a master again", Duration::from_secs(10), &all, || {
         holds(&a) && !holds(&b) && state(&a) == "MASTER"
     });
+    reach(&client, vip(), "a", &all);
 }

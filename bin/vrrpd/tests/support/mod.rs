@@ -1,0 +1,253 @@
+//! Observing VIPs the way the rest of the link does: a client host that is not a router reaches
+//! the VIP over TCP (whoever answers says its name), and a capture on the bridge decoded by
+//! tshark shows the gratuitous ARPs and adverts. `ip` failing is a panic here, never "does not
+//! hold the address".
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ipi_lab::{Capture, Host, Lab};
+
+/// The port every router's [`Responder`] listens on.
+pub const PORT: u16 = 7070;
+
+/// Whether `host`'s `eth0` holds `address` now. Panics when `ip` fails: a failed look is not
+/// an absent address.
+pub fn holds(host: &Host, address: IpAddr) -> bool {
+    host.addresses()
+        .unwrap_or_else(|e| panic!("ip addr in {}: {e}", host.name()))
+        .contains(&address)
+}
+
+/// The MAC address of `host`'s `eth0`, as tshark writes it (`02:fc:...`).
+pub fn mac(host: &Host) -> String {
+    let out = host
+        .run("ip", ["-j", "link", "show", "dev", "eth0"])
+        .unwrap();
+    assert!(out.success, "ip link in {}: {}", host.name(), out.stderr);
+    let links: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    links[0]["address"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no MAC in {}", out.stdout))
+        .to_string()
+}
+
+/// A TCP listener on every address of a router's namespace (the VIP too, once it has it) that
+/// answers each connection with the host's name and closes it.
+pub struct Responder {
+    stop: Arc<AtomicBool>,
+}
+
+impl Responder {
+    pub fn start(host: &Host) -> Responder {
+        let listener = host
+            .within(|| {
+                let l = TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], PORT)))?;
+                l.set_nonblocking(true)?;
+                Ok(l)
+            })
+            .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (name, done) = (host.name().to_string(), stop.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut s, _)) => {
+                        let _ = s.write_all(name.as_bytes());
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Responder { stop }
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Which router answers a TCP connection from `client` to `vip` now (its host name), or None
+/// when nobody does within 300 ms. The client's kernel picks the MAC: what its ARP cache says,
+/// which only a gratuitous ARP updates at once after a move.
+pub fn answers(client: &Host, vip: IpAddr) -> Option<String> {
+    client
+        .within(|| {
+            let timeout = Duration::from_millis(300);
+            let mut s = TcpStream::connect_timeout(&SocketAddr::new(vip, PORT), timeout)?;
+            s.set_read_timeout(Some(timeout))?;
+            let mut name = String::new();
+            s.read_to_string(&mut name)?;
+            Ok(name)
+        })
+        .ok()
+}
+
+/// Now, as capture timestamps count it (since the Unix epoch).
+pub fn wall_clock() -> Duration {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap()
+}
+
+/// A capture on the lab's bridge of the VRRP adverts and ARP (what every host hears).
+pub struct Wire {
+    capture: Capture,
+}
+
+/// One VRRP advert on the wire, as tshark decodes it.
+#[derive(Debug, Clone)]
+pub struct Advert {
+    pub at: Duration,
+    pub src: String,
+    pub vrid: u8,
+    pub priority: u8,
+    pub addresses: Vec<String>,
+}
+
+/// One ARP frame on the wire, as tshark decodes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arp {
+    pub at: Duration,
+    pub eth_src: String,
+    pub eth_dst: String,
+    pub opcode: u16,
+    pub sender_mac: String,
+    pub sender_ip: String,
+    pub target_ip: String,
+}
+
+/// What a stopped [`Wire`] saw.
+pub struct Seen {
+    pub adverts: Vec<Advert>,
+    pub arps: Vec<Arp>,
+}
+
+impl Wire {
+    pub fn start(lab: &Lab, name: &str) -> Wire {
+        Wire {
+            capture: lab.capture(name, "arp or ip proto 112").unwrap(),
+        }
+    }
+
+    /// Stops the capture and decodes it with tshark.
+    pub fn stop(self) -> Seen {
+        decode(&self.capture.stop().unwrap())
+    }
+}
+
+/// A pcap file's adverts and ARP frames, dissected by tshark.
+pub fn decode(file: &Path) -> Seen {
+    use ipi_net_tests::vrrp::dissect;
+    let at = |s: &str| Duration::from_secs_f64(s.parse::<f64>().unwrap());
+    let fields = [
+        "frame.time_epoch",
+        "ip.src",
+        "vrrp.virt_rtr_id",
+        "vrrp.prio",
+        "vrrp.ip_addr",
+    ];
+    let adverts = dissect(file, "vrrp", &fields)
+        .unwrap()
+        .into_iter()
+        .map(|f| Advert {
+            at: at(&f[0]),
+            src: f[1].clone(),
+            vrid: f[2].parse().unwrap(),
+            priority: f[3].parse().unwrap(),
+            addresses: f[4].split(',').map(str::to_string).collect(),
+        })
+        .collect();
+    let fields = [
+        "frame.time_epoch",
+        "eth.src",
+        "eth.dst",
+        "arp.opcode",
+        "arp.src.hw_mac",
+        "arp.src.proto_ipv4",
+        "arp.dst.proto_ipv4",
+    ];
+    let arps = dissect(file, "arp", &fields)
+        .unwrap()
+        .into_iter()
+        .map(|f| Arp {
+            at: at(&f[0]),
+            eth_src: f[1].clone(),
+            eth_dst: f[2].clone(),
+            opcode: f[3].parse().unwrap(),
+            sender_mac: f[4].clone(),
+            sender_ip: f[5].clone(),
+            target_ip: f[6].clone(),
+        })
+        .collect();
+    Seen { adverts, arps }
+}
+
+impl Seen {
+    /// The gratuitous ARPs for `vip`: requests whose sender and target address are both `vip`.
+    pub fn garps(&self, vip: IpAddr) -> Vec<&Arp> {
+        let vip = vip.to_string();
+        self.arps
+            .iter()
+            .filter(|a| a.sender_ip == vip && a.target_ip == vip)
+            .collect()
+    }
+
+    /// Checks that the gratuitous ARPs for `vip` from `mac` in the second after `after` are one
+    /// burst of `repeat` well-formed announcements: broadcast ARP requests, sender MAC `mac` (in the
+    /// Ethernet header and the ARP body), sender and target address the VIP. Returns the time
+    /// of the first.
+    pub fn garp_burst(&self, vip: IpAddr, mac: &str, after: Duration, repeat: usize) -> Duration {
+        let burst: Vec<&Arp> = self
+            .garps(vip)
+            .into_iter()
+            .filter(|a| a.at > after && a.at < after + Duration::from_secs(1) && a.eth_src == mac)
+            .collect();
+        assert_eq!(burst.len(), repeat, "GARPs from {mac}: {burst:#?}\n{self}");
+        for a in &burst {
+            assert_eq!(a.opcode, 1, "a request: {a:?}");
+            assert_eq!(a.eth_dst, "ff:ff:ff:ff:ff:ff", "{a:?}");
+            assert_eq!(a.sender_mac, mac, "{a:?}");
+        }
+        burst[0].at
+    }
+
+    /// The adverts `src` sent.
+    pub fn adverts_from<'a>(&'a self, src: &'a str) -> impl Iterator<Item = &'a Advert> + 'a {
+        self.adverts.iter().filter(move |a| a.src == src)
+    }
+}
+
+impl std::fmt::Display for Seen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for a in &self.adverts {
+            writeln!(
+                f,
+                "{:.6} VRRP {} vrid {} prio {} {:?}",
+                a.at.as_secs_f64(),
+                a.src,
+                a.vrid,
+                a.priority,
+                a.addresses
+            )?;
+        }
+        for a in &self.arps {
+            writeln!(
+                f,
+                "{:.6} ARP {} -> {} op {} {} {} -> {}",
+                a.at.as_secs_f64(),
+                a.eth_src,
+                a.eth_dst,
+                a.opcode,
+                a.sender_mac,
+                a.sender_ip,
+                a.target_ip
+            )?;
+        }
+        Ok(())
+    }
+}
