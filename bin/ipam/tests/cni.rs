@@ -596,18 +596,10 @@ fn a_requested_address_is_honoured() {
     assert_eq!(run("ADD", &bad.to_string(), "c5").code(), 7);
 }
 
-/// host-local, or `None` (with a message) when it is missing; under CI=true a missing plugin
-/// is a failure.
+/// host-local, or `None` (skipped with a message, a failure under CI: [`ipi_lab::tool`]) when
+/// it is missing.
 fn host_local() -> Option<&'static str> {
-    if Path::new(HOST_LOCAL).exists() {
-        return Some(HOST_LOCAL);
-    }
-    let message = format!("needs {HOST_LOCAL} (Debian's containernetworking-plugins)");
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true and the interop test cannot run: it {message}");
-    }
-    eprintln!("skipped: the interop test {message}");
-    None
+    ipi_lab::tool(HOST_LOCAL, "containernetworking-plugins").then_some(HOST_LOCAL)
 }
 
 /// The shape two results must share: per address its family, whether it is inside `ranges`

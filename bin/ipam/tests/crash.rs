@@ -1,14 +1,21 @@
 //! kill -9 at random moments during 200 allocation runs: after each, the store opens, holds no
 //! address twice (and no owner twice), and every allocation a process reported before it died
-//! is there. The delays are seeded (the seed is printed; IPAM_TEST_SEED repeats a run) and
+//! is there. At least 40 kills must land while the process is at work in the store (holding
+//! the directory's lock, or after etcd answered it) and before it reported, or the test fails:
+//! kills that all land before or after the work would prove nothing. The delays are seeded (the seed is printed; IPAM_TEST_SEED repeats a run) and
 //! spread over how long one allocation takes on this machine, measured first.
 
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use ipi_lab::etcd::Etcd;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 
 use common::{
     check_invariants, etcd, pool_file, reported_line, reserve, spawn_reserve, Ipam, Random,
@@ -29,9 +36,73 @@ fn one_allocation_us(ipam: &Path, pool: &Path, url: &str) -> u64 {
     took[took.len() / 2]
 }
 
-/// 200 runs against the store `url`, each checked; prints how many were killed before they
-/// reported.
-fn kill_during_allocations(url: &str, test: &str) {
+/// The store under test, and how to tell that a process was at work in it when it was killed.
+enum Under<'a> {
+    /// A directory: a process is at work in it while it holds `ROOT/lock`.
+    File(&'a Path),
+    /// etcd: a process killed after etcd answered it some request was at work in it.
+    Etcd(&'a Etcd),
+}
+
+impl Under<'_> {
+    fn url(&self) -> String {
+        match self {
+            Under::File(root) => root.display().to_string(),
+            Under::Etcd(etcd) => etcd.url(),
+        }
+    }
+
+    /// Requests etcd has answered so far (0 for a directory).
+    fn requests(&self) -> u64 {
+        match self {
+            Under::File(_) => 0,
+            Under::Etcd(etcd) => etcd.requests().unwrap().values().sum(),
+        }
+    }
+
+    /// Just before the kill: whether a process holds the directory's lock (ours is the only
+    /// one running). A probe that takes the lock lets go of it at once.
+    fn locked(&self) -> bool {
+        let Under::File(root) = self else {
+            return false;
+        };
+        let Ok(file) = std::fs::File::open(root.join("lock")) else {
+            return false;
+        };
+        matches!(
+            Flock::lock(file, FlockArg::LockExclusiveNonblock),
+            Err((_, Errno::EWOULDBLOCK))
+        )
+    }
+}
+
+/// How the runs ended.
+#[derive(Debug, Default)]
+struct Endings {
+    runs: usize,
+    /// Reported their address before the kill (or exited before it).
+    finished: usize,
+    /// Killed at work in the store (holding its lock, or after etcd answered them) and
+    /// before they reported: the kills this test is about.
+    interrupted: usize,
+    /// Of those, the ones whose claim was in the store, never reported.
+    claimed: usize,
+    /// Killed before they touched the store.
+    early: usize,
+}
+
+/// At least this many runs must be killed at work in the store, and at most this many runs
+/// are made to get them: the kills are spread over one allocation's measured time, so on an
+/// idle machine most of the first 200 runs do it; under load (the calibration off) more runs
+/// make up for it.
+const INTERRUPTED: usize = 40;
+const MAX_RUNS: usize = 3 * RUNS;
+
+/// Runs (at least 200) against `under`, each killed after a random delay and checked, until
+/// [`INTERRUPTED`] of them were killed at work in the store.
+fn kill_during_allocations(under: &Under, test: &str) {
+    let url = under.url();
+    let url = url.as_str();
     let dir = tempfile::tempdir().unwrap();
     let pool = pool_file(dir.path(), "crash", &["2001:db8::/116"]);
     let ipam = Ipam::copy();
@@ -42,45 +113,63 @@ fn kill_during_allocations(url: &str, test: &str) {
     let mut random = Random::seeded(test);
     eprintln!("{test}: one allocation takes about {typical} us; kills within 0..{spread} us");
     let mut done = Vec::new();
-    let mut killed = 0;
-    for run in 0..RUNS {
-        let name = format!("run-{run}");
+    let mut endings = Endings::default();
+    while endings.runs < RUNS || (endings.interrupted < INTERRUPTED && endings.runs < MAX_RUNS) {
+        let name = format!("run-{}", endings.runs);
+        endings.runs += 1;
         let delay = Duration::from_micros(random.below(spread));
+        let before = under.requests();
         let mut child = spawn_reserve(ipam, &pool, &name, url);
         std::thread::sleep(delay);
+        let locked = under.locked();
         // SIGKILL; a process that already exited is reaped all the same.
         let _ = child.kill();
         let out = child.wait_with_output().unwrap();
-        match reported_line(&String::from_utf8_lossy(&out.stdout)) {
-            Some(address) => done.push((name.clone(), address)),
-            None => killed += 1,
-        }
+        let answered = under.requests() > before;
         // The store opens, holds no duplicate, and has everything reported so far.
-        check_invariants(url, "pool/crash", &done, Some(&name));
+        let reported = reported_line(&String::from_utf8_lossy(&out.stdout));
+        if let Some(address) = reported {
+            done.push((name.clone(), address));
+        }
+        let held = check_invariants(url, "pool/crash", &done, Some(&name));
+        let claimed = held.iter().any(|(_, owner)| *owner == name);
+        match reported {
+            Some(_) => endings.finished += 1,
+            None if locked || answered || claimed => {
+                endings.interrupted += 1;
+                endings.claimed += usize::from(claimed);
+            }
+            None => endings.early += 1,
+        }
     }
+    eprintln!("{test}: {endings:?}");
+    assert!(
+        endings.interrupted >= INTERRUPTED,
+        "{test}: only {} of {} runs were killed at work in the store: the test did not test \
+         kill -9 during an allocation ({endings:?})",
+        endings.interrupted,
+        endings.runs
+    );
+    after_the_kills(ipam, &pool, url, done);
+}
+
+/// After all the kills: the store holds everything reported, allocations still work, and
+/// the command-line list agrees.
+fn after_the_kills(ipam: &Path, pool: &Path, url: &str, mut done: Vec<(String, IpAddr)>) {
     check_invariants(url, "pool/crash", &done, None);
-    // After all that, allocations still work and the command-line list agrees.
-    let finished = done.len();
-    let after = reserve(ipam, &pool, "after", url);
+    let after = reserve(ipam, pool, "after", url);
     let listed = common::listed(ipam, url);
     done.push(("after".to_owned(), after));
     for (name, address) in &done {
         assert_eq!(listed["pool/crash"].get(address), Some(name));
     }
-    // The rest of the reservations are those of processes killed after their claim and before
-    // they printed it (and the calibration's): held, never reported, never twice.
-    eprintln!(
-        "{test}: {RUNS} runs: {finished} finished and reported, {killed} killed before \
-         reporting; {} reservations in the store",
-        listed["pool/crash"].len()
-    );
 }
 
 #[test]
 fn file_store_survives_kill_9_during_allocations() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    kill_during_allocations(&store.display().to_string(), "file store");
+    kill_during_allocations(&Under::File(&store), "file store");
     // Temporary files of killed writers may be left (symbolic links named .NAME.tmp.PID): the
     // checks and the allocations above went on beside them, so they are harmless.
     let strays: Vec<PathBuf> = walk(&store)
@@ -99,7 +188,7 @@ fn file_store_survives_kill_9_during_allocations() {
 #[test]
 fn etcd_store_survives_kill_9_during_allocations() {
     let Some(etcd) = etcd() else { return };
-    kill_during_allocations(&etcd.url(), "etcd store");
+    kill_during_allocations(&Under::Etcd(&etcd), "etcd store");
 }
 
 /// Every file under `dir`.

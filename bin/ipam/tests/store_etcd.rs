@@ -229,7 +229,10 @@ fn a_hung_etcd_times_out_with_an_error_naming_it() {
         s.owned("p", "b").unwrap().map(|(i, _)| i),
         held.map(|_| ip("192.0.2.2"))
     );
-    assert!(s.record("p", ip("192.0.2.1")).unwrap().is_some());
+    assert_eq!(
+        s.record("p", ip("192.0.2.1")).unwrap(),
+        Some(Record::owned_by("a"))
+    );
 }
 
 #[test]
@@ -267,7 +270,10 @@ fn survives_an_etcd_restart() {
     assert!(back.is_some(), "the store never came back:\n{}", etcd.log());
     assert_eq!(s.list(&p.name).unwrap(), before);
     assert_eq!(s.owned(&p.name, "during").unwrap(), None);
-    assert!(s.record(&p.name, held[0]).unwrap().is_some());
+    assert_eq!(
+        s.record(&p.name, held[0]).unwrap(),
+        Some(Record::owned_by("o0"))
+    );
     let next = ipam::alloc::reserve(s.as_mut(), &p, "after", None).unwrap();
     assert!(next.new && !held.contains(&next.ip));
     // And a new connection sees the same.

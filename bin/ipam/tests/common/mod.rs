@@ -22,8 +22,8 @@ pub fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
-/// A fresh etcd on loopback, or `None` (with a message; a failure under CI=true) when etcd is
-/// not installed.
+/// A fresh etcd on loopback, or `None` when etcd is not installed (skipped with a message, a
+/// failure under CI: [`ipi_lab::etcd::available`]).
 pub fn etcd() -> Option<Etcd> {
     if !ipi_lab::etcd::available() {
         return None;
