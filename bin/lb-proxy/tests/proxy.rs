@@ -7,7 +7,7 @@
 mod support;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use support::{backends, config, get, status, Kind, Load, Ports, Proxy};
@@ -17,6 +17,18 @@ const CHECKS: &str = "inter 200ms fall 2 rise 2";
 fn until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) -> Duration {
     ipi_lab::wait_for(timeout, Duration::from_millis(20), &mut f)
         .unwrap_or_else(|| panic!("timed out waiting for {what}"))
+}
+
+/// Whether `server`'s health counter is at its top: it takes `fall` failed checks to go DOWN.
+/// A server starts just UP, where one failed check is enough (as in haproxy).
+fn fully_up(ports: Ports, server: &str) -> bool {
+    let s = support::stats(ports);
+    s["backends"][0]["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == server)
+        .is_some_and(|v| v["health"] == v["health_max"])
 }
 
 fn names(front: SocketAddr, n: usize) -> Vec<String> {
@@ -45,8 +57,9 @@ fn round_robin_over_servers_that_pass_their_checks() {
     until("m1 DOWN", Duration::from_secs(5), || {
         status(ports, "m1") == "DOWN"
     });
-    let seen = names(ports.front(), 6);
-    assert!(!seen.contains(&"b".to_string()), "{seen:?}");
+    let mut seen = names(ports.front(), 6);
+    seen.sort();
+    assert_eq!(seen, ["a", "a", "a", "c", "c", "c"]);
     let monitor = ports.monitor();
     assert_eq!(get(monitor, "/haproxy_ready").unwrap().0, 200);
 
@@ -56,7 +69,9 @@ fn round_robin_over_servers_that_pass_their_checks() {
     until("all DOWN", Duration::from_secs(5), || {
         get(monitor, "/haproxy_ready").unwrap().0 == 503
     });
-    assert!(get(ports.front(), "/").is_err());
+    let mut refused = TcpStream::connect(ports.front()).unwrap();
+    refused.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    assert_eq!(fate(&mut refused, Duration::from_secs(5)), Fate::Cut);
     // Back: rise 2 passes.
     b[1].set_ready(true);
     until("m1 UP", Duration::from_secs(5), || {
@@ -77,6 +92,9 @@ fn a_killed_server_under_load_costs_only_the_connections_in_flight_when_it_died(
     let load = Load::start(ports.front(), 8);
     until("load on every server", Duration::from_secs(10), || {
         b.iter().all(|s| s.requests() >= 10)
+    });
+    until("m0 fully UP", Duration::from_secs(5), || {
+        fully_up(ports, "m0")
     });
     let dying = Instant::now();
     b[0].stop();
@@ -127,7 +145,8 @@ fn a_killed_server_under_load_costs_only_the_connections_in_flight_when_it_died(
 fn with_no_retries_only_the_connections_before_the_checks_notice_fail() {
     let mut b = backends(2);
     let ports = Ports::new();
-    // Checks a second apart: a dead server stays UP (fall 2) for a second at least.
+    // Checks a second apart: a dead server that was fully UP stays UP (fall 2) for a second
+    // at least.
     let cfg = config(
         ports,
         &b.iter().collect::<Vec<_>>(),
@@ -135,6 +154,9 @@ fn with_no_retries_only_the_connections_before_the_checks_notice_fail() {
         "inter 1s fall 2 rise 2",
     );
     let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    until("m0 fully UP", Duration::from_secs(5), || {
+        fully_up(ports, "m0")
+    });
     b[0].stop();
     // Before the checks notice: of two connections in a row round robin gives one to the dead
     // m0, which fails (no retry), and one to m1, which is served.
@@ -253,15 +275,13 @@ fn maxconn(args: &[&str]) {
     let held: Vec<TcpStream> = (0..2).map(hold).collect();
     // The third connects (the kernel's backlog) but is not served...
     let mut third = TcpStream::connect(ports.front()).unwrap();
-    third
-        .set_read_timeout(Some(Duration::from_millis(700)))
-        .unwrap();
     third.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
-    let mut answer = String::new();
-    assert!(
-        third.read_to_string(&mut answer).is_err(),
-        "served beyond maxconn: {answer}"
+    assert_eq!(
+        fate(&mut third, Duration::from_millis(700)),
+        Fate::Open,
+        "beyond maxconn: neither served nor refused"
     );
+    let mut answer = String::new();
     // ...until a slot frees up.
     drop(held);
     third
@@ -287,9 +307,7 @@ fn timeouts_and_half_close() {
     // Idle: cut after `timeout client`.
     let mut s = TcpStream::connect(ports.front()).unwrap();
     let start = Instant::now();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut buf = [0u8; 16];
-    assert_eq!(s.read(&mut buf).unwrap_or(0), 0);
+    assert_eq!(fate(&mut s, Duration::from_secs(5)), Fate::Cut);
     let idle = start.elapsed();
     assert!(
         idle >= Duration::from_millis(700) && idle < Duration::from_secs(3),
@@ -308,19 +326,45 @@ fn timeouts_and_half_close() {
         "{} bytes",
         answer.len()
     );
+}
 
-    // Half-closed and then idle: `timeout client-fin` rather than `timeout client`.
+#[test]
+fn half_closed_and_idle_is_cut_after_timeout_client_fin() {
+    // A server that answers and then keeps its side open whatever the client does (the
+    // stand-in API server would close on the client's FIN and end the connection itself).
+    let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = holder.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut c in holder.incoming().map(Result::unwrap) {
+            let mut request = [0u8; 256];
+            let _ = c.read(&mut request);
+            let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nh\n");
+            held.push(c);
+        }
+    });
+    let ports = Ports::new();
+    let cfg = format!(
+        "defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 800ms\n  timeout client-fin 300ms\n  timeout server 30s\n\
+         frontend main\n  bind {}\n  default_backend masters\n\
+         frontend monitor\n  bind {}\n  mode http\n  monitor-uri /haproxy_ready\n\
+         backend masters\n  server holder {server}\n",
+        ports.front(),
+        ports.monitor(),
+    );
+    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
     let mut s = TcpStream::connect(ports.front()).unwrap();
     s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
-    let mut first = [0u8; 64];
-    assert!(s.read(&mut first).unwrap() > 0);
+    assert_eq!(answer(&mut s), "h");
     s.shutdown(std::net::Shutdown::Write).unwrap();
     let start = Instant::now();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut rest = Vec::new();
-    let _ = s.read_to_end(&mut rest);
+    assert_eq!(fate(&mut s, Duration::from_secs(5)), Fate::Cut);
+    // 300 ms of silence after the FIN, not `timeout client`'s 800 ms (and not at once).
     let fin = start.elapsed();
-    assert!(fin < Duration::from_millis(700), "client-fin: {fin:?}");
+    assert!(
+        fin >= Duration::from_millis(250) && fin < Duration::from_millis(700),
+        "client-fin: {fin:?}"
+    );
 }
 
 #[test]
