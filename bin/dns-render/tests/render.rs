@@ -368,6 +368,7 @@ fn watch_renders_again_when_an_input_changes_and_keeps_the_output_on_bad_input()
     let c = ipv4_cluster(dir.path());
     let (n, _) = files(dir.path(), "master-0 master 192.0.2.1\n");
     let out = dir.path().join("hosts");
+    let log = dir.path().join("stderr");
     let mut child = Command::new(BIN)
         .args([
             "hosts",
@@ -379,27 +380,43 @@ fn watch_renders_again_when_an_input_changes_and_keeps_the_output_on_bad_input()
             s(&out),
             "--watch",
         ])
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
     let read = || std::fs::read_to_string(&out).unwrap_or_default();
-    let wait = |f: &dyn Fn(&str) -> bool| {
+    let stderr = || std::fs::read_to_string(&log).unwrap_or_default();
+    let wait = |f: &dyn Fn() -> bool| {
         ipi_lab::wait_for(
             std::time::Duration::from_secs(10),
             std::time::Duration::from_millis(50),
-            || f(&read()),
+            f,
         )
         .is_some()
     };
-    assert!(wait(&|t| t.contains("master-0")));
-    // A broken inventory: the output stays as it was.
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert!(wait(&|| read().contains("master-0")), "{}", stderr());
+    let first = read();
+    // A broken inventory: the watcher reads it (its error names the file and line) and the
+    // output stays as it was.
     std::fs::write(&n, "master-0 master 192.0.2.999\n").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2500));
-    assert!(read().contains("192.0.2.1 master-0"), "{}", read());
+    let error = format!(
+        "dns-render: {}:1: node \"master-0\": \"192.0.2.999\" is not a valid IP",
+        n.display()
+    );
+    assert!(wait(&|| stderr().contains(&error)), "{}", stderr());
+    assert!(
+        stderr().contains("(the previous output is kept)"),
+        "{}",
+        stderr()
+    );
+    assert_eq!(read(), first);
     // Fixed, with a new node: rendered again.
     std::fs::write(&n, "master-0 master 192.0.2.1\nmaster-1 master 192.0.2.3\n").unwrap();
-    assert!(wait(&|t| t.contains("master-1")), "{}", read());
+    assert!(
+        wait(&|| read().contains("192.0.2.3 master-1")),
+        "{}",
+        read()
+    );
+    assert!(read().contains("192.0.2.1 master-0"), "{}", read());
     let _ = child.kill();
     let _ = child.wait();
 }
