@@ -493,8 +493,15 @@ fn soft_stop(reload_first: bool) {
     until("the frontend to close", Duration::from_secs(5), || {
         TcpStream::connect(ports.front()).is_err()
     });
-    // The held connection still works (lb-proxy is there to forward it), and closing it lets
-    // lb-proxy go.
+    // It stays while the connection is open (watched for half a second: staying is the
+    // absence of an exit)...
+    assert_eq!(
+        p.wait(Duration::from_millis(500)),
+        None,
+        "left with a connection open:\n{}",
+        p.log()
+    );
+    // ...the held connection still works, and closing it lets lb-proxy go.
     held.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut rest = Vec::new();
