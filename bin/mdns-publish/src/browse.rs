@@ -126,6 +126,9 @@ impl Seen {
         m.set_message_type(MessageType::Query)
             .set_op_code(OpCode::Query)
             .set_id(0x1f1f);
+        // Many instances share one host (200 services on one node): ask for its addresses once,
+        // not once per instance, or the questions alone fill packets.
+        let mut hosts = std::collections::BTreeSet::new();
         for k in kinds {
             m.add_query(Query::query(k.clone(), RecordType::PTR));
             for i in self.instances(k, "") {
@@ -134,8 +137,7 @@ impl Seen {
                         m.add_query(Query::query(i.clone(), RecordType::SRV));
                     }
                     Some(t) if self.addresses(&t).is_empty() => {
-                        m.add_query(Query::query(t.clone(), RecordType::A));
-                        m.add_query(Query::query(t, RecordType::AAAA));
+                        hosts.insert(t);
                     }
                     Some(_) => {}
                 }
@@ -143,6 +145,10 @@ impl Seen {
                     m.add_query(Query::query(i, RecordType::TXT));
                 }
             }
+        }
+        for t in hosts {
+            m.add_query(Query::query(t.clone(), RecordType::A));
+            m.add_query(Query::query(t, RecordType::AAAA));
         }
         m
     }
