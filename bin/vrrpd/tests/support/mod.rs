@@ -251,3 +251,25 @@ impl std::fmt::Display for Seen {
         Ok(())
     }
 }
+
+/// Watches `host` for `window` with a capture on its own `eth0` (its unicast adverts too) and
+/// panics if it sent a VRRP advert or a gratuitous ARP for `vip` at any moment of it: a router
+/// that became master even for an instant would have sent both.
+pub fn assert_silent(host: &Host, vip: IpAddr, window: Duration) {
+    let capture = host.capture("silent", "ip proto 112 or arp").unwrap();
+    std::thread::sleep(window);
+    let seen = decode(&capture.stop().unwrap());
+    let me = host.ipv4().to_string();
+    let mac = mac(host);
+    assert_eq!(
+        seen.adverts_from(&me).count(),
+        0,
+        "{} advertised\n{seen}",
+        host.name()
+    );
+    assert!(
+        seen.garps(vip).iter().all(|a| a.eth_src != mac),
+        "{} announced {vip}\n{seen}",
+        host.name()
+    );
+}
