@@ -346,8 +346,15 @@ mod tests {
 
     #[test]
     fn master_down_interval_follows_the_rfc() {
-        // 3 * 1 s + (256 - 100) / 256 s = 3.609 s (truncated to centiseconds: 3.60 s).
-        let mdi = Group::v2_pass().master_down_interval(100);
-        assert!(mdi >= Duration::from_millis(3600) && mdi <= Duration::from_millis(3610));
+        // 3 * 1 s + (256 - 100) / 256 s = 3.609 s, in whole centiseconds 3.60 s.
+        assert_eq!(
+            Group::v2_pass().master_down_interval(100),
+            Duration::from_millis(3600)
+        );
+        // v3, 50 cs: 3 * 50 + (256 - 100) * 50 / 256 = 150 + 30.47 cs, so 1.80 s.
+        assert_eq!(
+            Group::v3_dual(50).master_down_interval(100),
+            Duration::from_millis(1800)
+        );
     }
 }
