@@ -4,7 +4,7 @@
 //! coredns-mdns semantics: only instances whose name contains the filter count, and the etcd
 //! SRV targets are withheld until at least `min_srv` of them are seen.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
@@ -39,7 +39,10 @@ fn problems(problems: &[Problem]) -> String {
 /// What the answers said so far.
 #[derive(Debug, Default, Clone)]
 pub struct Seen {
-    records: Vec<Record>,
+    /// By owner and type (hickory's `Name` compares and hashes without case), so that a
+    /// response of hundreds of records is taken in, and the open questions are found, without
+    /// a scan of everything seen per record.
+    records: HashMap<(Name, RecordType), Vec<Record>>,
 }
 
 /// What a browse found.
@@ -60,21 +63,22 @@ impl Seen {
             return;
         }
         for r in message.answers().iter().chain(message.additionals()) {
-            let same = |k: &Record| {
-                k.name() == r.name() && k.record_type() == r.record_type() && k.data() == r.data()
-            };
-            self.records.retain(|k| !same(k));
+            let held = self
+                .records
+                .entry((r.name().clone(), r.record_type()))
+                .or_default();
+            held.retain(|k| k.data() != r.data());
             if r.ttl() > 0 {
-                self.records.push(r.clone());
+                held.push(r.clone());
             }
         }
     }
 
     fn data(&self, owner: &Name, kind: RecordType) -> impl Iterator<Item = &RData> {
-        let owner = owner.clone();
         self.records
-            .iter()
-            .filter(move |r| *r.name() == owner && r.record_type() == kind)
+            .get(&(owner.clone(), kind))
+            .into_iter()
+            .flatten()
             .map(|r| r.data())
     }
 

@@ -79,10 +79,13 @@ pub async fn round(b: &Browse) -> Result<Found, BrowseError> {
     let mut seen = Seen::default();
     let start = Instant::now();
     let end = start + b.round;
+    let every_second = (2..).map(Duration::from_secs);
     let mut asks = ASK_AT
         .iter()
-        .map(|d| start + *d)
-        .filter(|t| *t < end)
+        .copied()
+        .chain(every_second)
+        .map(|d| start + d)
+        .take_while(|t| *t < end)
         .peekable();
     let (mut buf, mut buf6) = (vec![0u8; 9000], vec![0u8; 9000]);
     loop {
@@ -104,10 +107,7 @@ pub async fn round(b: &Browse) -> Result<Found, BrowseError> {
                     break;
                 }
                 asks.next();
-                let query = seen.query(&kinds);
-                let whole = query.to_vec().map_err(BrowseError::Encode)?;
-                // Hundreds of open questions do not fit one datagram: spread them.
-                for q in crate::responder::packets(&query, &whole) {
+                for q in small_queries(&seen.query(&kinds))? {
                     let _ = v4.send_to(&q, net::group(false, 0)).await;
                     if let Some((s, index)) = &v6 {
                         let _ = s.send_to(&q, net::group(true, *index)).await;
@@ -117,6 +117,30 @@ pub async fn round(b: &Browse) -> Result<Found, BrowseError> {
         }
     }
     Ok(seen.found(&kind, &b.filter, b.min_srv)?)
+}
+
+/// Questions a query datagram carries. A one-shot query comes from a port other than 5353, so
+/// responders answer it as legacy unicast, which repeats the query's questions in every
+/// datagram of the answer (RFC 6762 6.7): forty questions a query filled each answer datagram
+/// with questions and left room for one record, a flood that a browser of 200 instances could
+/// not read within its round. A few questions a query leave the room to the answers.
+const QUESTIONS_PER_QUERY: usize = 8;
+
+/// The open questions as query datagrams of at most [`QUESTIONS_PER_QUERY`] questions each.
+fn small_queries(all: &Message) -> Result<Vec<Vec<u8>>, BrowseError> {
+    all.queries()
+        .chunks(QUESTIONS_PER_QUERY)
+        .map(|chunk| {
+            let mut m = Message::new();
+            m.set_id(all.id())
+                .set_message_type(all.message_type())
+                .set_op_code(all.op_code());
+            for q in chunk {
+                m.add_query(q.clone());
+            }
+            m.to_vec().map_err(BrowseError::Encode)
+        })
+        .collect()
 }
 
 async fn recv6(
