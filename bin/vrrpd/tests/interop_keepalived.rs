@@ -73,8 +73,10 @@ const V3_DUAL: Expect = Expect {
 
 /// How much later than its Master_Down_Interval the backup's first advert may come: the
 /// timer's wake-up on a loaded 2-core box, and keepalived's microseconds against vrrpd's
-/// centiseconds (under 10 ms). Half of the shortest advert interval here.
-const LATE: Duration = Duration::from_millis(250);
+/// centiseconds (under 10 ms). 250 ms was seen exceeded by 150 ms with the box at load 8
+/// (a CI run and builds beside the lab); 600 ms still fails a backup that waits an advert
+/// interval too many at 1 s, or two too many at 50 cs.
+const LATE: Duration = Duration::from_millis(600);
 
 fn check(o: &Outcome, expect: &Expect) {
     // The higher priority (a, 150) is master, the other takes over, a preempts back.

@@ -196,7 +196,10 @@ impl Daemon {
             let next = self.parts.units.iter().filter_map(unit_timeout).min();
             let deadline = next.map(|at| self.start + Duration::from_millis(at.as_millis()));
             tokio::select! {
-                () = sleep_until(deadline) => self.timers().await,
+                () = sleep_until(deadline) => {
+                    self.take_pending().await;
+                    self.timers().await;
+                }
                 Some((socket, r)) = self.rx.recv() => self.received(socket, r).await,
                 Some((name, ok)) = self.results.recv() => {
                     self.each_tracking(|vr| vr.cfg.track_scripts.iter().any(|t| t.name == name),
@@ -228,6 +231,28 @@ impl Daemon {
             if fresh {
                 let actions = handle_all(unit, now, Event::Startup);
                 self.carry_out(u, actions).await;
+            }
+        }
+    }
+
+    /// Adverts that arrived before a timer fired are heard before it: after a stall (a busy
+    /// machine, a stopped process) the timer and queued adverts are ready at once, and a backup
+    /// that took the timer first would declare a live master down (RFC 5798 6.4.2: an advert
+    /// resets Master_Down_Timer). Bounded, so that a flood cannot hold the timers back.
+    async fn take_pending(&mut self) {
+        const AT_MOST: usize = 256;
+        for _ in 0..AT_MOST {
+            let Ok((socket, r)) = self.rx.try_recv() else {
+                break;
+            };
+            self.received(socket, r).await;
+        }
+        for socket in 0..self.parts.sockets.len() {
+            for _ in 0..AT_MOST {
+                let Some(r) = self.parts.sockets[socket].try_recv() else {
+                    break;
+                };
+                self.received(socket, r).await;
             }
         }
     }

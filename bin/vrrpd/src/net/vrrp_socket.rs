@@ -349,6 +349,17 @@ impl VrrpSocket {
         }
     }
 
+    /// The next datagram already waiting in the socket, without waiting: `None` when there is
+    /// none. For a caller that must see what has arrived before it acts on a timer.
+    pub fn try_recv(&self) -> Option<Result<Received, Error>> {
+        let mut buffer = vec![0u8; RECV_BUFFER];
+        match self.recv_once(self.fd.get_ref(), &mut buffer) {
+            Ok(meta) => Some(self.received(meta, &buffer)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+            Err(e) => Some(Err(Error::io(&self.interface, "receive")(e))),
+        }
+    }
+
     fn check_family(&self, address: IpAddr, operation: &'static str) -> Result<(), Error> {
         if Family::of(address) == self.family {
             return Ok(());
