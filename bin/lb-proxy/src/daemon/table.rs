@@ -70,15 +70,18 @@ impl Server {
 
     /// UP or not.
     pub fn is_up(&self) -> bool {
-        self.up.load(Ordering::Relaxed)
+        self.up.load(Ordering::Acquire)
     }
 
     /// Records a change the health counter made.
     pub fn set_up(&self, up: bool) {
-        self.up.store(up, Ordering::Relaxed);
+        // The ramp's start before UP is visible: a pick in between would otherwise see the
+        // server UP since its last time up (full weight, no slow start).
         if up {
             *lock(&self.up_since) = Instant::now();
-        } else {
+        }
+        self.up.store(up, Ordering::Release);
+        if !up {
             self.downs.fetch_add(1, Ordering::Relaxed);
             self.down_epoch.send_modify(|e| *e += 1);
         }
