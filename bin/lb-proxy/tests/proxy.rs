@@ -160,14 +160,15 @@ fn with_no_retries_only_the_connections_before_the_checks_notice_fail() {
     b[0].stop();
     // Before the checks notice: of two connections in a row round robin gives one to the dead
     // m0, which fails (no retry), and one to m1, which is served.
-    let tries: Vec<(bool, String)> = (0..2)
-        .map(|_| (get(ports.front(), "/").is_ok(), status(ports, "m0")))
+    let tries: Vec<(String, String)> = (0..2)
+        .map(|_| (attempt(ports.front()), status(ports, "m0")))
         .collect();
-    let served = tries.iter().filter(|(ok, _)| *ok).count();
-    assert!(
-        served == 1 && tries.iter().all(|(_, m0)| m0 == "UP"),
-        "(served, m0's status after) of two requests right after m0 died: {tries:?}; \
-         want one refused (no retry) and one served, both before the checks noticed"
+    let want = [("cut", "UP"), ("200 from b", "UP")].map(|(a, m)| (a.to_string(), m.to_string()));
+    assert_eq!(
+        tries, want,
+        "(fate, m0's status after) of two requests right after m0 died: round robin gives the \
+         first to the dead m0, whose connection is cut (no retry), the second to m1, both \
+         before the checks noticed"
     );
     until("m0 DOWN", Duration::from_secs(5), || {
         status(ports, "m0") == "DOWN"
@@ -179,39 +180,112 @@ fn with_no_retries_only_the_connections_before_the_checks_notice_fail() {
     assert_eq!(outcome.failed(), 0, "{:?}", outcome.errors());
 }
 
+/// The slow-start period of [`slow_start_ramps_a_returning_server`].
+const SLOWSTART: Duration = Duration::from_secs(4);
+
+/// A weight-1 server's effective weight `up_for` after it came UP with `slowstart 4s`, as
+/// haproxy's `slowstart` documents it: from the transition to UP the weight grows linearly
+/// to the full weight over the period. In haproxy's units (user weight × 16, the 16 steps of
+/// the ramp), rounded up and never 0 so that the server gets traffic at once:
+/// ceil(16 · t / 4 s), at least 1, 16 from 4 s on.
+fn slow_start_weight(up_for: Duration) -> u64 {
+    if up_for >= SLOWSTART {
+        return 16;
+    }
+    let ramped = (16 * up_for.as_micros()).div_ceil(SLOWSTART.as_micros());
+    u64::try_from(ramped).unwrap().clamp(1, 16)
+}
+
+/// m0's (a's) effective weight from the stats, with the instants before and after the read.
+fn sample_weight(ports: Ports) -> (Instant, u64, Instant) {
+    let before = Instant::now();
+    let s = support::stats(ports);
+    let w = s["backends"][0]["servers"][0]["effective_weight"]
+        .as_u64()
+        .unwrap();
+    (before, w, Instant::now())
+}
+
+/// How many of `n` consecutive picks a (weight between `lo` and `hi` throughout) can get
+/// against b (16 throughout). Smooth weighted round robin of two servers keeps a's `current`
+/// within [-16, 16] (it is picked, losing 16, only when 2·current + w ≥ 16, and otherwise
+/// gains w < 16 - current), and each pick moves it by -16 (a) or +w (b): over the window
+/// 16·A = Σ_b-picks w − Δcurrent with |Δcurrent| ≤ 32, so
+/// (n·lo − 32)/(16 + lo) ≤ A ≤ (n·hi + 32)/(16 + hi).
+fn share_bounds(n: u64, lo: u64, hi: u64) -> (u64, u64) {
+    let low = (n * lo).saturating_sub(32).div_ceil(16 + lo);
+    let high = (n * hi + 32) / (16 + hi);
+    (low, high)
+}
+
 #[test]
 fn slow_start_ramps_a_returning_server() {
     let mut b = backends(2);
     let ports = Ports::new();
-    let cfg = config(
-        ports,
-        &b.iter().collect::<Vec<_>>(),
-        "",
-        &format!("{CHECKS} slowstart 4s"),
-    );
+    let options = format!("{CHECKS} slowstart {}ms", SLOWSTART.as_millis());
+    let cfg = config(ports, &b.iter().collect::<Vec<_>>(), "", &options);
     let _p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
     b[0].stop();
     until("m0 DOWN", Duration::from_secs(5), || {
         status(ports, "m0") == "DOWN"
     });
     b[0].restart().unwrap();
-    until("m0 UP", Duration::from_secs(5), || {
-        status(ports, "m0") == "UP"
-    });
-    let weight = |s: &serde_json::Value| {
-        s["backends"][0]["servers"][0]["effective_weight"]
-            .as_u64()
-            .unwrap()
+    // When m0 came UP lies between the start of the last read that saw it DOWN and the end of
+    // the first that saw it UP (read back to back, no sleep, to keep that short).
+    let (mut down_seen, deadline) = (Instant::now(), Instant::now() + Duration::from_secs(5));
+    let up_seen = loop {
+        let before = Instant::now();
+        let up = status(ports, "m0") == "UP";
+        if up {
+            break Instant::now();
+        }
+        assert!(before < deadline, "m0 not UP again within 5 s");
+        down_seen = before;
     };
-    let early = weight(&support::stats(ports));
-    assert!(early < 16, "just back: weight {early} of 16");
-    // While ramping it gets less than its share.
-    let seen = names(ports.front(), 20);
-    let a = seen.iter().filter(|s| *s == "a").count();
-    assert!(a < 10, "{seen:?}");
-    until("full weight", Duration::from_secs(6), || {
-        weight(&support::stats(ports)) == 16
-    });
+    // The weight read at r and the weight m0 had while a window of requests ran, from the
+    // formula at the earliest and the latest m0 can have come UP.
+    let bracket = |from: Instant, to: Instant| {
+        let lo = slow_start_weight(from.saturating_duration_since(up_seen));
+        (
+            lo,
+            slow_start_weight(to.saturating_duration_since(down_seen)),
+        )
+    };
+    let (mut table, mut wrong, mut ramping_windows) = (Vec::new(), 0, 0);
+    const N: u64 = 34;
+    loop {
+        let (r0, w, r1) = sample_weight(ports);
+        let (lo, hi) = bracket(r0, r1);
+        let weight_ok = (lo..=hi).contains(&w);
+        let start = Instant::now();
+        let a = names(ports.front(), N as usize)
+            .iter()
+            .filter(|s| *s == "a")
+            .count() as u64;
+        let end = Instant::now();
+        let (wlo, whi) = bracket(start, end);
+        let (min, max) = share_bounds(N, wlo, whi);
+        let share_ok = (min..=max).contains(&a);
+        wrong += usize::from(!weight_ok) + usize::from(!share_ok);
+        ramping_windows += u32::from(whi < 16);
+        table.push(format!(
+            "+{:>4} ms: weight {w:>2} (want {lo}..={hi}){}, a got {a:>2} of {N} (want {min}..={max}){}",
+            r0.saturating_duration_since(up_seen).as_millis(),
+            if weight_ok { "" } else { " WRONG" },
+            if share_ok { "" } else { " WRONG" },
+        ));
+        if wlo == 16 {
+            break; // a full window at full weight: an equal share.
+        }
+    }
+    let table = table.join("\n");
+    eprintln!(
+        "slow start, m0 UP within {:?}:\n{table}",
+        up_seen - down_seen
+    );
+    assert_eq!(wrong, 0, "{table}");
+    // The ramp was watched, not just its end: windows through the 4 s at less than full weight.
+    assert!(ramping_windows >= 4, "{table}");
 }
 
 #[test]
@@ -379,8 +453,11 @@ fn a_server_that_never_accepts_is_a_connect_timeout_then_a_redispatch() {
     let _fill: Vec<TcpStream> = (0..4)
         .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok())
         .collect();
-    assert!(
-        TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err(),
+    // Dropped SYNs: a timeout, not a refusal (which would be a closed port, not a hole).
+    let hole = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).map_err(|e| e.kind());
+    assert_eq!(
+        hole.map(drop),
+        Err(std::io::ErrorKind::TimedOut),
         "the hole still accepts"
     );
     let good = backends(1);
@@ -490,8 +567,12 @@ fn soft_stop(reload_first: bool) {
         p.log()
             .contains("soft stop: listeners closed, waiting for 1 connection(s)")
     });
+    // Closed: refused by the kernel (no listener), not some other failure.
     until("the frontend to close", Duration::from_secs(5), || {
-        TcpStream::connect(ports.front()).is_err()
+        TcpStream::connect(ports.front())
+            .map(drop)
+            .map_err(|e| e.kind())
+            == Err(std::io::ErrorKind::ConnectionRefused)
     });
     // It stays while the connection is open (watched for half a second: staying is the
     // absence of an exit)...
@@ -575,6 +656,30 @@ fn answer(s: &mut TcpStream) -> String {
         let n = s.read(&mut buf).unwrap();
         assert!(n > 0, "closed in the middle of an answer: {text:?}");
         got.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// One request through `front`: "cut" when the connection ended without an answer (the write
+/// or the read saw a reset, or EOF came first), "STATUS from BODY" when it was answered.
+fn attempt(front: SocketAddr) -> String {
+    use std::io::ErrorKind;
+    let mut s = TcpStream::connect(front).unwrap();
+    if let Err(e) = s.write_all(b"GET / HTTP/1.0\r\n\r\n") {
+        assert!(
+            matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset),
+            "write: {e}"
+        );
+        return "cut".into();
+    }
+    match fate(&mut s, Duration::from_secs(5)) {
+        Fate::Cut => "cut".into(),
+        Fate::Open => "open".into(),
+        Fate::Data(mut text) => {
+            s.read_to_string(&mut text).unwrap();
+            let status = text.split_whitespace().nth(1).unwrap_or_default();
+            let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b.trim());
+            format!("{status} from {body}")
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::net::{IpAddr, SocketAddr};
+use std::io::ErrorKind;
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::Duration;
 
 use ipi_lab::api::ApiServer;
@@ -13,18 +14,43 @@ use ipi_lab::{wait_for, Host, Lab};
 
 const VIP: &str = "192.0.2.100";
 
-fn reaches_the_api(host: &Host) -> bool {
-    let url = format!("http://{VIP}:6443/");
-    host.run(
-        env!("CARGO_BIN_EXE_lb-proxy"),
-        ["check", url.as_str(), "--timeout", "1s"],
-    )
-    .is_ok_and(|o| o.success)
+/// `lb-proxy check URL` run in `host`: its exit status (0 healthy, 1 unhealthy, 2 usage), so
+/// that a check that could not run is told from one that ran and failed.
+fn check_status(host: &Host, url: &str) -> i32 {
+    let out = host
+        .run(
+            env!("CARGO_BIN_EXE_lb-proxy"),
+            ["check", url, "--timeout", "1s"],
+        )
+        .unwrap();
+    out.code
+        .unwrap_or_else(|| panic!("lb-proxy check {url} killed: {}", out.stderr))
 }
 
+/// `lb-proxy check http://VIP:6443/` from `host`: 0 when the API answers through the VIP.
+fn api_check(host: &Host) -> i32 {
+    check_status(host, &format!("http://{VIP}:6443/"))
+}
+
+/// A TCP connection to VIP:6443 from `host`, opened in its namespace: without the redirect
+/// nothing listens there (the API servers bind the master's own address), so the master's
+/// kernel answers with a reset — refused, not a timeout (which would mean dropped packets).
+fn connect_to_the_vip(host: &Host) -> std::io::Result<()> {
+    let vip = SocketAddr::new(VIP.parse().unwrap(), 6443);
+    host.within(|| TcpStream::connect_timeout(&vip, Duration::from_secs(2)).map(drop))
+}
+
+/// Whether lb-proxy's nftables table is in `host`: nft lists it (0), or says there is no such
+/// table (1, ENOENT); anything else (nft missing, no permission) is no answer and fails.
 fn table_exists(host: &Host) -> bool {
-    host.run("nft", ["list", "table", "inet", "ipi_lb_proxy"])
-        .is_ok_and(|o| o.success)
+    let out = host
+        .run("nft", ["list", "table", "inet", "ipi_lb_proxy"])
+        .unwrap();
+    match out.code {
+        Some(0) => true,
+        Some(1) if out.stderr.contains("No such file or directory") => false,
+        _ => panic!("nft list table: {:?} {}", out.code, out.stderr),
+    }
 }
 
 /// A master called `name` holding the API VIP (as keepalived would), and a client host.
@@ -92,12 +118,14 @@ fn the_redirect_follows_the_servers_health() {
     let on = wait("the redirect", &mut || flag.exists());
     eprintln!("redirect on after {on:?}");
     assert!(table_exists(&master));
-    assert!(
-        reaches_the_api(&client),
+    assert_eq!(
+        api_check(&client),
+        0,
         "VIP:6443 from another host (prerouting)"
     );
-    assert!(
-        reaches_the_api(&master),
+    assert_eq!(
+        api_check(&master),
+        0,
         "VIP:6443 from the master itself (output on lo)"
     );
 
@@ -107,17 +135,21 @@ fn the_redirect_follows_the_servers_health() {
         s.set_ready(false);
     }
     let monitor = "http://127.0.0.1:9444/haproxy_ready";
+    // 1: the check ran and the monitor said no (503), not a usage error (2) or a crash.
     wait("the monitor to fail", &mut || {
-        !master
-            .run(env!("CARGO_BIN_EXE_lb-proxy"), ["check", monitor])
-            .unwrap()
-            .success
+        check_status(&master, monitor) == 1
     });
     let off = wait("the redirect to go", &mut || !flag.exists());
     eprintln!("redirect off {off:?} after the monitor failed (11 rounds of 100 ms)");
     assert!(off >= Duration::from_millis(800), "debounced: {off:?}");
     assert!(!table_exists(&master));
-    assert!(!reaches_the_api(&client));
+    assert_eq!(api_check(&client), 1, "the check ran and found no API");
+    let refused = connect_to_the_vip(&client).map_err(|e| e.kind());
+    assert_eq!(
+        refused,
+        Err(ErrorKind::ConnectionRefused),
+        "VIP:6443 without the redirect"
+    );
 
     // Healthy again, then stopped: the rules and the flag go with lb-proxy.
     for s in &servers {
@@ -130,6 +162,12 @@ fn the_redirect_follows_the_servers_health() {
     assert!(
         !flag.exists() && !table_exists(&master),
         "left behind on exit"
+    );
+    let refused = connect_to_the_vip(&client).map_err(|e| e.kind());
+    assert_eq!(
+        refused,
+        Err(ErrorKind::ConnectionRefused),
+        "VIP:6443 after the stop"
     );
 }
 
@@ -171,14 +209,9 @@ fn run_cluster_is_what_openshift_runs_with_the_redirect_on() {
         flag.exists()
     })
     .unwrap_or_else(|| panic!("no redirect:\n{}", proxy.log()));
-    assert!(reaches_the_api(&client), "{}", proxy.log());
-    let ready = master
-        .run(
-            env!("CARGO_BIN_EXE_lb-proxy"),
-            ["check", "http://127.0.0.1:9444/haproxy_ready"],
-        )
-        .unwrap();
-    assert!(ready.success);
+    assert_eq!(api_check(&client), 0, "{}", proxy.log());
+    let ready = check_status(&master, "http://127.0.0.1:9444/haproxy_ready");
+    assert_eq!(ready, 0);
     assert!(api.readyz_requests() > 0, "checked over TLS");
     proxy.stop();
     assert!(!flag.exists() && !table_exists(&master));
