@@ -34,6 +34,11 @@ pub struct Outcome {
     pub failover: Duration,
     /// The Master_Down_Interval of the router that took over.
     pub master_down_interval: Duration,
+    /// Wall-clock time (as capture timestamps count it) from which the first master held the
+    /// VIPs alone until [`Outcome::fault_at`]: the window in which only it advertised.
+    pub settled_at: Duration,
+    /// Wall-clock time of the fault.
+    pub fault_at: Duration,
     /// After the link came back: how long until exactly one router held the VIPs.
     pub converged: Duration,
     /// Who holds them at the end.
@@ -80,13 +85,12 @@ pub fn run(
         vrrpd,
         routers: Vec::new(),
         master: 0,
+        settled_at: Duration::ZERO,
     };
     run.elect(&hosts, speakers, &mut say)?;
     let (m, o) = (run.master, 1 - run.master);
     // Capture timestamps are wall-clock time: the fault's, to find the takeover after it.
-    let fault_at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let fault_at = wall_clock();
     let (failover, mdi) = run.take_master_away(&lab, fault, &mut say)?;
     let converged = run.bring_it_back(&lab, fault, &mut say)?;
     let final_master = usize::from(!run.routers[0].holds(group));
@@ -118,6 +122,8 @@ pub fn run(
             .map(|r| (r.host.name().to_string(), r.speaker, r.priority))
             .collect(),
         first_master: hosts[m].name().to_string(),
+        settled_at: run.settled_at,
+        fault_at,
         failover,
         master_down_interval: mdi,
         converged,
@@ -134,6 +140,15 @@ struct Run<'a> {
     vrrpd: Option<&'a PathBuf>,
     routers: Vec<Router>,
     master: usize,
+    /// See [`Outcome::settled_at`].
+    settled_at: Duration,
+}
+
+/// Now, as capture timestamps count it (since the Unix epoch).
+fn wall_clock() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
 }
 
 impl Run<'_> {
@@ -161,12 +176,20 @@ impl Run<'_> {
         // settles.
         let routers = &self.routers;
         let single = || routers[0].holds(group) != routers[1].holds_any(group);
-        wait_for(Duration::from_secs(20), POLL, single)
+        let first = wait_for(Duration::from_secs(20), POLL, single)
+            .map(|_| usize::from(!routers[0].holds(group)))
             .ok_or_else(|| ScenarioError::no_master("at start", routers))?;
+        // Only the higher priority (routers[0]) keeps the VIPs for good from the moment it
+        // has them; a first master of lower priority may be preempted during the wait.
+        let mut settled_at = wall_clock();
         std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 30));
         self.master = wait_for(Duration::from_secs(10), POLL, single)
             .map(|_| usize::from(!routers[0].holds(group)))
             .ok_or_else(|| ScenarioError::no_master("at start", routers))?;
+        if first != 0 || self.master != 0 {
+            settled_at = wall_clock();
+        }
+        self.settled_at = settled_at;
         say(&format!(
             "{} holds the VIPs: it is master",
             routers[self.master].host.name()

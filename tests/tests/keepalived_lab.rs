@@ -12,9 +12,21 @@ use ipi_core::vrrp::{Auth, Version};
 use ipi_net_tests::failover::{self, Fault, Outcome};
 use ipi_net_tests::vrrp::{Group, Speaker};
 
-/// Polling, process start-up and netlink are not free: the takeover may come this much after
-/// the Master_Down_Interval (the timing itself is a benchmark's business, not a test's).
-const MARGIN: Duration = Duration::from_secs(2);
+/// How much later than due a timer-driven event may come: keepalived's timer wakes late on a
+/// loaded 2-core box (a CI run and builds beside the lab): 250 ms was seen exceeded by 150 ms
+/// at load 8 (interop_keepalived). 600 ms still fails a backup that waits one advert interval
+/// too many at 1 s (v2), or two too many at 0.5 s (v3).
+const LATE: Duration = Duration::from_millis(600);
+
+/// How much earlier than due the capture may timestamp an advert: timestamps are taken when
+/// the frame crosses the bridge, in a softirq that a loaded box may run late for one frame and
+/// on time for the next. An interval 10% too short fails (more than 50 ms short at 0.5 s);
+/// one too long passes up to LATE, which a loaded box needs (on an idle one the gaps are the
+/// interval within a millisecond).
+const EARLY: Duration = Duration::from_millis(50);
+
+/// Polling `ip addr` every 5 ms in the namespace: one run of it on a loaded box.
+const POLL_COST: Duration = Duration::from_millis(200);
 
 fn scenario(group: &Group) -> Option<Outcome> {
     if !ipi_lab::available() {
@@ -28,12 +40,17 @@ fn scenario(group: &Group) -> Option<Outcome> {
     Some(outcome)
 }
 
-fn check_timeline(o: &Outcome) {
+fn check_timeline(group: &Group, o: &Outcome) {
     // Higher priority (a, 150) is master first, b takes over, and a preempts back.
     assert_eq!(o.first_master, "a");
     assert_eq!(o.final_master, "a");
+    // The cut falls anywhere in one of the master's advert gaps (T, up to T + LATE), after
+    // which the backup waits its Master_Down_Interval (up to LATE late), and the VIP is seen
+    // at the next poll.
+    let t = Duration::from_millis(u64::from(group.advert_int_cs) * 10);
     assert!(
-        o.failover <= o.master_down_interval + MARGIN,
+        o.failover + t + LATE >= o.master_down_interval
+            && o.failover <= o.master_down_interval + LATE + POLL_COST,
         "took {:?}, Master_Down_Interval {:?}",
         o.failover,
         o.master_down_interval
@@ -57,18 +74,50 @@ fn check_timeline(o: &Outcome) {
         o.master_down_interval
     );
     assert!(
-        silence <= o.master_down_interval + MARGIN,
+        silence <= o.master_down_interval + LATE,
         "silence {silence:?}"
     );
+}
+
+/// The first master's adverts of one family (priority 150 is a's only) from when it held the
+/// VIPs alone until the fault: one every advert interval T. Each gap is T (EARLY less, LATE
+/// more), and their number in that window W is at least W / (T + LATE), rounded down, and at
+/// most W / (T - EARLY), rounded down, plus one (a send at both ends).
+fn check_master_cadence(group: &Group, o: &Outcome, family: fn(&IpAddr) -> bool) {
+    let t = Duration::from_millis(u64::from(group.advert_int_cs) * 10);
+    let sent: Vec<Duration> = o
+        .adverts
+        .iter()
+        .filter_map(|(at, d)| d.as_ref().ok().map(|d| (*at, d)))
+        .filter(|(at, d)| {
+            family(&d.src) && d.repr.priority == 150 && *at >= o.settled_at && *at < o.fault_at
+        })
+        .map(|(at, _)| at)
+        .collect();
+    let window = o.fault_at - o.settled_at;
+    let fewest = window.as_nanos() / (t + LATE).as_nanos();
+    let most = window.as_nanos() / (t - EARLY).as_nanos() + 1;
+    let n = sent.len() as u128;
+    eprintln!("{n} adverts from a in {window:?}, expected {fewest}..={most}: {sent:?}");
+    assert!(
+        (fewest..=most).contains(&n),
+        "{n} adverts in {window:?}, expected {fewest}..={most}: {sent:?}"
+    );
+    for gap in sent.windows(2).map(|w| w[1] - w[0]) {
+        assert!(
+            gap + EARLY >= t && gap <= t + LATE,
+            "a gap of {gap:?} between adverts every {t:?}: {sent:?}"
+        );
+    }
 }
 
 #[test]
 fn keepalived_v2_pass_fails_over_and_its_adverts_decode() {
     let group = Group::v2_pass();
     let Some(o) = scenario(&group) else { return };
-    check_timeline(&o);
+    check_timeline(&group, &o);
+    check_master_cadence(&group, &o, IpAddr::is_ipv4);
     let adverts: Vec<_> = o.adverts.iter().map(|(_, a)| a.as_ref().unwrap()).collect();
-    assert!(adverts.len() >= 3, "{} adverts", adverts.len());
     let priorities: Vec<u8> = adverts.iter().map(|d| d.repr.priority).collect();
     assert!(
         priorities.contains(&150) && priorities.contains(&100),
@@ -92,15 +141,11 @@ fn keepalived_v2_pass_fails_over_and_its_adverts_decode() {
 fn keepalived_v3_ipv4_and_ipv6_fail_over_and_their_adverts_decode() {
     let group = Group::v3_dual(50);
     let Some(o) = scenario(&group) else { return };
-    check_timeline(&o);
+    check_timeline(&group, &o);
+    check_master_cadence(&group, &o, IpAddr::is_ipv4);
+    check_master_cadence(&group, &o, IpAddr::is_ipv6);
     let adverts: Vec<_> = o.adverts.iter().map(|(_, a)| a.as_ref().unwrap()).collect();
-    let v4 = adverts.iter().filter(|d| d.src.is_ipv4()).count();
     let v6: Vec<_> = adverts.iter().filter(|d| d.src.is_ipv6()).collect();
-    assert!(
-        v4 >= 3 && v6.len() >= 3,
-        "{v4} IPv4 and {} IPv6 adverts",
-        v6.len()
-    );
     for d in &adverts {
         assert_eq!(d.repr.version, Version::V3);
         assert_eq!(d.repr.vrid, 52);
