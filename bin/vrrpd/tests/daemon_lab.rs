@@ -364,13 +364,62 @@ fn unicast_v2_with_pass_fails_over() {
     });
 }
 
+/// A client that connects to a VIP over and over from its own thread, recording who answered
+/// each attempt, until it is dropped.
+struct Watcher {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watcher {
+    /// Each attempt may take up to 900 ms to connect and answer: far above a connection's time
+    /// in the lab on a loaded box, and below TCP's first SYN retransmission (1 s), so a SYN
+    /// dropped because the VIP was away even for a moment fails its attempt.
+    fn start(client: &Host, vip: IpAddr) -> Watcher {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (client, done, log) = (client.clone(), stop.clone(), seen.clone());
+        let thread = std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let who = support::answers_within(&client, vip, Duration::from_millis(900));
+                log.lock().unwrap().push(who);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        Watcher {
+            stop,
+            seen,
+            thread: Some(thread),
+        }
+    }
+
+    fn attempts(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+
+    /// Stops and returns who answered each attempt.
+    fn stop(mut self) -> Vec<Option<String>> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        std::mem::take(&mut *self.seen.lock().unwrap())
+    }
+}
+
 #[test]
+// One scenario: two reloads, a changed file and a broken one, watched from a client throughout.
+#[allow(clippy::too_many_lines)]
 fn sighup_keeps_unchanged_instances_and_refuses_a_broken_file() {
     if !ipi_lab::available() {
         return;
     }
     let mut lab = Lab::new().unwrap();
     let a = lab.host("a").unwrap();
+    let client = lab.host("client").unwrap();
+    let _answer = Responder::start(&a);
     let second = |priority: u8| {
         format!(
             "vrrp_instance VI_2 {{\n    interface eth0\n    virtual_router_id 62\n    priority \
@@ -388,6 +437,16 @@ fn sighup_keeps_unchanged_instances_and_refuses_a_broken_file() {
     });
     let transitions = |s: &serde_json::Value, n: usize| s["instances"][n]["transitions"].clone();
     let before = status_json(&a);
+    // From here to the end the client connects to VI_1's VIP again and again: a reload that
+    // took the VIP away for a moment, or restarted VI_1, fails an attempt.
+    reach(&client, vip(), "a", &[&da]);
+    let watcher = Watcher::start(&client, vip());
+    until(
+        "the client's first attempt",
+        Duration::from_secs(3),
+        &[&da],
+        || watcher.attempts() > 0,
+    );
 
     // A changed VI_2: it restarts; VI_1 keeps its state, its VIP never goes.
     std::fs::write(&path, text(110)).unwrap();
@@ -420,6 +479,18 @@ fn sighup_keeps_unchanged_instances_and_refuses_a_broken_file() {
     assert_eq!(transitions(&still, 0), transitions(&before, 0));
     assert_eq!(still["instances"][1]["base_priority"], 110);
     assert!(holds(&a));
+    // Two more attempts, so that one began after the refused reload was logged.
+    let so_far = watcher.attempts();
+    until("two more attempts", Duration::from_secs(5), &[&da], || {
+        watcher.attempts() >= so_far + 2
+    });
+    let seen = watcher.stop();
+    eprintln!("the client's {} attempts through both reloads", seen.len());
+    assert!(
+        seen.iter().all(|who| who.as_deref() == Some("a")),
+        "{seen:?}\n{}",
+        da.log()
+    );
 }
 
 /// Sends raw VRRP messages (the IP header is the kernel's) from inside `host`'s namespace to
@@ -824,4 +895,117 @@ fn losing_the_link_means_fault() {
         holds(&a) && !holds(&b) && state(&a) == "MASTER"
     });
     reach(&client, vip(), "a", &all);
+}
+
+const VIP6: &str = "2001:db8::200";
+
+/// One VRRPv3 IPv6 instance with 0.1 s adverts, and its announcements written out: a burst of
+/// 3 unsolicited NAs on becoming master, another 1 s later.
+fn conf6(priority: u8) -> String {
+    format!(
+        "global_defs {{\n    vrrp_version 3\n}}\nvrrp_instance VI_6 {{\n    interface eth0\n    \
+         virtual_router_id 64\n    priority {priority}\n    advert_int 0.1\n    \
+         garp_master_delay 1\n    garp_master_repeat 3\n    virtual_ipaddress {{\n        \
+         {VIP6}/128\n    }}\n}}\n"
+    )
+}
+
+#[test]
+// One scenario: the takeover seen from the client, then the announcements on the wire.
+#[allow(clippy::too_many_lines)]
+fn an_ipv6_vip_moves_with_unsolicited_neighbour_advertisements() {
+    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let client = lab.host("client").unwrap();
+    let _answer = [&a, &b].map(Responder::start);
+    let vip6: IpAddr = VIP6.parse().unwrap();
+    let capture = lab.capture("na", "icmp6").unwrap();
+    let mut da = vrrpd(&a, &conf6(150));
+    let db = vrrpd(&b, &conf6(120));
+    until("a master", Duration::from_secs(10), &[&da, &db], || {
+        support::holds(&a, vip6) && !support::holds(&b, vip6)
+    });
+    // a's own second burst is due 1 s after it became master (at the latest 1.6 s, see
+    // below): past that, every NA from a is on the wire before the SIGTERM (checked below).
+    let quiet = wall_clock() + Duration::from_millis(1600);
+    // The client learns the VIP at a's MAC, and the connection confirms that neighbour entry:
+    // REACHABLE for ReachableTime (30 s, randomised to 15-45 s; RFC 4861 6.3.2), then a 5 s
+    // DELAY and unicast probes to a's MAC before it asks the link again. Only an NA with the
+    // Override flag moves the entry to b sooner (RFC 4861 7.2.5).
+    reach(&client, vip6, "a", &[&da, &db]);
+    std::thread::sleep(quiet.saturating_sub(wall_clock()));
+
+    let sent = wall_clock();
+    da.signal(Signal::SIGTERM).unwrap();
+    assert_eq!(da.wait(Duration::from_secs(5)).unwrap(), Some(0));
+    // b takes over after its Skew_Time (50 ms) once a resigns, and announces at once: 3 s is
+    // that with room for a loaded box, and far below the 15 s the client's entry stays put.
+    reach_within(&client, vip6, "b", Duration::from_secs(3), &[&db]);
+    assert!(!support::holds(&a, vip6));
+    // Both bursts, at the latest the bounds below allow (the first within 1 s of the
+    // SIGTERM, the second within 1.6 s of the first), and 0.4 s for the capture to see it.
+    let deadline = sent + Duration::from_secs(3);
+    std::thread::sleep(deadline.saturating_sub(wall_clock()));
+    let nas = support::neighbour_adverts(&capture.stop().unwrap());
+    let all: String = nas.iter().map(|n| format!("{n:?}\n")).collect();
+
+    // a announced the VIP as master (two bursts of 3) and nothing after it resigned.
+    let a_mac = mac(&a);
+    let from_a: Vec<&support::Na> = nas
+        .iter()
+        .filter(|n| n.eth_src == a_mac && n.target == VIP6 && !n.solicited)
+        .collect();
+    assert_eq!(from_a.len(), 6, "{all}");
+    assert!(from_a.iter().all(|n| n.at < sent), "{all}");
+
+    // Every unsolicited NA for the VIP since a resigned is b's, well formed (RFC 4861 4.4,
+    // 7.2.6): from b's MAC to all nodes (ff02::1, 33:33:00:00:00:01) with hop limit 255,
+    // Override set, Solicited clear, Router clear (b does not forward IPv6: keepalived's rule),
+    // and b's MAC in the Target Link-Layer Address option.
+    let b_mac = mac(&b);
+    let unsolicited: Vec<&support::Na> = nas
+        .iter()
+        .filter(|n| n.target == VIP6 && !n.solicited && n.at >= sent)
+        .collect();
+    for n in &unsolicited {
+        assert_eq!(n.eth_src, b_mac, "{n:?}\n{all}");
+        assert_eq!(n.eth_dst, "33:33:00:00:00:01", "{n:?}");
+        assert_eq!(n.ip_dst, "ff02::1", "{n:?}");
+        assert_eq!(n.hop_limit, 255, "{n:?}");
+        assert!(n.override_flag && !n.router, "{n:?}");
+        assert_eq!(n.target_mac, b_mac, "{n:?}");
+    }
+    // garp_master_repeat 3, twice: 3 at the takeover, 3 more garp_master_delay (1 s) later.
+    assert_eq!(unsolicited.len(), 6, "{all}");
+    let (first, second) = unsolicited.split_at(3);
+    // A burst is three sends in a row, a socket opened for each (15 ms apart seen at load 2):
+    // 500 ms allows for a loaded box and still tells two bursts a second apart.
+    let spread = |burst: &[&support::Na]| burst[2].at - burst[0].at;
+    eprintln!(
+        "bursts of 3 NAs over {:?} and {:?}",
+        spread(first),
+        spread(second)
+    );
+    assert!(spread(first) < Duration::from_millis(500), "{all}");
+    assert!(spread(second) < Duration::from_millis(500), "{all}");
+    // b becomes master Skew_Time after a's priority-0 advert, which a sends after the
+    // SIGTERM: (256 - 120) * 10 cs / 256 = 5.3 cs, 50 ms in whole centiseconds (RFC 5798 6.1,
+    // 6.4.2). The second burst's timer starts then, so it fires 1 s after that at the earliest.
+    // The first burst comes once the VIP is added (a netlink round trip), within a second on a
+    // loaded box; the second may wake late (600 ms, as for adverts).
+    let skew = Duration::from_millis(50);
+    let took = first[0].at.saturating_sub(sent);
+    let delay = second[0].at - first[0].at;
+    eprintln!("NAs: the first {took:?} after SIGTERM, the second burst {delay:?} later");
+    assert!(
+        took >= skew && took < Duration::from_secs(1),
+        "first NA {took:?} after SIGTERM\n{all}"
+    );
+    assert!(
+        second[0].at >= sent + skew + Duration::from_secs(1) && delay < Duration::from_millis(1600),
+        "second burst {delay:?} after the first\n{all}"
+    );
 }

@@ -44,9 +44,17 @@ pub struct Responder {
 
 impl Responder {
     pub fn start(host: &Host) -> Responder {
+        // One socket for both families: [::] with IPV6_V6ONLY off takes IPv4 as mapped
+        // addresses, whatever the namespace's net.ipv6.bindv6only says.
         let listener = host
             .within(|| {
-                let l = TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], PORT)))?;
+                use socket2::{Domain, Socket, Type};
+                let s = Socket::new(Domain::IPV6, Type::STREAM, None)?;
+                s.set_only_v6(false)?;
+                s.set_reuse_address(true)?;
+                s.bind(&SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, PORT)).into())?;
+                s.listen(64)?;
+                let l = TcpListener::from(s);
                 l.set_nonblocking(true)?;
                 Ok(l)
             })
@@ -77,9 +85,13 @@ impl Drop for Responder {
 /// when nobody does within 300 ms. The client's kernel picks the MAC: what its ARP cache says,
 /// which only a gratuitous ARP updates at once after a move.
 pub fn answers(client: &Host, vip: IpAddr) -> Option<String> {
+    answers_within(client, vip, Duration::from_millis(300))
+}
+
+/// [`answers`] with its own `timeout` for the connection and for the answer.
+pub fn answers_within(client: &Host, vip: IpAddr, timeout: Duration) -> Option<String> {
     client
         .within(|| {
-            let timeout = Duration::from_millis(300);
             let mut s = TcpStream::connect_timeout(&SocketAddr::new(vip, PORT), timeout)?;
             s.set_read_timeout(Some(timeout))?;
             let mut name = String::new();
@@ -272,4 +284,61 @@ pub fn assert_silent(host: &Host, vip: IpAddr, window: Duration) {
         "{} announced {vip}\n{seen}",
         host.name()
     );
+}
+
+/// One ICMPv6 neighbour advertisement on the wire, as tshark decodes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Na {
+    pub at: Duration,
+    pub eth_src: String,
+    pub eth_dst: String,
+    pub ip_src: String,
+    pub ip_dst: String,
+    pub hop_limit: u8,
+    pub target: String,
+    pub router: bool,
+    pub solicited: bool,
+    pub override_flag: bool,
+    /// The Target Link-Layer Address option's MAC (empty without one).
+    pub target_mac: String,
+}
+
+/// The neighbour advertisements (ICMPv6 type 136) of a pcap file, dissected by tshark.
+pub fn neighbour_adverts(file: &Path) -> Vec<Na> {
+    let fields = [
+        "frame.time_epoch",
+        "eth.src",
+        "eth.dst",
+        "ipv6.src",
+        "ipv6.dst",
+        "ipv6.hlim",
+        "icmpv6.nd.na.target_address",
+        "icmpv6.nd.na.flag.r",
+        "icmpv6.nd.na.flag.s",
+        "icmpv6.nd.na.flag.o",
+        "icmpv6.opt.linkaddr",
+    ];
+    // tshark writes booleans as 1/0 or True/False, depending on its version.
+    let flag = |s: &str| match s {
+        "1" | "True" => true,
+        "0" | "False" => false,
+        other => panic!("a flag of {other:?}"),
+    };
+    ipi_net_tests::vrrp::dissect(file, "icmpv6.type == 136", &fields)
+        .unwrap()
+        .into_iter()
+        .map(|f| Na {
+            at: Duration::from_secs_f64(f[0].parse::<f64>().unwrap()),
+            eth_src: f[1].clone(),
+            eth_dst: f[2].clone(),
+            ip_src: f[3].clone(),
+            ip_dst: f[4].clone(),
+            hop_limit: f[5].parse().unwrap(),
+            target: f[6].clone(),
+            router: flag(&f[7]),
+            solicited: flag(&f[8]),
+            override_flag: flag(&f[9]),
+            target_mac: f[10].clone(),
+        })
+        .collect()
 }
