@@ -814,7 +814,8 @@ impl Cluster {
         self.nodes.iter().filter(move |n| n.role == role)
     }
 
-    fn names(&self, role: Role) -> Vec<&str> {
+    /// The names of the nodes in `role`, in the lab's order.
+    pub fn names(&self, role: Role) -> Vec<&str> {
         self.of(role).map(|n| n.name.as_str()).collect()
     }
 

@@ -224,10 +224,9 @@ fn ingress_move(cluster: &mut Cluster, holder: &str, say: &dyn Fn(&str)) {
     assert!(i.to.starts_with("worker-") && i.to != i.from, "{i:?}");
     assert_eq!(i.answer, format!("router on {}", i.to), "{i:?}");
     let workers: Vec<String> = cluster
-        .nodes()
-        .iter()
-        .filter(|n| n.role == Role::Worker)
-        .map(|n| n.name.clone())
+        .names(Role::Worker)
+        .into_iter()
+        .map(String::from)
         .collect();
     served_in_time(cluster, &i, &workers, bound);
 }
@@ -243,10 +242,9 @@ fn the_cluster_in_a_box() {
     let say = |line: &str| eprintln!("{:7.3} {line}", t0.elapsed().as_secs_f64());
     let mut cluster = Cluster::up(&options, &mut |l| say(l)).unwrap_or_else(|e| panic!("{e}"));
     let masters: Vec<String> = cluster
-        .nodes()
-        .iter()
-        .filter(|n| n.role == Role::Master)
-        .map(|n| n.name.clone())
+        .names(Role::Master)
+        .into_iter()
+        .map(String::from)
         .collect();
     units_run(&cluster);
     at_rest(&cluster, &say);

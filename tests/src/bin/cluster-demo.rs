@@ -127,10 +127,9 @@ fn api_moves(cluster: &mut Cluster, at: &dyn Fn() -> String) -> Result<(), Clust
         cs(timers::skew_time(Version::V2, MASTER_API, ADVERT_CS))
     );
     let masters: Vec<String> = cluster
-        .nodes()
-        .iter()
-        .filter(|n| n.role == Role::Master)
-        .map(|n| n.name.clone())
+        .names(Role::Master)
+        .into_iter()
+        .map(String::from)
         .collect();
     let spread = cluster.spread_over(6, &masters, Duration::from_secs(30))?;
     println!(
