@@ -1,7 +1,9 @@
 //! The command line, defined once: `main` parses it, and the man page vrrpd(1) is generated
 //! from it (see the `man_page` test), so the two cannot drift apart.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use ipi_core::Role;
@@ -32,6 +34,9 @@ pub enum Command {
         /// Where one state file per instance (MASTER, BACKUP or FAULT) is written.
         #[arg(long, value_name = "DIR", default_value = "/run/vrrpd")]
         state_dir: PathBuf,
+        /// The Prometheus endpoint.
+        #[command(flatten)]
+        metrics: Metrics,
     },
     /// Print, as keepalived.conf, the configuration `run` would use.
     Render {
@@ -75,7 +80,68 @@ pub enum Command {
         /// One JSON object per line instead of text.
         #[arg(long)]
         json: bool,
+        /// Mark adverts on this keepalived.conf's VRIDs that come from routers outside its
+        /// groups (other addresses, authentication or version; not a listed unicast peer).
+        #[arg(short = 'f', long = "config", value_name = "FILE")]
+        config: Option<PathBuf>,
     },
+    /// Listen for a while and list the VRIDs in use with their routers; with --cluster-name,
+    /// say whether the API and Ingress VRIDs OpenShift derives from that name are free
+    /// (exit 0) or taken (exit 1, with close names whose pair is free). Only multicast adverts
+    /// can be heard: routers advertising by unicast to others are invisible.
+    Survey {
+        /// Listen on this interface (IPv4 and IPv6, VRRPv2 and v3).
+        #[arg(
+            long,
+            value_name = "IF",
+            conflicts_with = "pcap",
+            required_unless_present = "pcap"
+        )]
+        interface: Option<String>,
+        /// Read this pcap file instead.
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<PathBuf>,
+        /// How long to listen: a number with ms, s or m (at least three advert intervals:
+        /// OpenShift's are 1 s).
+        #[arg(long = "for", value_name = "DURATION", default_value = "5s", value_parser = duration)]
+        listen_for: Duration,
+        /// The cluster name (metadata.name of install-config.yaml) whose VRIDs to check.
+        #[arg(long, value_name = "NAME")]
+        cluster_name: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `vrrpd run --metrics`.
+#[derive(Debug, Clone, Args)]
+pub struct Metrics {
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics (a loopback address unless
+    /// --metrics-allow-remote; the endpoint has no authentication).
+    #[arg(long = "metrics", value_name = "ADDR:PORT")]
+    pub listen: Option<SocketAddr>,
+    /// Let --metrics listen on an address other than loopback.
+    #[arg(long = "metrics-allow-remote", requires = "listen")]
+    pub allow_remote: bool,
+}
+
+/// A duration: a whole number with `ms`, `s` or `m`.
+fn duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, ""), |at| text.split_at(at));
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}`: a whole number with ms, s or m, as 500ms, 5s, 1m"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        _ => Err(format!(
+            "`{text}`: the unit must be ms, s or m, as 500ms, 5s, 1m"
+        )),
+    }
 }
 
 /// A keepalived.conf, or the cluster description OpenShift would render one from.
@@ -190,6 +256,31 @@ mod tests {
             &["vrrpd", "status", "--json"],
             &["vrrpd", "watch", "--pcap", "x.pcap", "--json"],
             &["vrrpd", "watch", "--interface", "eth0"],
+            &["vrrpd", "watch", "--interface", "eth0", "-f", "k.conf"],
+            &["vrrpd", "run", "-f", "k", "--metrics", "127.0.0.1:9650"],
+            &["vrrpd", "run", "-f", "k", "--metrics", "[::1]:9650"],
+            &[
+                "vrrpd",
+                "run",
+                "-f",
+                "k",
+                "--metrics",
+                "0.0.0.0:9650",
+                "--metrics-allow-remote",
+            ],
+            &["vrrpd", "survey", "--interface", "eth0"],
+            &[
+                "vrrpd",
+                "survey",
+                "--interface",
+                "eth0",
+                "--for",
+                "500ms",
+                "--cluster-name",
+                "ostest",
+                "--json",
+            ],
+            &["vrrpd", "survey", "--pcap", "x.pcap", "--cluster-name", "x"],
         ] {
             Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
         }
@@ -209,6 +300,11 @@ mod tests {
                 "e",
             ],
             &["vrrpd", "watch"],
+            &["vrrpd", "survey"],
+            &["vrrpd", "survey", "--interface", "e", "--for", "5"],
+            &["vrrpd", "survey", "--interface", "e", "--for", "5h"],
+            &["vrrpd", "run", "-f", "k", "--metrics", "localhost:9650"],
+            &["vrrpd", "run", "-f", "k", "--metrics-allow-remote"],
             &[
                 "vrrpd",
                 "run",

@@ -11,14 +11,37 @@ fn main() -> ExitCode {
         Command::Vrid { name } => vrrpd::commands::vrid(&name),
         Command::CheckConfig { config } => vrrpd::commands::check_config(&config),
         Command::Render { source } => vrrpd::commands::render(&source),
-        Command::Run { source, state_dir } => {
-            vrrpd::commands::run(&source, &state_dir, cli.verbose, cli.quiet)
-        }
+        Command::Run {
+            source,
+            state_dir,
+            metrics,
+        } => vrrpd::commands::run(&source, &state_dir, &metrics, cli.verbose, cli.quiet),
         Command::Status { json, state_dir } => vrrpd::commands::status(json, &state_dir),
         Command::Watch {
             interface,
             pcap,
             json,
-        } => vrrpd::commands::watch(interface.as_deref(), pcap.as_deref(), json),
+            config,
+        } => vrrpd::commands::watch(
+            interface.as_deref(),
+            pcap.as_deref(),
+            json,
+            config.as_deref(),
+        ),
+        Command::Survey {
+            interface,
+            pcap,
+            listen_for,
+            cluster_name,
+            json,
+        } => {
+            use vrrpd::commands::survey::Source;
+            let source = match (&pcap, &interface) {
+                (Some(p), _) => Source::Pcap(p),
+                (None, Some(i)) => Source::Interface(i, listen_for),
+                (None, None) => unreachable!("clap requires --interface or --pcap"),
+            };
+            vrrpd::commands::survey(source, cluster_name.as_deref(), json)
+        }
     }
 }

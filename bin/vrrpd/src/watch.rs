@@ -1,6 +1,7 @@
 //! `vrrpd watch`: every VRRP advertisement on an interface or in a capture, decoded, one line
 //! each (text or JSON). Rejected datagrams are printed with the reason instead of being hidden:
-//! this is the tool for finding out why two routers disagree.
+//! this is the tool for finding out why two routers disagree. Given a keepalived.conf, adverts
+//! on its VRIDs from routers outside its groups are marked FOREIGN with the reason.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -13,6 +14,8 @@ use ipi_core::vrrp::{self, Auth, ChecksumMode, Datagram, Version};
 use ipi_core::Family;
 use serde_json::json;
 
+use crate::config::Config;
+use crate::daemon::rx::{self, Expect};
 use crate::net::{Netlink, SocketConfig, VrrpSocket};
 
 /// What one line reports.
@@ -22,6 +25,65 @@ pub struct Seen {
     pub at: Duration,
     /// The advert, or why the datagram was rejected (with its source when known).
     pub outcome: Result<Advert, Rejected>,
+    /// Set when the advert is on a configured VRID but from a router outside that group.
+    pub foreign: Option<Foreign>,
+}
+
+/// An advert on one of our VRIDs from a router outside our group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Foreign {
+    /// The configured instance whose VRID it carries.
+    pub instance: String,
+    /// The receive check it fails (`vrrpd status`'s counter name).
+    pub reason: &'static str,
+    /// What differs, for people.
+    pub why: String,
+}
+
+/// The groups of a configuration: what each instance expects of its adverts, and where.
+#[derive(Debug, Clone, Default)]
+pub struct Groups {
+    instances: Vec<(String, String, Expect)>,
+}
+
+impl Groups {
+    /// The instances of `config`.
+    pub fn of(config: &Config) -> Groups {
+        let instances = config
+            .instances
+            .iter()
+            .map(|i| (i.name.clone(), i.interface.clone(), Expect::of(config, i)))
+            .collect();
+        Groups { instances }
+    }
+
+    /// Whether `advert`, heard on `interface` (any, for a capture), is foreign to the group
+    /// of the instance that runs its VRID in its family there; None when it belongs to it or
+    /// no instance runs that VRID.
+    pub fn foreign(&self, advert: &Advert, interface: Option<&str>) -> Option<Foreign> {
+        let d = &advert.datagram;
+        let (name, _, expect) = self.instances.iter().find(|(_, on, e)| {
+            e.vrid == d.repr.vrid
+                && interface.is_none_or(|i| i == on)
+                && e.addresses
+                    .first()
+                    .is_none_or(|a| a.is_ipv4() == d.src.is_ipv4())
+        })?;
+        let raw = vrrp::RawDatagram {
+            src: d.src,
+            dst: d.dst,
+            hop_limit: d.hop_limit,
+            payload: &[],
+        };
+        match rx::check(&raw, &d.repr, expect) {
+            Err(reject) if reject.is_foreign() => Some(Foreign {
+                instance: name.clone(),
+                reason: reject.name(),
+                why: reject.why_foreign(&d.repr, expect),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// A decoded advertisement.
@@ -100,6 +162,7 @@ pub fn read_capture(path: &Path) -> Result<Vec<Seen>, capture::CaptureError> {
         seen.push(Seen {
             at: frame.timestamp,
             outcome,
+            foreign: None,
         });
     }
     Ok(seen)
@@ -140,6 +203,9 @@ pub fn to_text(seen: &Seen) -> String {
             if advert.checksum_without_pseudo_header {
                 line.push_str(" (checksum without pseudo-header)");
             }
+            if let Some(f) = &seen.foreign {
+                let _ = write!(line, " FOREIGN to {}: {}", f.instance, f.why);
+            }
         }
         Err(rejected) => {
             if let Some(src) = rejected.src {
@@ -170,6 +236,9 @@ pub fn to_json(seen: &Seen) -> String {
                 "auth": match r.auth { Auth::None => None, Auth::Pass(_) => Some(password(&r.auth)) },
                 "addresses": r.addresses,
                 "checksum_without_pseudo_header": advert.checksum_without_pseudo_header,
+                "foreign": seen.foreign.as_ref().map(|f| json!({
+                    "instance": f.instance, "reason": f.reason, "why": f.why,
+                })),
             })
         }
         Err(rejected) => json!({ "time": at, "src": rejected.src, "error": rejected.reason }),
@@ -224,8 +293,26 @@ pub fn print(out: &mut impl Write, seen: &Seen, json: bool) -> io::Result<()> {
     writeln!(out, "{line}")
 }
 
-/// Listens on `interface` for both families until an error; prints every datagram.
-pub async fn listen(interface: &str, json: bool) -> Result<(), crate::net::Error> {
+/// Listens on `interface` for both families until an error; prints every datagram, marking
+/// those foreign to `groups`.
+pub async fn listen(interface: &str, json: bool, groups: &Groups) -> Result<(), crate::net::Error> {
+    let sockets = open(interface).await?;
+    let mut stdout = io::stdout().lock();
+    loop {
+        let mut seen = next(&sockets).await?;
+        if let Ok(advert) = &seen.outcome {
+            seen.foreign = groups.foreign(advert, Some(interface));
+        }
+        if print(&mut stdout, &seen, json).is_err() {
+            // The reader went away (`vrrpd watch | head`): done.
+            return Ok(());
+        }
+        let _ = stdout.flush();
+    }
+}
+
+/// VRRP sockets on `interface`: IPv4 and IPv6 (either alone when the other has no address).
+pub async fn open(interface: &str) -> Result<Vec<VrrpSocket>, crate::net::Error> {
     let netlink = Netlink::connect()?;
     let mut sockets = Vec::new();
     for family in [Family::V4, Family::V6] {
@@ -239,31 +326,33 @@ pub async fn listen(interface: &str, json: bool) -> Result<(), crate::net::Error
             Err(e) => return Err(e),
         }
     }
-    let mut stdout = io::stdout().lock();
-    loop {
-        let received = match sockets.as_slice() {
-            [one] => one.recv().await,
-            [a, b] => tokio::select! { r = a.recv() => r, r = b.recv() => r },
-            _ => return Ok(()),
-        };
-        let at = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        let outcome = match received {
-            Ok(received) => decode(received.raw()),
-            Err(e) if e.is_per_datagram() => Err(Rejected {
-                src: None,
-                reason: e.to_string(),
-            }),
-            Err(e) => return Err(e),
-        };
-        let seen = Seen { at, outcome };
-        if print(&mut stdout, &seen, json).is_err() {
-            // The reader went away (`vrrpd watch | head`): done.
-            return Ok(());
-        }
-        let _ = stdout.flush();
-    }
+    Ok(sockets)
+}
+
+/// The next datagram on `sockets` (from [`open`]), decoded; an error only when the sockets
+/// fail (a bad datagram is a [`Rejected`]). Never returns without sockets.
+pub async fn next(sockets: &[VrrpSocket]) -> Result<Seen, crate::net::Error> {
+    let received = match sockets {
+        [one] => one.recv().await,
+        [a, b, ..] => tokio::select! { r = a.recv() => r, r = b.recv() => r },
+        [] => std::future::pending().await,
+    };
+    let at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let outcome = match received {
+        Ok(received) => decode(received.raw()),
+        Err(e) if e.is_per_datagram() => Err(Rejected {
+            src: None,
+            reason: e.to_string(),
+        }),
+        Err(e) => return Err(e),
+    };
+    Ok(Seen {
+        at,
+        outcome,
+        foreign: None,
+    })
 }
 
 #[cfg(test)]

@@ -3,7 +3,12 @@
 //!
 //! - [`check_config`] and [`render`]: the configuration side ([`crate::config`]).
 //! - [`run`] and [`status`]: the daemon and its state directory.
-//! - [`watch`]: adverts on the wire or in a capture, decoded; [`vrid`]: OpenShift's VRIDs.
+//! - [`watch`]: adverts on the wire or in a capture, decoded; [`vrid`]: OpenShift's VRIDs;
+//!   [`survey`]: the VRIDs in use on a link, and whether a cluster's are free.
+
+pub mod survey;
+
+pub use survey::survey;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -55,10 +60,21 @@ pub fn render(source: &cli::Source) -> ExitCode {
     }
 }
 
-/// `vrrpd run (-f FILE | --cluster ...) --state-dir DIR`: runs until SIGTERM; 2 when the
-/// configuration is wrong, 1 when it cannot start (an interface, a socket).
-pub fn run(source: &cli::Source, state_dir: &Path, verbose: u8, quiet: bool) -> ExitCode {
+/// `vrrpd run (-f FILE | --cluster ...) --state-dir DIR [--metrics ADDR:PORT]`: runs until
+/// SIGTERM; 2 when the configuration (or --metrics) is wrong, 1 when it cannot start (an
+/// interface, a socket, the metrics port).
+pub fn run(
+    source: &cli::Source,
+    state_dir: &Path,
+    metrics: &cli::Metrics,
+    verbose: u8,
+    quiet: bool,
+) -> ExitCode {
     ipi_core::service::logging(verbose, quiet);
+    let metrics = match metrics_listener(metrics) {
+        Ok(listener) => listener,
+        Err(status) => return status.into(),
+    };
     let source = Source::from(source);
     let config = match crate::config::load_source(source.clone()) {
         Ok(c) => c,
@@ -72,13 +88,32 @@ pub fn run(source: &cli::Source, state_dir: &Path, verbose: u8, quiet: bool) -> 
     } else {
         Box::new(|| Err(SourceError::NotReloadable))
     };
-    match crate::daemon::run(config, state_dir, reload) {
+    match crate::daemon::run(config, state_dir, reload, metrics) {
         Ok(()) => Status::Success.into(),
         Err(e) => {
             eprintln!("vrrpd: {e}");
             Status::Failed.into()
         }
     }
+}
+
+/// The metrics endpoint's socket, bound before the daemon starts so that a taken port is an
+/// error at once. The endpoint has no authentication: only loopback unless allowed.
+fn metrics_listener(m: &cli::Metrics) -> Result<Option<std::net::TcpListener>, Status> {
+    let Some(address) = m.listen else {
+        return Ok(None);
+    };
+    if !address.ip().is_loopback() && !m.allow_remote {
+        eprintln!(
+            "vrrpd: --metrics {address}: not a loopback address; the endpoint has no \
+             authentication (give --metrics-allow-remote to serve it there anyway)"
+        );
+        return Err(Status::Usage);
+    }
+    std::net::TcpListener::bind(address).map(Some).map_err(|e| {
+        eprintln!("vrrpd: --metrics {address}: {e}");
+        Status::Failed
+    })
 }
 
 /// `vrrpd status [--json] --state-dir DIR`: 0 with the status, 1 when no vrrpd runs there.
@@ -99,20 +134,37 @@ pub fn status(json: bool, state_dir: &Path) -> ExitCode {
     }
 }
 
-/// `vrrpd watch (--interface IF | --pcap FILE) [--json]`.
+/// `vrrpd watch (--interface IF | --pcap FILE) [--json] [-f FILE]`.
 ///
 /// Exit 0 when the capture was read (or the reader of stdout went away), 1 when the interface
-/// cannot be watched or the capture cannot be read.
-pub fn watch(interface: Option<&str>, pcap: Option<&Path>, json: bool) -> ExitCode {
+/// cannot be watched or the capture cannot be read, 2 when the configuration is wrong.
+pub fn watch(
+    interface: Option<&str>,
+    pcap: Option<&Path>,
+    json: bool,
+    config: Option<&Path>,
+) -> ExitCode {
     use crate::watch;
+    let groups = match config.map(crate::config::load).transpose() {
+        Ok(c) => c.as_ref().map(watch::Groups::of).unwrap_or_default(),
+        Err(errors) => {
+            eprintln!("{errors}");
+            return Status::Usage.into();
+        }
+    };
     if let Some(path) = pcap {
-        let seen = match watch::read_capture(path) {
+        let mut seen = match watch::read_capture(path) {
             Ok(seen) => seen,
             Err(e) => {
                 eprintln!("vrrpd watch: {e}");
                 return Status::Failed.into();
             }
         };
+        for s in &mut seen {
+            if let Ok(advert) = &s.outcome {
+                s.foreign = groups.foreign(advert, None);
+            }
+        }
         let mut out = std::io::stdout().lock();
         for s in &seen {
             if watch::print(&mut out, s, json).is_err() {
@@ -132,7 +184,7 @@ pub fn watch(interface: Option<&str>, pcap: Option<&Path>, json: bool) -> ExitCo
             return Status::Failed.into();
         }
     };
-    match runtime.block_on(watch::listen(interface, json)) {
+    match runtime.block_on(watch::listen(interface, json, &groups)) {
         Ok(()) => Status::Success.into(),
         Err(e) => {
             eprintln!("vrrpd watch: {e}");

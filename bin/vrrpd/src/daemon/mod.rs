@@ -9,6 +9,8 @@
 //! - [`rx`]: the receive checks, with a counter per reason.
 //! - [`scripts`]: track scripts and notify scripts, without a shell.
 //! - [`status`]: state files and the status file `vrrpd status` reads.
+//! - [`clash`]: foreign routers on our VRIDs; `telemetry`: transitions with their reason;
+//!   [`metrics`] and `http`: the Prometheus endpoint (`--metrics`).
 
 pub mod plan;
 mod reload;
@@ -16,6 +18,11 @@ pub mod rx;
 pub mod scripts;
 pub mod setup;
 pub mod status;
+
+pub mod clash;
+mod http;
+pub mod metrics;
+mod telemetry;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -54,6 +61,9 @@ pub enum Error {
     /// The configuration cannot run here.
     #[error(transparent)]
     Setup(#[from] SetupError),
+    /// The metrics endpoint cannot be served.
+    #[error("metrics endpoint: {0}")]
+    Metrics(std::io::Error),
     /// A tracked interface cannot be watched.
     #[error("track_interface {name}: {source}")]
     TrackInterface {
@@ -67,8 +77,14 @@ pub enum Error {
 /// Loads the configuration again on SIGHUP.
 pub type Loader = Box<dyn Fn() -> Result<Config, crate::config::SourceError>>;
 
-/// Runs `config` until SIGTERM or SIGINT. Errors at start name the instance and the reason.
-pub fn run(config: Config, state_dir: &Path, reload: Loader) -> Result<(), Error> {
+/// Runs `config` until SIGTERM or SIGINT, serving the metrics on `metrics` if given. Errors
+/// at start name the instance and the reason.
+pub fn run(
+    config: Config,
+    state_dir: &Path,
+    reload: Loader,
+    metrics: Option<std::net::TcpListener>,
+) -> Result<(), Error> {
     std::fs::create_dir_all(state_dir).map_err(|source| Error::StateDir {
         path: state_dir.to_path_buf(),
         source,
@@ -76,6 +92,10 @@ pub fn run(config: Config, state_dir: &Path, reload: Loader) -> Result<(), Error
     let runtime = ipi_core::service::runtime().map_err(Error::Runtime)?;
     runtime.block_on(async move {
         let mut d = Daemon::start(config, state_dir.to_path_buf(), reload).await?;
+        if let Some(listener) = metrics {
+            let scrapes = d.telemetry.scrape_tx.clone();
+            http::spawn(listener, scrapes).map_err(Error::Metrics)?;
+        }
         d.run().await;
         Ok(())
     })
@@ -99,6 +119,8 @@ struct Daemon {
     links: mpsc::UnboundedReceiver<(String, bool)>,
     /// Per instance: rejected adverts by reason. Index "" holds what no instance could claim.
     invalid: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    /// Foreign routers, transitions with their reason, metrics scrapes.
+    telemetry: telemetry::Telemetry,
 }
 
 impl Daemon {
@@ -123,6 +145,7 @@ impl Daemon {
             links_tx,
             links,
             invalid: BTreeMap::new(),
+            telemetry: telemetry::Telemetry::default(),
         };
         d.spawn_tasks().await?;
         d.start_units().await;
@@ -200,6 +223,7 @@ impl Daemon {
             tokio::select! {
                 () = sleep_until(deadline) => {
                     self.take_pending().await;
+                    self.telemetry.cause(telemetry::Cause::Timer);
                     self.timers().await;
                 }
                 Some((socket, r)) = self.rx.recv() => self.received(socket, r).await,
@@ -214,11 +238,33 @@ impl Daemon {
                 }
                 _ = term.recv() => break,
                 _ = int.recv() => break,
-                _ = hup.recv() => self.reload().await,
+                _ = hup.recv() => {
+                    self.telemetry.cause(telemetry::Cause::Reload);
+                    self.reload().await;
+                }
+                Some(scrape) = self.telemetry.scrapes.recv() => self.scrape(scrape),
                 _ = status_tick.tick() => self.write_status(),
             }
         }
+        self.telemetry.cause(telemetry::Cause::Shutdown);
         self.shutdown().await;
+    }
+
+    /// Answers a metrics scrape; scrapes within 100 ms of each other share one exposition.
+    fn scrape(&mut self, scrape: http::Scrape) {
+        let now = self.now();
+        let fresh = match &self.telemetry.rendered {
+            Some((at, text)) if now.saturating_duration_since(*at).as_millis() < 100 => {
+                Arc::clone(text)
+            }
+            _ => {
+                let text = metrics::render(&self.parts, &self.invalid, &self.telemetry, now);
+                let text: Arc<str> = Arc::from(text);
+                self.telemetry.rendered = Some((now, Arc::clone(&text)));
+                text
+            }
+        };
+        let _ = scrape.send(fresh);
     }
 
     /// Starts every unit that has not started yet (all at start; new ones after a reload).
@@ -271,6 +317,7 @@ impl Daemon {
     }
 
     async fn each_tracking(&mut self, tracks: impl Fn(&Vr) -> bool, event: Event) {
+        self.telemetry.cause(telemetry::Cause::of(&event));
         let now = self.now();
         let targets: Vec<(usize, usize)> = self
             .parts
@@ -322,6 +369,8 @@ impl Daemon {
             Ok(event) => {
                 let (u, m) = (self.parts.vrs[vr].unit, self.parts.vrs[vr].member);
                 let now = self.now();
+                self.telemetry
+                    .advert(&self.parts.vrs[vr].cfg.name, repr.priority);
                 let actions = handle(&mut self.parts.units[u], now, m, event);
                 self.carry_out(u, actions).await;
             }
@@ -333,6 +382,15 @@ impl Daemon {
                     reject.name()
                 );
                 self.count(&name, reject.name());
+                let v = &self.parts.vrs[vr];
+                let heard = clash::Heard {
+                    instance: &name,
+                    interface: &v.interface.name,
+                    source: d.src,
+                    repr: &repr,
+                    expect: &v.expect,
+                };
+                self.telemetry.clashes.heard(self.now(), heard, reject);
             }
         }
     }
@@ -369,10 +427,12 @@ impl Daemon {
             Action::SendGarp { repeat } => self.garp(vr, repeat),
             Action::StateChanged { from, to, priority } => {
                 let name = &self.parts.vrs[vr].cfg.name;
+                let reason = self.telemetry.transition(name, from, to, priority);
                 tracing::info!(
-                    "{name}: {} -> {} (priority {priority})",
+                    "{name}: {} -> {} (priority {priority}, {})",
                     from.as_str(),
-                    to.as_str()
+                    to.as_str(),
+                    reason.name()
                 );
                 status::write_state(&self.state_dir, name, to);
                 let notify = &self.parts.vrs[vr].cfg.notify;
@@ -448,7 +508,8 @@ impl Daemon {
     }
 
     fn write_status(&self) {
-        status::write(&self.state_dir, &self.parts, &self.invalid);
+        let clashes = (&self.telemetry.clashes, self.now());
+        status::write(&self.state_dir, &self.parts, &self.invalid, clashes);
     }
 
     /// The index in `parts.vrs` of member `member` of unit `unit`.

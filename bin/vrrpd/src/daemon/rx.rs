@@ -53,6 +53,51 @@ impl Reject {
         }
     }
 
+    /// Whether the advert, on one of our VRIDs, comes from a router outside our group: another
+    /// version, authentication, address list, or (unicast) not a listed peer. keepalived logs
+    /// these; they are usually a second cluster whose VRIDs collide with ours.
+    pub fn is_foreign(self) -> bool {
+        match self {
+            Reject::Version
+            | Reject::AuthType
+            | Reject::Password
+            | Reject::Addresses
+            | Reject::UnknownPeer => true,
+            Reject::HopLimit
+            | Reject::Length
+            | Reject::Type
+            | Reject::Checksum
+            | Reject::Vrid
+            | Reject::Malformed => false,
+        }
+    }
+
+    /// Why a router is foreign, for people: what differs from our instance `expect`.
+    pub fn why_foreign(self, repr: &Repr, expect: &Expect) -> String {
+        let list = |a: &[IpAddr]| {
+            a.iter()
+                .map(IpAddr::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        match self {
+            Reject::Version => format!(
+                "it runs VRRPv{}, this instance v{}",
+                repr.version.number(),
+                expect.version.number()
+            ),
+            Reject::AuthType => "its authentication type differs".to_string(),
+            Reject::Password => "its password differs".to_string(),
+            Reject::Addresses => format!(
+                "its addresses {} differ from ours {}",
+                list(&repr.addresses),
+                list(&expect.addresses)
+            ),
+            Reject::UnknownPeer => format!("it is not a unicast peer ({})", list(&expect.peers)),
+            other => other.name().to_string(),
+        }
+    }
+
     /// The counter of a codec error. Every variant is named, so that a new one is a choice
     /// made here rather than a silent `malformed`.
     fn of(e: &vrrp::Error) -> Reject {
@@ -95,6 +140,20 @@ pub struct Expect {
     pub addresses: Vec<IpAddr>,
     /// Unicast peers; empty in multicast mode.
     pub peers: Vec<IpAddr>,
+}
+
+impl Expect {
+    /// What the adverts of instance `i` of configuration `c` must look like (as the daemon
+    /// builds it, without opening anything).
+    pub fn of(c: &crate::config::Config, i: &crate::config::VrrpInstance) -> Expect {
+        Expect {
+            vrid: i.vrid,
+            version: i.effective_version(&c.global),
+            auth: i.auth(),
+            addresses: i.vips.iter().map(|v| v.address).collect(),
+            peers: i.unicast_peers.clone(),
+        }
+    }
 }
 
 /// Parses the message (version, type, length, checksum) and returns its VRID, or why not.

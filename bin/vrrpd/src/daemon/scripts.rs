@@ -2,9 +2,11 @@
 //! shell: the words of the configured command are the program and its arguments, as keepalived
 //! runs them.
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::process::Command as Process;
@@ -159,9 +161,95 @@ fn process(program: &Path, command: &Command, extra: &[String], who: Option<Iden
     p
 }
 
+/// How one run of a track script ended (the metrics count each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Outcome {
+    /// Exit status 0 within the timeout.
+    Ok,
+    /// Another exit status (or a signal).
+    Failed,
+    /// Still running at the timeout: killed.
+    Timeout,
+    /// Could not be started or waited for.
+    Error,
+}
+
+impl Outcome {
+    /// The metrics' label value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Timeout => "timeout",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// Upper bounds, in milliseconds, of the buckets of the track scripts' run times.
+pub const DURATION_BUCKETS_MS: [u64; 10] = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000];
+
+/// What the track scripts did since the daemon started, per script: runs by outcome and a
+/// histogram of their run times.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScriptStats {
+    /// Runs by outcome.
+    pub outcomes: BTreeMap<Outcome, u64>,
+    /// Runs at most as long as each bound of [`DURATION_BUCKETS_MS`] (not cumulative).
+    pub buckets: [u64; DURATION_BUCKETS_MS.len()],
+    /// Runs longer than the last bound.
+    pub over: u64,
+    /// Total run time in microseconds.
+    pub total_us: u64,
+}
+
+impl ScriptStats {
+    fn record(&mut self, outcome: Outcome, took: Duration) {
+        *self.outcomes.entry(outcome).or_default() += 1;
+        let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        match DURATION_BUCKETS_MS.iter().position(|&b| ms <= b) {
+            Some(i) => self.buckets[i] += 1,
+            None => self.over += 1,
+        }
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.total_us = self.total_us.saturating_add(us);
+    }
+
+    /// All runs.
+    pub fn runs(&self) -> u64 {
+        self.outcomes.values().sum()
+    }
+}
+
+/// The track scripts' statistics, by script name. One daemon runs per process, and its
+/// script tasks come and go with reloads while the counts must go on: so they live here.
+static STATS: Mutex<BTreeMap<String, ScriptStats>> = Mutex::new(BTreeMap::new());
+
+/// A copy of every track script's statistics.
+pub fn stats() -> BTreeMap<String, ScriptStats> {
+    STATS.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
 /// Runs a track script once: exit 0 within the timeout is success; a run that lasts longer
 /// is killed with its whole process group and counts as a failure.
 pub async fn run_once(program: &Path, script: &VrrpScript, who: Option<Identity>) -> bool {
+    run_timed(program, script, who).await == Outcome::Ok
+}
+
+/// [`run_once`], recording its outcome and run time in [`stats`].
+async fn run_timed(program: &Path, script: &VrrpScript, who: Option<Identity>) -> Outcome {
+    let start = tokio::time::Instant::now();
+    let outcome = run(program, script, who).await;
+    STATS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(script.name.clone())
+        .or_default()
+        .record(outcome, start.elapsed());
+    outcome
+}
+
+async fn run(program: &Path, script: &VrrpScript, who: Option<Identity>) -> Outcome {
     let mut child = match process(program, &script.command, &[], who).spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -170,7 +258,7 @@ pub async fn run_once(program: &Path, script: &VrrpScript, who: Option<Identity>
                 script.name,
                 program.display()
             );
-            return false;
+            return Outcome::Error;
         }
     };
     match tokio::time::timeout(script.timeout, child.wait()).await {
@@ -185,11 +273,15 @@ pub async fn run_once(program: &Path, script: &VrrpScript, who: Option<Identity>
                     program.display()
                 );
             }
-            status.success()
+            if status.success() {
+                Outcome::Ok
+            } else {
+                Outcome::Failed
+            }
         }
         Ok(Err(e)) => {
             tracing::warn!("vrrp_script {}: {e}", script.name);
-            false
+            Outcome::Error
         }
         Err(_) => {
             tracing::info!(
@@ -204,7 +296,7 @@ pub async fn run_once(program: &Path, script: &VrrpScript, who: Option<Identity>
                 );
             }
             let _ = child.wait().await;
-            false
+            Outcome::Timeout
         }
     }
 }
@@ -291,6 +383,42 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(5));
         let missing = script(&["/nonexistent/x"], 100);
         assert!(!run_once(Path::new("/nonexistent/x"), &missing, None).await);
+    }
+
+    #[tokio::test]
+    async fn runs_are_counted_by_outcome_with_their_time() {
+        let mut s = script(&["sleep", "0.05"], 5000);
+        s.name = "counted".into();
+        let program = program(&s.command).unwrap();
+        assert_eq!(run_timed(&program, &s, None).await, Outcome::Ok);
+        s.command = command(&["sleep", "10"]);
+        s.timeout = Duration::from_millis(30);
+        assert_eq!(run_timed(&program, &s, None).await, Outcome::Timeout);
+        assert_eq!(
+            run_timed(Path::new("/nonexistent/x"), &s, None).await,
+            Outcome::Error
+        );
+        let stats = stats();
+        let c = &stats["counted"];
+        assert_eq!(c.runs(), 3);
+        assert_eq!(c.outcomes[&Outcome::Ok], 1);
+        assert_eq!(c.outcomes[&Outcome::Timeout], 1);
+        assert_eq!(c.outcomes[&Outcome::Error], 1);
+        assert_eq!(c.buckets.iter().sum::<u64>() + c.over, 3);
+        // The two that ran slept at least 50 ms and 30 ms.
+        assert!(c.total_us >= 80_000, "{c:?}");
+    }
+
+    #[test]
+    fn durations_land_in_their_bucket() {
+        let mut s = ScriptStats::default();
+        s.record(Outcome::Failed, Duration::from_millis(5));
+        s.record(Outcome::Failed, Duration::from_millis(6));
+        s.record(Outcome::Ok, Duration::from_secs(60));
+        assert_eq!(s.buckets[0], 1);
+        assert_eq!(s.buckets[1], 1);
+        assert_eq!(s.over, 1);
+        assert_eq!(s.total_us, 60_011_000);
     }
 
     #[test]

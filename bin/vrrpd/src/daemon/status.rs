@@ -7,8 +7,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
+use super::clash::Clashes;
 use super::setup::Parts;
-use crate::fsm::{ScriptStatus, State};
+use crate::fsm::{Instant, ScriptStatus, State};
+
+/// The foreign routers remembered, and now (for which are still heard).
+pub type Foreign<'a> = (&'a Clashes, Instant);
 
 /// The status file's name in the state directory.
 pub const STATUS_FILE: &str = "status.json";
@@ -33,7 +37,11 @@ pub fn write_state(dir: &Path, instance: &str, state: State) {
 }
 
 /// The status of every instance, as JSON.
-pub fn snapshot(parts: &Parts, invalid: &BTreeMap<String, BTreeMap<&'static str, u64>>) -> Value {
+pub fn snapshot(
+    parts: &Parts,
+    invalid: &BTreeMap<String, BTreeMap<&'static str, u64>>,
+    (clashes, now): Foreign<'_>,
+) -> Value {
     let instances: Vec<Value> = parts
         .vrs
         .iter()
@@ -72,6 +80,8 @@ pub fn snapshot(parts: &Parts, invalid: &BTreeMap<String, BTreeMap<&'static str,
                 "transitions": c.transitions,
                 "became_master": c.became_master,
                 "invalid": invalid.get(&vr.cfg.name).cloned().unwrap_or_default(),
+                "foreign_routers": clashes.to_json(now, &vr.cfg.name),
+                "clashes": clashes.appearances(&vr.cfg.name),
             }))
         })
         .collect();
@@ -96,8 +106,13 @@ fn script_status(s: ScriptStatus) -> &'static str {
 }
 
 /// Writes the status file (atomically).
-pub fn write(dir: &Path, parts: &Parts, invalid: &BTreeMap<String, BTreeMap<&'static str, u64>>) {
-    let mut text = snapshot(parts, invalid).to_string();
+pub fn write(
+    dir: &Path,
+    parts: &Parts,
+    invalid: &BTreeMap<String, BTreeMap<&'static str, u64>>,
+    foreign: Foreign<'_>,
+) {
+    let mut text = snapshot(parts, invalid, foreign).to_string();
     text.push('\n');
     let path = dir.join(STATUS_FILE);
     if let Err(e) = ipi_core::atomic::write(&path, text.as_bytes()) {
@@ -204,6 +219,58 @@ pub fn to_text(v: &Value) -> String {
             "  adverts sent {} received {}, transitions {}, invalid {}\n",
             i["adverts_sent"], i["adverts_received"], i["transitions"], i["invalid"]
         ));
+        for f in i["foreign_routers"].as_array().into_iter().flatten() {
+            out.push_str(&foreign_text(f));
+        }
     }
     out
+}
+
+/// One foreign router as a line of text status.
+fn foreign_text(f: &Value) -> String {
+    let addresses: Vec<&str> = f["addresses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    format!(
+        "  FOREIGN router {} on vrid {} ({}): VRRPv{} priority {} addresses {}: {}; {} adverts, \
+         last {} ms ago\n",
+        f["source"].as_str().unwrap_or("?"),
+        f["vrid"],
+        f["interface"].as_str().unwrap_or("?"),
+        f["version"],
+        f["priority"],
+        addresses.join(","),
+        f["why"].as_str().unwrap_or("?"),
+        f["adverts"],
+        f["last_heard_ms_ago"]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn foreign_routers_are_shown_in_the_text() {
+        let v = json!({ "instances": [{
+            "name": "VI_1", "state": "MASTER", "interface": "eth0", "vrid": 51, "version": 3,
+            "priority": 100, "base_priority": 100, "master": null, "scripts": [],
+            "interfaces": [], "adverts_sent": 1, "adverts_received": 0, "transitions": 2,
+            "invalid": { "addresses": 4 },
+            "foreign_routers": [{ "source": "192.0.2.9", "vrid": 51, "interface": "eth0",
+                "version": 2, "priority": 100, "addresses": ["192.0.2.99", "192.0.2.98"],
+                "why": "its addresses differ", "adverts": 4, "last_heard_ms_ago": 300 }],
+        }]});
+        let text = to_text(&v);
+        assert!(
+            text.contains(
+                "  FOREIGN router 192.0.2.9 on vrid 51 (eth0): VRRPv2 priority 100 addresses \
+                 192.0.2.99,192.0.2.98: its addresses differ; 4 adverts, last 300 ms ago\n"
+            ),
+            "{text}"
+        );
+    }
 }
