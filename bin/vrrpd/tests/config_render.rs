@@ -95,15 +95,26 @@ fn placeless(mut c: Config) -> Config {
     c
 }
 
+/// The one line `render` adds to every instance of OpenShift's templates: vrrpd's keyword for
+/// fast track-script moves (see openshift.rs).
+const OURS: &str = "preempt_on_lower_priority on";
+
 #[test]
 fn a_master_and_a_worker_get_what_openshift_rendered() {
     for (role, fixture) in [
         ("master", "managed-keepalived-master.conf"),
         ("worker", "managed-keepalived-worker.conf"),
     ] {
-        let ours = render_role(role, "ens3", &[]);
-        let theirs = std::fs::read_to_string(seeds(fixture)).unwrap();
-        assert_eq!(significant(&ours), significant(&theirs), "{role}");
+        let ours = significant(&render_role(role, "ens3", &[]));
+        let theirs = significant(&std::fs::read_to_string(seeds(fixture)).unwrap());
+        let instances = ours
+            .iter()
+            .filter(|l| l.starts_with("vrrp_instance "))
+            .count();
+        let added = ours.iter().filter(|l| *l == OURS).count();
+        assert_eq!(added, instances, "{role}: one `{OURS}` an instance");
+        let without: Vec<String> = ours.into_iter().filter(|l| l != OURS).collect();
+        assert_eq!(without, theirs, "{role}");
     }
 }
 
@@ -302,6 +313,15 @@ fn keepalived_accepts_what_render_writes() {
             }
             None => vec!["Truncating auth_pass to 8 characters".to_string()],
         };
+        // keepalived warns of vrrpd's own keyword and ignores it (its semantics, the default).
+        let allowed = [
+            allowed,
+            vec![format!(
+                "Unknown keyword '{}'",
+                OURS.split(' ').next().unwrap()
+            )],
+        ]
+        .concat();
         let extra: Vec<&String> = ours.iter().filter(|c| !allowed.contains(c)).collect();
         assert!(extra.is_empty(), "{role}: {extra:?}");
     }
@@ -325,4 +345,87 @@ fn complaints(host: &ipi_lab::Host, conf: &Path) -> Vec<String> {
     all.sort();
     all.dedup();
     all
+}
+
+/// An install-config with an IPv4 and an IPv6 VIP for each role, IPv4 first.
+const DUAL_STACK: &str = "apiVersion: v1
+baseDomain: example.com
+metadata:
+  name: dual
+networking:
+  machineNetwork:
+  - cidr: 192.0.2.0/24
+  - cidr: 2001:db8::/64
+platform:
+  baremetal:
+    apiVIPs:
+    - 192.0.2.5
+    - 2001:db8::5
+    ingressVIPs:
+    - 192.0.2.7
+    - 2001:db8::7
+";
+
+#[test]
+fn both_families_of_a_role_are_one_sync_group_primary_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("install-config.yaml");
+    std::fs::write(&path, DUAL_STACK).unwrap();
+    for (role, groups) in [
+        (
+            "master",
+            &[("API", "API_V6"), ("INGRESS", "INGRESS_V6")][..],
+        ),
+        ("worker", &[("INGRESS", "INGRESS_V6")][..]),
+        ("bootstrap", &[("API", "API_V6")][..]),
+    ] {
+        let args = [
+            "--cluster",
+            path.to_str().unwrap(),
+            "--role",
+            role,
+            "--interface",
+            "eth0",
+        ];
+        let (code, out, err) = render(&args);
+        assert_eq!(code, 0, "{err}");
+        let c = config::parse_str(&out, "rendered").unwrap();
+        let names: Vec<(&str, Vec<&str>)> = c
+            .sync_groups
+            .iter()
+            .map(|g| {
+                (
+                    g.name.as_str(),
+                    g.members.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, Vec<String>)> = groups
+            .iter()
+            .map(|(v4, v6)| {
+                (
+                    format!("dual_{v4}_DUAL_STACK"),
+                    vec![format!("dual_{v4}"), format!("dual_{v6}")],
+                )
+            })
+            .collect();
+        let want: Vec<(&str, Vec<&str>)> = want
+            .iter()
+            .map(|(g, m)| (g.as_str(), m.iter().map(String::as_str).collect()))
+            .collect();
+        assert_eq!(names, want, "{role}:\n{out}");
+        // Both members run the same election: VRID, priority and track scripts.
+        for g in &c.sync_groups {
+            let [v4, v6] = [0, 1].map(|k| c.instance(&g.members[k]).unwrap());
+            assert!(!v4.is_ipv6() && v6.is_ipv6(), "{role}: IPv4 first");
+            assert_eq!(
+                (v4.vrid, v4.priority, &v4.track_scripts),
+                (v6.vrid, v6.priority, &v6.track_scripts)
+            );
+            assert!(v4.preempt_on_lower_priority && v6.preempt_on_lower_priority);
+        }
+    }
+    // One family, no group.
+    let c = config::parse_str(&render_role("master", "ens3", &[]), "rendered").unwrap();
+    assert!(c.sync_groups.is_empty());
 }

@@ -47,7 +47,9 @@ fn defaults_send_five_at_the_transition_and_five_more_after_five_seconds() {
             master_delay_cs: 500,
             master_repeat: 5,
             master_refresh_cs: 0,
-            master_refresh_repeat: 1
+            master_refresh_repeat: 1,
+            lower_prio_repeat: 5,
+            lower_prio_delay_cs: 500,
         }
     );
     let mut lan = Lan::new();

@@ -229,3 +229,45 @@ fn an_event_for_a_member_that_does_not_exist_is_ignored() {
     assert!(g.handle(ms(0), 5, Event::Startup).is_empty());
     assert_eq!(g.state(), State::Initialize);
 }
+
+/// A dual-stack group in the sim: VRID 1 stands for the IPv4 instance (addresses 192.0.2.x),
+/// VRID 2 for the IPv6 one (here 192.0.2.(100 + x), sorting the other way round between R2
+/// and R3, as a node's IPv4 and IPv6 addresses often do). Equal priorities, as OpenShift's.
+fn dual_stack(priority: u8, v4_last: u8, v6_last: u8) -> SyncGroup {
+    let mut second = v3(2, priority, 100 + v6_last);
+    second.vrid = 2;
+    SyncGroup::new(vec![inst(v3(1, priority, v4_last)), inst(second)])
+}
+
+#[test]
+fn a_dual_stack_group_whose_addresses_sort_both_ways_settles_on_one_router() {
+    // R1 (priority 120) holds both; R2 has the greater IPv4 address, R3 the greater "IPv6"
+    // one. When R1 dies, R2 and R3 both take both VIPs after the same Master_Down_Interval
+    // and hear each other: R3 loses the IPv4 tie and steps down with its whole group; R2's
+    // IPv6 member must not yield to R3's tie (else both groups step down, and again after
+    // every Master_Down_Interval, for ever).
+    let mut lan = Lan::new();
+    let r1 = lan.add(addr(1), dual_stack(120, 1, 1));
+    let r2 = lan.add(addr(12), dual_stack(100, 12, 11));
+    let r3 = lan.add(addr(11), dual_stack(100, 11, 12));
+    for r in [r1, r2, r3] {
+        lan.start(r);
+    }
+    lan.run_until(ms(10_000));
+    assert_eq!((lan.masters(1), lan.masters(2)), (vec![r1], vec![r1]));
+    lan.crash(r1);
+    lan.run_until(ms(60_000));
+    assert_eq!((lan.masters(1), lan.masters(2)), (vec![r2], vec![r2]));
+    // One move each, and R3 gave both up at the same instant.
+    for vrid in [1, 2] {
+        let to_master = |r| {
+            lan.transitions(r, vrid)
+                .iter()
+                .filter(|t| t.2 == State::Master)
+                .count()
+        };
+        assert_eq!((to_master(r2), to_master(r3)), (1, 1), "VRID {vrid}");
+    }
+    assert_eq!(last(&lan, r3, 1).0, last(&lan, r3, 2).0);
+    assert_eq!(last(&lan, r3, 2).2, State::Backup);
+}

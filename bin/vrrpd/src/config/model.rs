@@ -49,8 +49,13 @@ pub struct GlobalDefs {
     /// `vrrp_version`: the default version of IPv4 instances (2 unless set).
     pub vrrp_version: Version,
     /// `vrrp_garp_master_delay`, `vrrp_garp_master_repeat`, `vrrp_garp_master_refresh`,
-    /// `vrrp_garp_master_refresh_repeat`: the defaults of every instance.
+    /// `vrrp_garp_master_refresh_repeat`, `vrrp_garp_lower_prio_delay`,
+    /// `vrrp_garp_lower_prio_repeat`: the defaults of every instance. The lower-priority pair
+    /// defaults to the master pair, as in keepalived.
     pub garp: GarpParams,
+    /// `vrrp_preempt_on_lower_priority`: the default of every instance's
+    /// `preempt_on_lower_priority` (vrrpd's; off unless set).
+    pub preempt_on_lower_priority: bool,
 }
 
 impl Default for GlobalDefs {
@@ -61,6 +66,7 @@ impl Default for GlobalDefs {
             enable_script_security: false,
             vrrp_version: Version::V2,
             garp: GarpParams::default(),
+            preempt_on_lower_priority: false,
         }
     }
 }
@@ -201,6 +207,10 @@ pub struct VrrpInstance {
     pub garp: GarpParams,
     /// `lower_prio_no_advert`.
     pub lower_prio_no_advert: bool,
+    /// `preempt_on_lower_priority` (vrrpd's): as Backup, take over after Skew_Time when the
+    /// master advertises a priority below ours (see
+    /// [`InstanceParams::preempt_on_lower_priority`](crate::fsm::InstanceParams)).
+    pub preempt_on_lower_priority: bool,
     /// Where the block starts.
     pub location: Location,
 }
@@ -231,6 +241,7 @@ impl VrrpInstance {
             notify: Notify::default(),
             garp,
             lower_prio_no_advert: false,
+            preempt_on_lower_priority: false,
             location,
         }
     }

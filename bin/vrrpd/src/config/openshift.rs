@@ -1,6 +1,11 @@
 //! What OpenShift's on-prem templates configure on a node, from the cluster model: the API
 //! instance (bootstrap and masters) and the Ingress instance (masters and workers), their
 //! track scripts, weights and passwords, as in tests/fixtures/seeds/managed-keepalived-*.conf.
+//!
+//! Two things differ from OpenShift's templates, both for clients: every instance sets
+//! `preempt_on_lower_priority`, so a failing track script moves its VIP within Skew_Time of the
+//! drop rather than Master_Down_Interval; and a role with an IPv4 and an IPv6 VIP puts both
+//! instances in one `vrrp_sync_group`, so that both VIPs stay on one node (OpenShift MCO #4844).
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -8,8 +13,8 @@ use std::time::Duration;
 use ipi_core::{Cluster, Family, Inventory, Role};
 
 use super::model::{
-    Command, Config, GlobalDefs, Location, TrackedScript, User, VirtualAddress, VrrpInstance,
-    VrrpScript,
+    Command, Config, GlobalDefs, Location, Notify, SyncGroup, TrackedScript, User, VirtualAddress,
+    VrrpInstance, VrrpScript,
 };
 use crate::fsm::{GarpParams, InitialState};
 
@@ -73,7 +78,8 @@ pub struct Node<'a> {
 /// instances (bootstrap and masters), then the Ingress ones (masters and workers), the primary
 /// family's first. With `node.unicast`, adverts go to the inventory's nodes that run the
 /// instance (bootstrap and masters for the API, masters and workers for Ingress) instead of the
-/// multicast group.
+/// multicast group. A role with both families' VIPs gets a sync group of its two instances,
+/// named `CLUSTER_API_DUAL_STACK` / `CLUSTER_INGRESS_DUAL_STACK`.
 pub fn from_cluster(cluster: &Cluster, node: &Node<'_>, scripts: &Scripts) -> Config {
     let lines = ScriptLines::of(scripts);
     let mut c = Config {
@@ -86,14 +92,26 @@ pub fn from_cluster(cluster: &Cluster, node: &Node<'_>, scripts: &Scripts) -> Co
         let Some((priority, tracked)) = kind.on(node.role) else {
             continue;
         };
+        let mut members = Vec::new();
         for (n, family) in families.iter().enumerate() {
             if let Some(vip) = kind.vip(cluster, *family) {
                 let name = format!("{}_{}", cluster.name, suffix(kind.name(), n, *family));
                 let mut i = instance(name, node, kind.vrid(cluster), priority, vip, tracked);
                 i.auth_pass = vip.is_ipv4().then(|| kind.password(&cluster.name));
                 i.unicast_peers = peers(node, &kind.roles(), Family::of(vip));
+                members.push(i.name.clone());
                 c.instances.push(i);
             }
+        }
+        // Both families of a role move together (keepalived's way: a sync group). The primary
+        // family's instance comes first: it breaks ties between equal priorities for both.
+        if members.len() > 1 {
+            c.sync_groups.push(SyncGroup {
+                name: format!("{}_{}_DUAL_STACK", cluster.name, kind.name()),
+                members,
+                notify: Notify::default(),
+                location: Location::default(),
+            });
         }
     }
     c
@@ -143,6 +161,7 @@ fn global_defs(role: Role) -> GlobalDefs {
         enable_script_security: true,
         vrrp_version: ipi_core::vrrp::Version::V2,
         garp: GarpParams::default(),
+        preempt_on_lower_priority: false,
     }
 }
 
@@ -264,6 +283,9 @@ fn instance(
                 weight: None,
             })
             .collect(),
+        // A failing track script lowers this node's priority; the next node takes over after
+        // Skew_Time of hearing it, not Master_Down_Interval (vrrpd's keyword, off elsewhere).
+        preempt_on_lower_priority: true,
         ..VrrpInstance::new(name, GarpParams::default(), Location::default())
     }
 }

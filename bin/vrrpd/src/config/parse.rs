@@ -275,6 +275,13 @@ fn garp(node: &Node, keyword: &str, garp: &mut GarpParams, errors: &mut ConfigEr
             garp.master_refresh_repeat =
                 number(node, 1..=255, errors).unwrap_or(garp.master_refresh_repeat)
         }
+        "garp_lower_prio_delay" => {
+            garp.lower_prio_delay_cs =
+                seconds_cs(node, 100_000, errors).unwrap_or(garp.lower_prio_delay_cs)
+        }
+        "garp_lower_prio_repeat" => {
+            garp.lower_prio_repeat = number(node, 0..=255, errors).unwrap_or(garp.lower_prio_repeat)
+        }
         _ => return false,
     }
     true
@@ -296,7 +303,8 @@ fn notify(node: &Node, notify: &mut Notify, errors: &mut ConfigErrors) -> bool {
 // ---- blocks ------------------------------------------------------------------------------
 
 fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) {
-    for n in block(node, errors) {
+    let children = block(node, errors);
+    for n in children {
         let kw = n.keyword.as_str();
         match kw {
             "router_id" => g.router_id = one(n, errors).map(str::to_string),
@@ -313,10 +321,20 @@ fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) {
                 "`vrrp_strict` is not supported by vrrpd (it forbids what OpenShift configures: \
                  PASS authentication and unicast)",
             ),
+            "vrrp_preempt_on_lower_priority" => g.preempt_on_lower_priority = flag(n, errors),
             _ if kw.starts_with("vrrp_garp_") && garp(n, &kw[5..], &mut g.garp, errors) => {}
             _ if IGNORED_GLOBALS.contains(&kw) => {}
             _ => unknown(n, "global_defs", errors),
         }
+    }
+    // keepalived: the lower-priority burst defaults to the global master burst, wherever in
+    // the block either is written.
+    let set = |kw: &str| children.iter().any(|n| n.keyword == kw);
+    if !set("vrrp_garp_lower_prio_repeat") {
+        g.garp.lower_prio_repeat = g.garp.master_repeat;
+    }
+    if !set("vrrp_garp_lower_prio_delay") {
+        g.garp.lower_prio_delay_cs = g.garp.master_delay_cs;
     }
 }
 
@@ -389,6 +407,7 @@ fn vrrp_instance(
     let name = name(node, errors)?;
     let within = format!("vrrp_instance {name}");
     let mut i = VrrpInstance::new(name, global.garp, node.location.clone());
+    i.preempt_on_lower_priority = global.preempt_on_lower_priority;
     // advert_int is checked once the version is known, which may be written after it.
     let mut advert_int_text = None;
     for n in block(node, errors) {
@@ -449,7 +468,8 @@ fn election(
         "preempt" => i.preempt = no_args(n, errors),
         "preempt_delay" => i.preempt_delay_cs = seconds_cs(n, 100_000, errors).unwrap_or(0),
         "authentication" => i.auth_pass = authentication(n, errors),
-        "lower_prio_no_advert" => i.lower_prio_no_advert = lower_prio_no_advert(n, errors),
+        "lower_prio_no_advert" => i.lower_prio_no_advert = flag(n, errors),
+        "preempt_on_lower_priority" => i.preempt_on_lower_priority = flag(n, errors),
         _ => return false,
     }
     true
@@ -470,15 +490,17 @@ fn initial_state(n: &Node, errors: &mut ConfigErrors) -> Option<InitialState> {
     }
 }
 
-fn lower_prio_no_advert(n: &Node, errors: &mut ConfigErrors) -> bool {
+/// A switch as keepalived writes `lower_prio_no_advert`: alone it means on, or
+/// true/false/on/off.
+fn flag(n: &Node, errors: &mut ConfigErrors) -> bool {
     match n.args.as_slice() {
-        [] => true,
-        [v] if v == "true" || v == "on" => true,
-        [v] if v == "false" || v == "off" => false,
+        [] if n.block.is_none() => true,
+        [v] if n.block.is_none() && (v == "true" || v == "on") => true,
+        [v] if n.block.is_none() && (v == "false" || v == "off") => false,
         _ => {
             errors.push(
                 &n.location,
-                "`lower_prio_no_advert` takes nothing, or true/false/on/off",
+                format!("`{}` takes nothing, or true/false/on/off", n.keyword),
             );
             false
         }

@@ -104,6 +104,23 @@ fn garp(out: &mut String, indent: usize, prefix: &str, g: &GarpParams, base: &Ga
             ),
         );
     }
+    if g.lower_prio_delay_cs != base.lower_prio_delay_cs {
+        line(
+            out,
+            indent,
+            &format!(
+                "{prefix}garp_lower_prio_delay {}",
+                seconds(g.lower_prio_delay_cs)
+            ),
+        );
+    }
+    if g.lower_prio_repeat != base.lower_prio_repeat {
+        line(
+            out,
+            indent,
+            &format!("{prefix}garp_lower_prio_repeat {}", g.lower_prio_repeat),
+        );
+    }
 }
 
 fn global(out: &mut String, c: &Config) {
@@ -124,7 +141,16 @@ fn global(out: &mut String, c: &Config) {
     if g.vrrp_version == Version::V3 {
         line(out, 4, "vrrp_version 3");
     }
-    garp(out, 4, "vrrp_", &g.garp, &GarpParams::default());
+    if g.preempt_on_lower_priority {
+        line(out, 4, "vrrp_preempt_on_lower_priority");
+    }
+    // keepalived: unset, the lower-priority burst is the global master burst.
+    let base = GarpParams {
+        lower_prio_repeat: g.garp.master_repeat,
+        lower_prio_delay_cs: g.garp.master_delay_cs,
+        ..GarpParams::default()
+    };
+    garp(out, 4, "vrrp_", &g.garp, &base);
     out.push_str("}\n");
 }
 
@@ -175,6 +201,14 @@ fn instance(out: &mut String, c: &Config, i: &VrrpInstance) {
     tracking(out, i);
     if i.lower_prio_no_advert {
         line(out, 4, "lower_prio_no_advert");
+    }
+    if i.preempt_on_lower_priority != c.global.preempt_on_lower_priority {
+        let on = if i.preempt_on_lower_priority {
+            "on"
+        } else {
+            "off"
+        };
+        line(out, 4, &format!("preempt_on_lower_priority {on}"));
     }
     notify(out, &i.notify);
     garp(out, 4, "", &i.garp, &c.global.garp);

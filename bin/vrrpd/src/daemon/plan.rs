@@ -233,6 +233,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         notify,
         garp,
         lower_prio_no_advert,
+        preempt_on_lower_priority,
         location: _,
     } = a;
     [
@@ -262,6 +263,10 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         (
             "lower_prio_no_advert",
             *lower_prio_no_advert != b.lower_prio_no_advert,
+        ),
+        (
+            "preempt_on_lower_priority",
+            *preempt_on_lower_priority != b.preempt_on_lower_priority,
         ),
     ]
     .into_iter()

@@ -151,6 +151,7 @@ pub fn params(
     }
     p.garp = i.garp;
     p.lower_prio_no_advert = i.lower_prio_no_advert;
+    p.preempt_on_lower_priority = i.preempt_on_lower_priority;
     for t in i
         .track_scripts
         .iter()

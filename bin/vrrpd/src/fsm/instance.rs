@@ -141,8 +141,14 @@ pub struct Counters {
 struct SyncLink {
     /// In a sync group: a fired Master_Down_Timer only makes the instance ready.
     member: bool,
+    /// In a sync group, not its first member: an equal-priority advert from a greater address
+    /// does not make it yield; the first member's tie-break decides for the group.
+    tie_follower: bool,
     /// Another member is in Fault.
     group_fault: bool,
+    /// As master, this member heard a lower-priority advert since the group last asked:
+    /// keepalived then re-announces every member's addresses, not only this one's.
+    heard_lower: bool,
     /// The Master_Down_Timer fired (or the owner started) and no advert has held us back since:
     /// keepalived's `wantstate == MASTER`.
     ready: bool,
@@ -155,6 +161,7 @@ enum Timer {
     Adver,
     Garp,
     GarpRefresh,
+    GarpLowerPrio,
 }
 
 /// One VRRP instance as a sans-IO state machine.
@@ -176,6 +183,7 @@ pub struct Instance {
     master_down_timer: Option<Instant>,
     garp_timer: Option<Instant>,
     garp_refresh_timer: Option<Instant>,
+    garp_lower_prio_timer: Option<Instant>,
     preempt_until: Option<Instant>,
     master: Option<(IpAddr, u8)>,
     now: Instant,
@@ -201,6 +209,7 @@ impl Instance {
             master_down_timer: None,
             garp_timer: None,
             garp_refresh_timer: None,
+            garp_lower_prio_timer: None,
             preempt_until: None,
             master: None,
             now: Instant::ZERO,
@@ -309,6 +318,7 @@ impl Instance {
             (Timer::Adver, self.adver_timer),
             (Timer::Garp, self.garp_timer),
             (Timer::GarpRefresh, self.garp_refresh_timer),
+            (Timer::GarpLowerPrio, self.garp_lower_prio_timer),
         ]
         .into_iter()
         .filter_map(|(t, at)| at.map(|at| (t, at)))
@@ -363,6 +373,14 @@ impl Instance {
                     repeat: self.params.garp.master_refresh_repeat,
                 });
                 self.garp_refresh_timer = self.garp_refresh_interval().map(|d| now + d);
+            }
+            Timer::GarpLowerPrio => {
+                // keepalived's garp_lower_prio_delay: the second burst after a lower-priority
+                // advert.
+                self.garp_lower_prio_timer = None;
+                out.push(Action::SendGarp {
+                    repeat: self.params.garp.lower_prio_repeat,
+                });
             }
         }
     }
@@ -436,6 +454,8 @@ impl Instance {
         self.adver_timer = None;
         self.garp_timer = None;
         self.garp_refresh_timer = None;
+        self.garp_lower_prio_timer = None;
+        self.sync.heard_lower = false;
         out.push(Action::RemoveVips);
     }
 
@@ -539,8 +559,11 @@ impl Instance {
             out.push(Action::PriorityChanged { from: old, to: new });
             match self.state {
                 State::Master => {
-                    // keepalived advertises a priority change at once, so that backups
-                    // compare against the new one now rather than at the next advert.
+                    // Advertise the new priority at once, so that backups compare against it
+                    // now rather than at the next advert (keepalived waits for the next one).
+                    // RFC 5798 has no rule against an extra advert: a backup only restarts
+                    // its Master_Down_Timer, or with preempt_on_lower_priority takes over
+                    // after Skew_Time.
                     self.send_advert(new, out);
                     self.adver_timer = Some(now + self.advert_interval());
                 }
@@ -616,8 +639,14 @@ impl Instance {
             }
         } else {
             // Preempt_Mode and a lower priority: discard. The Master_Down_Timer keeps running
-            // and we take over when it fires.
+            // and we take over when it fires, or (preempt_on_lower_priority) after Skew_Time
+            // as if the master had resigned: it will step down when it hears us.
             self.master = Some((from, priority));
+            if self.params.preempt_on_lower_priority {
+                let soon = now + self.skew_time();
+                self.master_down_timer =
+                    Some(self.master_down_timer.map_or(soon, |at| at.min(soon)));
+            }
         }
     }
 
@@ -638,9 +667,13 @@ impl Instance {
             return;
         }
         let local = self.priority;
-        if priority > local
-            || (priority == local && address_greater(from, self.params.primary_address))
-        {
+        // A group follower keeps Master on a tie: its group's first member breaks ties for
+        // every member, so two routers whose addresses sort differently in two families (a
+        // dual-stack group) cannot each win one family and pull each other down.
+        let tie_lost = priority == local
+            && !self.sync.tie_follower
+            && address_greater(from, self.params.primary_address);
+        if priority > local || tie_lost {
             // Higher priority, or equal priority and the greater primary address: step down
             // and time the new master with its own interval.
             self.release_master(out);
@@ -659,8 +692,32 @@ impl Instance {
         // Otherwise discard. An advert with our own priority and address is our own, looped
         // back. For a lower one keepalived (unless lower_prio_no_advert) answers at once, so
         // that a router which took over while it could not hear us steps down now.
-        if from != self.params.primary_address && !self.params.lower_prio_no_advert {
+        if from == self.params.primary_address {
+            return;
+        }
+        if !self.params.lower_prio_no_advert {
             self.send_advert(local, out);
+        }
+        self.lower_prio_garp(now, out);
+    }
+
+    /// keepalived vrrp_state_master_rx: a master that hears a lower-priority advert (a split
+    /// brain healing) re-announces its addresses, `garp_lower_prio_repeat` each, and again
+    /// `garp_lower_prio_delay` later, so that every neighbour's cache points at us, not at the
+    /// router that stepped down. keepalived starts one delayed burst per advert heard; here a
+    /// delayed burst already due is not pushed back or doubled.
+    fn lower_prio_garp(&mut self, now: Instant, out: &mut Vec<Action>) {
+        let g = self.params.garp;
+        if g.lower_prio_repeat == 0 {
+            return;
+        }
+        self.sync.heard_lower = true;
+        out.push(Action::SendGarp {
+            repeat: g.lower_prio_repeat,
+        });
+        if g.lower_prio_delay_cs > 0 && self.garp_lower_prio_timer.is_none() {
+            self.garp_lower_prio_timer =
+                Some(now + Duration::from_centis(u64::from(g.lower_prio_delay_cs)));
         }
     }
 
@@ -668,6 +725,27 @@ impl Instance {
 
     pub(super) fn set_sync_member(&mut self, member: bool) {
         self.sync.member = member;
+    }
+
+    /// In a sync group, a member after the first: see [`SyncLink::tie_follower`].
+    pub(super) fn set_tie_follower(&mut self, follower: bool) {
+        self.sync.tie_follower = follower;
+    }
+
+    /// Whether, as master, this member heard a lower-priority advert since the last call.
+    pub(super) fn take_heard_lower(&mut self) -> bool {
+        std::mem::take(&mut self.sync.heard_lower)
+    }
+
+    /// keepalived vrrp_state_master_rx, for the other members of a group: another member heard
+    /// a lower-priority advert, so this master re-announces its addresses too (the peer's
+    /// members stepped down with it and will not be heard).
+    pub(super) fn group_lower_prio_garp(&mut self, now: Instant, out: &mut Vec<Action>) {
+        self.advance(now, out);
+        if self.state == State::Master {
+            self.lower_prio_garp(self.now, out);
+            self.sync.heard_lower = false;
+        }
     }
 
     /// Backup, and the Master_Down_Timer fired with no advert since.

@@ -94,6 +94,13 @@ pub struct GarpParams {
     pub master_refresh_cs: u32,
     /// `garp_master_refresh_repeat`: messages per VIP in each refresh. Default 1.
     pub master_refresh_repeat: u32,
+    /// `garp_lower_prio_repeat`: messages per VIP in the burst a master sends when it hears a
+    /// lower-priority advert (a split brain healing); 0 = none. keepalived's default is the
+    /// global `vrrp_garp_master_repeat` (5).
+    pub lower_prio_repeat: u32,
+    /// `garp_lower_prio_delay`: a second such burst this long after the first; 0 = none.
+    /// keepalived's default is the global `vrrp_garp_master_delay` (5 s).
+    pub lower_prio_delay_cs: u32,
 }
 
 impl Default for GarpParams {
@@ -103,6 +110,8 @@ impl Default for GarpParams {
             master_repeat: 5,
             master_refresh_cs: 0,
             master_refresh_repeat: 1,
+            lower_prio_repeat: 5,
+            lower_prio_delay_cs: 500,
         }
     }
 }
@@ -139,6 +148,12 @@ pub struct InstanceParams {
     /// that believes it is master (after a partition) steps down at once instead of at our next
     /// scheduled advert; RFC 5798 6.4.3 only discards it, which is what true selects.
     pub lower_prio_no_advert: bool,
+    /// vrrpd's `preempt_on_lower_priority` (off by default, as in keepalived): a preempting
+    /// Backup that hears the master advertise a priority below its own (but above 0) sets its
+    /// Master_Down_Timer to Skew_Time, as for priority 0, instead of discarding the advert and
+    /// waiting for Master_Down_Interval (RFC 5798 6.4.2). A master whose track script fails then
+    /// loses its addresses within Skew_Time of its next advert.
+    pub preempt_on_lower_priority: bool,
 }
 
 impl InstanceParams {
@@ -167,6 +182,7 @@ impl InstanceParams {
             track_interfaces: Vec::new(),
             garp: GarpParams::default(),
             lower_prio_no_advert: false,
+            preempt_on_lower_priority: false,
         }
     }
 

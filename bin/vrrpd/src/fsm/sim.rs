@@ -391,7 +391,6 @@ impl Lan {
         let Some(sender) = self.routers.get(node) else {
             return;
         };
-        let from = sender.addr;
         let mut deliveries = Vec::new();
         for &(vrid, action) in &actions {
             self.trace.push(Record {
@@ -407,6 +406,12 @@ impl Lan {
                 .node
                 .instance(vrid)
                 .map_or(0, |i| i.params().advert_int_cs);
+            // The instance's own primary address: a group's members may send from different
+            // ones (one per family in a dual-stack group).
+            let from = sender
+                .node
+                .instance(vrid)
+                .map_or(sender.addr, |i| i.params().primary_address);
             for (to, r) in self.routers.iter().enumerate() {
                 if to == node || !self.linked(node, to) || r.node.instance(vrid).is_none() {
                     continue;

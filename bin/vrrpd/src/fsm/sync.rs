@@ -14,6 +14,11 @@
 //!   the group prefers Backup to thrashing: if another router is still master of any one of the
 //!   VRIDs, this group stays Backup for all of them.
 //!
+//! - **Ties** (vrrpd's): between equal priorities only the first member compares addresses
+//!   (RFC 5798 6.4.3); the others keep Master on a tie. Two routers whose addresses sort one
+//!   way in IPv4 and the other in IPv6 would otherwise each win one family, each pull its own
+//!   group down, and start again after Master_Down_Interval, for ever.
+//!
 //! Weighted tracking should therefore be the same on every member, so that priorities move
 //! together (keepalived's advice, and what `track_script` on the group gives).
 
@@ -33,8 +38,9 @@ impl SyncGroup {
     /// A group of these instances (in Initialize; send them [`Event::Startup`]).
     pub fn new(members: Vec<Instance>) -> Self {
         let mut members = members;
-        for m in &mut members {
+        for (i, m) in members.iter_mut().enumerate() {
             m.set_sync_member(true);
+            m.set_tie_follower(i > 0);
         }
         SyncGroup { members }
     }
@@ -82,14 +88,51 @@ impl SyncGroup {
         out
     }
 
+    /// Member `member` takes new parameters in place (a reload: [`Instance::reconfigure`]),
+    /// then the group follows as after an event (a member now in Fault takes the others).
+    pub fn reconfigure(
+        &mut self,
+        now: Instant,
+        member: usize,
+        params: super::InstanceParams,
+        addresses_changed: bool,
+    ) -> Result<Vec<(usize, Action)>, super::ParamsError> {
+        params.validate()?;
+        let mut out = Vec::new();
+        self.settle(now, &mut out);
+        let before = self.states();
+        if let Some(m) = self.members.get_mut(member) {
+            let actions = m.reconfigure(now, params, addresses_changed)?;
+            out.extend(actions.into_iter().map(|a| (member, a)));
+        }
+        self.coordinate(now, &before, &mut out);
+        Ok(out)
+    }
+
     /// An event for one member (an advert for its VRID). An index out of range is ignored.
     pub fn handle(&mut self, now: Instant, member: usize, event: Event) -> Vec<(usize, Action)> {
         let mut out = Vec::new();
         self.settle(now, &mut out);
         let before = self.states();
+        let mut heard_lower = false;
         if let Some(m) = self.members.get_mut(member) {
             let actions = m.handle(now, event);
             out.extend(actions.into_iter().map(|a| (member, a)));
+            heard_lower = m.take_heard_lower();
+        }
+        if heard_lower {
+            // keepalived vrrp_state_master_rx: the peer's other members stepped down with the
+            // one we heard, so every member re-announces its addresses.
+            for (i, m) in self
+                .members
+                .iter_mut()
+                .enumerate()
+                .filter(|(i, _)| *i != member)
+            {
+                let mut actions = Vec::new();
+                m.group_lower_prio_garp(now, &mut actions);
+                out.extend(actions.into_iter().map(|a| (i, a)));
+            }
         }
         self.coordinate(now, &before, &mut out);
         out
