@@ -121,6 +121,8 @@ struct Daemon {
     invalid: BTreeMap<String, BTreeMap<&'static str, u64>>,
     /// Foreign routers, transitions with their reason, metrics scrapes.
     telemetry: telemetry::Telemetry,
+    /// Track script runners by script, kept across reloads ([`reload::Runner`]).
+    runners: BTreeMap<String, reload::Runner>,
 }
 
 impl Daemon {
@@ -146,6 +148,7 @@ impl Daemon {
             links,
             invalid: BTreeMap::new(),
             telemetry: telemetry::Telemetry::default(),
+            runners: BTreeMap::new(),
         };
         d.spawn_tasks().await?;
         d.start_units().await;
@@ -172,20 +175,7 @@ impl Daemon {
                 }
             }));
         }
-        for s in &self.config.scripts {
-            let Some((program, who)) = self.parts.scripts.get(&s.name).cloned() else {
-                continue;
-            };
-            let used = self
-                .config
-                .instances
-                .iter()
-                .any(|i| i.track_scripts.iter().any(|t| t.name == s.name));
-            if used {
-                let task = scripts::track(program, s.clone(), who, self.results_tx.clone());
-                self.tasks.push(tokio::spawn(task));
-            }
-        }
+        self.start_runners();
         for name in self.parts.tracked_interfaces.clone() {
             let mut watcher =
                 LinkWatcher::new(&name)
@@ -533,6 +523,7 @@ impl Daemon {
         for t in self.tasks.drain(..) {
             t.abort();
         }
+        self.runners.clear();
         // Let notify_stop scripts start before the runtime goes.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

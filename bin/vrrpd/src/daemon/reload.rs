@@ -1,17 +1,41 @@
 //! SIGHUP: the new configuration read, compared with the running one ([`super::plan`]) and
-//! carried out.
+//! carried out; and the track script runners, which a reload leaves running unless how a
+//! script runs changed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 
-use super::plan::{self, Plan, UnitKey};
-use super::setup::{self, Unit};
+use tokio::task::JoinHandle;
+
+use super::plan::{self, Plan, Step, UnitKey};
+use super::scripts::{self, Identity};
+use super::setup::{self, Unit, VipKey};
 use super::{handle_all, Daemon};
-use crate::fsm::Event;
+use crate::config::{Config, VrrpScript};
+use crate::fsm::{Event, State};
+
+/// A track script's runner, kept across reloads while [`plan::same_run`] holds. Dropping it
+/// stops the runner.
+#[derive(Debug)]
+pub(super) struct Runner {
+    script: VrrpScript,
+    program: PathBuf,
+    who: Option<Identity>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
 
 impl Daemon {
     /// SIGHUP: a bad configuration is refused and nothing changes; a good one replaces the
-    /// running one as [`plan::plan`] decides: every unit whose instances and scripts are
-    /// unchanged keeps its state (no VIP moves), the others resign and start again.
+    /// running one as [`plan::plan`] decides: an unchanged unit keeps its state, a changed one
+    /// takes its new parameters in place (no state change; added VIPs added and announced by a
+    /// master, removed ones withdrawn), and only one that becomes another virtual router
+    /// resigns and starts again.
     pub(super) async fn reload(&mut self) {
         let new = match (self.reload)() {
             Ok(c) => c,
@@ -25,7 +49,14 @@ impl Daemon {
             return;
         }
         let plan = plan::plan(&self.config, &new);
-        tracing::debug!("reload: {plan:?}");
+        log_plan(&plan);
+        let old_vips: BTreeMap<String, BTreeSet<VipKey>> = self
+            .config
+            .instances
+            .iter()
+            .map(|i| (i.name.clone(), setup::vip_keys(i)))
+            .collect();
+        self.withdraw_vips(&plan, &new, &old_vips).await;
         let carried = self.take_units(&plan).await;
         for t in self.tasks.drain(..) {
             t.abort();
@@ -41,6 +72,7 @@ impl Daemon {
                 return;
             }
         }
+        self.reconfigure_units(&plan, &old_vips).await;
         if let Err(e) = self.spawn_tasks().await {
             tracing::error!("reload: {e}");
         }
@@ -79,4 +111,140 @@ impl Daemon {
         }
         keep
     }
+
+    /// A master reconfigured in place gives back the VIPs the new configuration no longer
+    /// has, from the interfaces it holds them on (the old parts, before they are replaced).
+    async fn withdraw_vips(
+        &self,
+        plan: &Plan,
+        new: &Config,
+        old_vips: &BTreeMap<String, BTreeSet<VipKey>>,
+    ) {
+        for vr in &self.parts.vrs {
+            let master = self
+                .parts
+                .units
+                .get(vr.unit)
+                .and_then(|u| u.member(vr.member))
+                .is_some_and(|i| i.state() == State::Master);
+            let (Some(kept), Some(held)) = (new.instance(&vr.cfg.name), old_vips.get(&vr.cfg.name))
+            else {
+                continue;
+            };
+            if !master || !plan.reconfigures(&vr.cfg.name) {
+                continue;
+            }
+            let kept = setup::vip_keys(kept);
+            for (interface, vip) in &vr.vips {
+                let key = (
+                    interface.name.clone(),
+                    vip.address,
+                    vip.prefix_len,
+                    vip.label.clone(),
+                );
+                if held.contains(&key) && !kept.contains(&key) {
+                    tracing::info!("{}: {vip} withdrawn from {}", vr.cfg.name, interface.name);
+                    if let Err(e) = self.netlink.remove_address(interface, vip).await {
+                        tracing::error!("{}: {vip} on {}: {e}", vr.cfg.name, interface.name);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every instance the plan reconfigures takes its new parameters in place (after
+    /// [`setup::build`], so that what it does goes out with the new configuration: adverts
+    /// to the new peers, the new VIPs added and announced).
+    async fn reconfigure_units(
+        &mut self,
+        plan: &Plan,
+        old_vips: &BTreeMap<String, BTreeSet<VipKey>>,
+    ) {
+        let now = self.now();
+        for vr in 0..self.parts.vrs.len() {
+            let v = &self.parts.vrs[vr];
+            let name = v.cfg.name.clone();
+            if !plan.reconfigures(&name) {
+                continue;
+            }
+            let changed = old_vips.get(&name) != Some(&setup::vip_keys(&v.cfg));
+            let params = match setup::params(
+                &self.config,
+                &v.cfg,
+                self.parts.source(v),
+                &self.parts.scripts,
+            ) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::error!("{name}: not reconfigured: {e}");
+                    continue;
+                }
+            };
+            let (u, m) = (v.unit, v.member);
+            let actions = match &mut self.parts.units[u] {
+                Unit::One(i) => i
+                    .reconfigure(now, params, changed)
+                    .map(|a| a.into_iter().map(|a| (0, a)).collect()),
+                Unit::Group(g, _) => g.reconfigure(now, m, params, changed),
+            };
+            match actions {
+                Ok(actions) => {
+                    if let Some(Step::Reconfigure(d)) = plan.instances.get(&name) {
+                        tracing::info!("{name}: reconfigured in place ({d:?})");
+                    }
+                    self.carry_out(u, actions).await;
+                }
+                Err(e) => tracing::error!("{name}: not reconfigured: {e}"),
+            }
+        }
+    }
+
+    /// Runs every track script an instance tracks. A runner already running for a script that
+    /// runs the same way ([`plan::same_run`], the same program and user) goes on, so that a
+    /// reload neither runs it early nor loses its rhythm; the others stop.
+    pub(super) fn start_runners(&mut self) {
+        let mut old = std::mem::take(&mut self.runners);
+        for s in &self.config.scripts {
+            let Some((program, who)) = self.parts.scripts.get(&s.name).cloned() else {
+                continue;
+            };
+            let used = self
+                .config
+                .instances
+                .iter()
+                .any(|i| i.track_scripts.iter().any(|t| t.name == s.name));
+            if !used {
+                continue;
+            }
+            if let Some(mut r) = old.remove(&s.name) {
+                if r.program == program && r.who == who && plan::same_run(&r.script, s) {
+                    r.script = s.clone();
+                    self.runners.insert(s.name.clone(), r);
+                    continue;
+                }
+            }
+            let task = scripts::track(program.clone(), s.clone(), who, self.results_tx.clone());
+            let runner = Runner {
+                script: s.clone(),
+                program,
+                who,
+                task: tokio::spawn(task),
+            };
+            self.runners.insert(s.name.clone(), runner);
+        }
+    }
+}
+
+/// What the reload does to each unit, in the log.
+fn log_plan(plan: &Plan) {
+    for (key, step) in &plan.units {
+        match step {
+            Step::Keep => {}
+            Step::Reconfigure(d) => tracing::info!("reload: {key} changes in place: {d:?}"),
+            Step::Change(d) => tracing::info!("reload: {key} restarts: {d:?}"),
+            Step::Start => tracing::info!("reload: {key} starts"),
+            Step::Stop => tracing::info!("reload: {key} stops"),
+        }
+    }
+    tracing::debug!("reload: {plan:?}");
 }

@@ -1,0 +1,405 @@
+//! Reloads that move no VIP unless the new configuration requires it, judged by a client that
+//! connects to the VIP over and over (each router's [`Responder`] answers with its name):
+//! a unicast peer added on both routers when a third joins (vrrpd and keepalived 2.2.7 in the
+//! same test), VIPs added and removed by a reload, and priorities changed (lowered below the
+//! backup's: the VIP moves; raised on the master: it does not). A broken file refused with
+//! nothing changed is daemon_lab's.
+
+// Helpers outside #[test] functions unwrap too: a panic there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ipi_lab::{wait_for, Host, Lab};
+use ipi_net_tests::vrrp::{Router, Speaker};
+use nix::sys::signal::Signal;
+use support::{answers, answers_within, wall_clock, Responder, Wire};
+
+#[allow(dead_code, reason = "support is shared by the lab tests; each uses a part")]
+mod support;
+
+const VIP: &str = "192.0.2.210";
+const POLL: Duration = Duration::from_millis(10);
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn vrrpd() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_vrrpd"))
+}
+
+fn start(host: &Host, speaker: Speaker, text: &str) -> Router {
+    Router::start_with(host, speaker, text, 0, Some(&vrrpd())).unwrap()
+}
+
+/// Writes `text` as the router's configuration and sends it SIGHUP.
+fn reload(r: &Router, text: &str) {
+    std::fs::write(r.host.dir().join("keepalived.conf"), text).unwrap();
+    r.daemon.signal(Signal::SIGHUP).unwrap();
+}
+
+fn logs(routers: &[&Router]) -> String {
+    routers
+        .iter()
+        .map(|r| format!("--- {} ---\n{}", r.host.name(), r.daemon.log()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn until(what: &str, timeout: Duration, routers: &[&Router], f: impl FnMut() -> bool) -> Duration {
+    wait_for(timeout, POLL, f)
+        .unwrap_or_else(|| panic!("timed out waiting for {what}\n{}", logs(routers)))
+}
+
+fn holds(host: &Host, vip: &str) -> bool {
+    support::holds(host, ip(vip))
+}
+
+/// `vrrpd status --json` of a vrrpd router (null until the first status file is written).
+fn status(host: &Host) -> serde_json::Value {
+    let state = host.dir().join("state");
+    let out = host
+        .run(
+            env!("CARGO_BIN_EXE_vrrpd"),
+            ["status", "--json", "--state-dir", state.to_str().unwrap()],
+        )
+        .unwrap();
+    if !out.success {
+        return serde_json::Value::Null;
+    }
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+/// The transitions a vrrpd master has made so far, once its status file says MASTER (it is
+/// written at most once a second); null for keepalived.
+fn settled(host: &Host, speaker: Speaker) -> serde_json::Value {
+    if speaker != Speaker::Vrrpd {
+        return serde_json::Value::Null;
+    }
+    let master = wait_for(Duration::from_secs(3), POLL, || {
+        status(host)["instances"][0]["state"] == "MASTER"
+    });
+    assert!(master.is_some(), "{}", status(host));
+    status(host)["instances"][0]["transitions"].clone()
+}
+
+/// Samples something from its own thread every few milliseconds until stopped: the client's
+/// connections to a VIP (who answered each), or who holds it.
+struct Sampler<T: Send + 'static> {
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Vec<(Instant, T)>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl<T: Send + 'static> Sampler<T> {
+    fn start(mut sample: impl FnMut() -> T + Send + 'static) -> Sampler<T> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (done, log) = (stop.clone(), seen.clone());
+        let thread = std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let s = sample();
+                log.lock().unwrap().push((Instant::now(), s));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        Sampler {
+            stop,
+            seen,
+            thread: Some(thread),
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+
+    fn stop(mut self) -> Vec<(Instant, T)> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        std::mem::take(&mut *self.seen.lock().unwrap())
+    }
+}
+
+/// The client's connections to `vip`, each allowed 900 ms: far above a connection's time in
+/// the lab on a loaded box, and below TCP's first SYN retransmission (1 s), so a SYN dropped
+/// because the VIP was away even for a moment fails its attempt.
+fn connections(client: &Host, vip: &str) -> Sampler<Option<String>> {
+    let (client, vip) = (client.clone(), ip(vip));
+    Sampler::start(move || answers_within(&client, vip, Duration::from_millis(900)))
+}
+
+/// Changes of who answered, an unanswered attempt counting as a holder of its own.
+fn moves(seen: &[(Instant, Option<String>)]) -> usize {
+    seen.windows(2).filter(|w| w[0].1 != w[1].1).count()
+}
+
+/// Unicast VRRPv2 with PASS, 1 s adverts, as OpenShift renders it: `me` sends to `peers`.
+fn unicast(priority: u8, me: &Host, peers: &[&Host]) -> String {
+    let peers: String = peers
+        .iter()
+        .map(|p| format!("        {}\n", p.ipv4()))
+        .collect();
+    format!(
+        "vrrp_instance VI_1 {{\n    state BACKUP\n    interface eth0\n    virtual_router_id 71\n    \
+         priority {priority}\n    advert_int 1\n    authentication {{\n        auth_type PASS\n        \
+         auth_pass ipi_vip\n    }}\n    unicast_src_ip {}\n    unicast_peer {{\n{peers}    }}\n    \
+         virtual_ipaddress {{\n        {VIP}/32\n    }}\n}}\n",
+        me.ipv4()
+    )
+}
+
+/// What the client saw while the peer list grew.
+struct Joined {
+    attempts: usize,
+    unanswered: usize,
+    moves: usize,
+    /// Whether b (the backup) or c (the router that joined) held the VIP at any sample.
+    others_held: bool,
+}
+
+/// a (150) master and b (100) backup, unicast to each other; both get c added to their peers
+/// and SIGHUP (a first, then b, as a rollout does), then c (50) starts with both as peers. The
+/// client connects throughout; b's and c's addresses are sampled throughout.
+fn a_router_joins(speaker: Speaker) -> Joined {
+    let mut lab = Lab::new().unwrap();
+    let (a, b, c) = (
+        lab.host("a").unwrap(),
+        lab.host("b").unwrap(),
+        lab.host("c").unwrap(),
+    );
+    let client = lab.host("client").unwrap();
+    let _answer = [&a, &b, &c].map(Responder::start);
+    let ra = start(&a, speaker, &unicast(150, &a, &[&b]));
+    let rb = start(&b, speaker, &unicast(100, &b, &[&a]));
+    let all = [&ra, &rb];
+    until("a master, b backup", Duration::from_secs(15), &all, || {
+        holds(&a, VIP) && !holds(&b, VIP) && answers(&client, ip(VIP)).as_deref() == Some("a")
+    });
+    let before = settled(&a, speaker);
+    let seen = connections(&client, VIP);
+    let (bh, ch) = (b.clone(), c.clone());
+    let others = Sampler::start(move || holds(&bh, VIP) || holds(&ch, VIP));
+    until("the first attempt", Duration::from_secs(3), &all, || {
+        seen.count() > 0
+    });
+    reload(&ra, &unicast(150, &a, &[&b, &c]));
+    std::thread::sleep(Duration::from_millis(300));
+    reload(&rb, &unicast(100, &b, &[&a, &c]));
+    std::thread::sleep(Duration::from_millis(300));
+    let rc = start(&c, speaker, &unicast(50, &c, &[&a, &b]));
+    // c's Master_Down_Interval is 3 + (256 - 50) / 256 = 3.8 s: had it not heard a, it would
+    // have taken over within this.
+    std::thread::sleep(Duration::from_secs(5));
+    let held = others.stop();
+    let seen = seen.stop();
+    if speaker == Speaker::Vrrpd {
+        // a never changed state: the reload applied the peers in place.
+        assert!(before.is_u64(), "{before}");
+        assert_eq!(
+            status(&a)["instances"][0]["transitions"],
+            before,
+            "{}",
+            logs(&[&ra, &rb, &rc])
+        );
+        assert!(
+            ra.daemon.log().contains("changes in place"),
+            "{}",
+            ra.daemon.log()
+        );
+    }
+    assert!(holds(&a, VIP), "{}", logs(&[&ra, &rb, &rc]));
+    Joined {
+        attempts: seen.len(),
+        unanswered: seen.iter().filter(|(_, who)| who.is_none()).count(),
+        moves: moves(&seen),
+        others_held: held.iter().any(|(_, h)| *h),
+    }
+}
+
+#[test]
+fn a_unicast_peer_added_by_sighup_moves_nothing_as_with_keepalived() {
+    if !ipi_lab::available() {
+        return;
+    }
+    for speaker in [Speaker::Vrrpd, Speaker::Keepalived] {
+        let j = a_router_joins(speaker);
+        eprintln!(
+            "{}: a peer added on both routers, then the third started: {} attempts, {} \
+             unanswered, {} moves, b or c held the VIP: {}",
+            speaker.name(),
+            j.attempts,
+            j.unanswered,
+            j.moves,
+            j.others_held
+        );
+        assert!(
+            j.attempts >= 5,
+            "{}: {} attempts",
+            speaker.name(),
+            j.attempts
+        );
+        assert_eq!(
+            (j.unanswered, j.moves, j.others_held),
+            (0, 0, false),
+            "{}",
+            speaker.name()
+        );
+    }
+}
+
+/// Multicast VRRPv3, 1 s adverts, with the VIPs `vips` (the first is VIP).
+fn multicast(priority: u8, vips: &[&str]) -> String {
+    let vips: String = vips.iter().map(|v| format!("        {v}/32\n")).collect();
+    format!(
+        "global_defs {{\n    vrrp_version 3\n}}\nvrrp_instance VI_1 {{\n    interface eth0\n    \
+         virtual_router_id 72\n    priority {priority}\n    advert_int 1\n    \
+         virtual_ipaddress {{\n{vips}    }}\n}}\n"
+    )
+}
+
+const REMOVED: &str = "192.0.2.212";
+const ADDED: &str = "192.0.2.213";
+
+#[test]
+// One scenario read top to bottom: the VIPs before, the reload, what the client and the wire saw.
+#[allow(clippy::too_many_lines)]
+fn vips_added_by_sighup_are_announced_and_removed_ones_withdrawn() {
+    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let client = lab.host("client").unwrap();
+    let _answer = [&a, &b].map(Responder::start);
+    let ra = start(&a, Speaker::Vrrpd, &multicast(150, &[VIP, REMOVED]));
+    let rb = start(&b, Speaker::Vrrpd, &multicast(100, &[VIP, REMOVED]));
+    let all = [&ra, &rb];
+    until("a master of both", Duration::from_secs(15), &all, || {
+        holds(&a, VIP) && holds(&a, REMOVED) && !holds(&b, VIP)
+    });
+    until("the client at a", Duration::from_secs(3), &all, || {
+        answers(&client, ip(REMOVED)).as_deref() == Some("a")
+    });
+    let before = settled(&a, Speaker::Vrrpd);
+    let seen = connections(&client, VIP);
+    until("the first attempt", Duration::from_secs(3), &all, || {
+        seen.count() > 0
+    });
+    let wire = Wire::start(&lab, "reload");
+    let sighup = wall_clock();
+    let at = Instant::now();
+    reload(&ra, &multicast(150, &[VIP, ADDED]));
+    reload(&rb, &multicast(100, &[VIP, ADDED]));
+    // The added VIP reaches the client within a second: the gratuitous ARPs told it where.
+    let took = until("the added VIP at a", Duration::from_secs(1), &all, || {
+        answers(&client, ip(ADDED)).as_deref() == Some("a")
+    });
+    eprintln!("the added VIP answered by a {took:?} after SIGHUP");
+    until(
+        "the removed VIP gone from a",
+        Duration::from_secs(1),
+        &all,
+        || !holds(&a, REMOVED),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let wire = wire.stop();
+    let seen = seen.stop();
+    // One burst of garp_master_repeat (5) for the added VIP from a, within a second of SIGHUP.
+    let first = wire.garp_burst(ip(ADDED), &support::mac(&a), sighup, 5);
+    eprintln!(
+        "the first gratuitous ARP for {ADDED} {:?} after SIGHUP",
+        first.saturating_sub(sighup)
+    );
+    // a's adverts after the reload carry the new list.
+    let a_ip = a.ipv4().to_string();
+    let last = wire.adverts_from(&a_ip).last().unwrap();
+    let mut listed = last.addresses.clone();
+    listed.sort();
+    assert_eq!(listed, [VIP, ADDED], "{wire}");
+    // Nobody answers for the removed VIP, nobody else holds either, b stayed silent.
+    assert_eq!(answers(&client, ip(REMOVED)), None);
+    assert!(!holds(&b, REMOVED) && !holds(&b, ADDED) && !holds(&b, VIP));
+    let b_ip = b.ipv4().to_string();
+    assert_eq!(wire.adverts_from(&b_ip).count(), 0, "{wire}");
+    // The VIP that stayed was answered by a throughout, and a never changed state.
+    assert!(
+        seen.iter().all(|(_, who)| who.as_deref() == Some("a")),
+        "{:?}",
+        seen.iter()
+            .map(|(t, w)| (t.duration_since(at), w))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(status(&a)["instances"][0]["transitions"], before);
+    assert_eq!(status(&b)["instances"][0]["state"], "BACKUP");
+}
+
+#[test]
+// One scenario read top to bottom: a lowered below b (a move), then b raised (none).
+#[allow(clippy::too_many_lines)]
+fn a_priority_lowered_below_the_backup_moves_the_vip_and_raised_on_the_master_does_not() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let client = lab.host("client").unwrap();
+    let _answer = [&a, &b].map(Responder::start);
+    let ra = start(&a, Speaker::Vrrpd, &multicast(150, &[VIP]));
+    let rb = start(&b, Speaker::Vrrpd, &multicast(100, &[VIP]));
+    let all = [&ra, &rb];
+    until("a master", Duration::from_secs(15), &all, || {
+        holds(&a, VIP) && !holds(&b, VIP) && answers(&client, ip(VIP)).as_deref() == Some("a")
+    });
+    // a at 50, below b's 100: b (preempting) discards a's adverts and takes over when its
+    // Master_Down_Timer fires (RFC 5798 6.4.2): 3 * 1 s + (256 - 100) / 256 s = 3.61 s from
+    // a's last advert at 150, the one before the reload at most.
+    reload(&ra, &multicast(50, &[VIP]));
+    let took = until("the client at b", Duration::from_secs(6), &all, || {
+        answers(&client, ip(VIP)).as_deref() == Some("b")
+    });
+    eprintln!("a lowered to 50: the client reached b after {took:?}");
+    // b's Master_Down_Timer runs from a's last advert at 150, at most one interval before
+    // the reload: so not before 3.61 - 1 s (a restart would have moved it at once, with
+    // priority 0, RFC 5798 6.4.3), and not after 3.61 s plus 1.5 s for a loaded box and the
+    // client's connect.
+    assert!(
+        took >= Duration::from_millis(2600),
+        "{took:?}\n{}",
+        logs(&all)
+    );
+    assert!(
+        took <= Duration::from_millis(3610 + 1500),
+        "{took:?}\n{}",
+        logs(&all)
+    );
+    until("a backup", Duration::from_secs(3), &all, || !holds(&a, VIP));
+    assert_eq!(status(&a)["instances"][0]["priority"], 50);
+    // b raised to 200 while master: nothing moves.
+    let before = settled(&b, Speaker::Vrrpd);
+    let seen = connections(&client, VIP);
+    until("the first attempt", Duration::from_secs(3), &all, || {
+        seen.count() > 0
+    });
+    reload(&rb, &multicast(200, &[VIP]));
+    until("b at 200", Duration::from_secs(3), &all, || {
+        status(&b)["instances"][0]["priority"] == 200
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let seen = seen.stop();
+    assert!(
+        seen.iter().all(|(_, who)| who.as_deref() == Some("b")),
+        "{seen:?}\n{}",
+        logs(&all)
+    );
+    assert_eq!(status(&b)["instances"][0]["transitions"], before);
+    assert!(!holds(&a, VIP));
+}
