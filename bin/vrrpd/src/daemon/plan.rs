@@ -3,10 +3,12 @@
 //! carries the plan out ([`super::setup::build`] with the kept units); this module only decides,
 //! so every decision is unit-tested.
 //!
-//! Today a changed instance is restarted: its unit resigns with the old configuration (RFC 5798
-//! 6.4.3: priority 0 when it was master) and starts again with the new one. What changed is
-//! recorded ([`Difference`]) so that some changes (peers, priority) can later be applied in
-//! place by deciding them here, without touching the shell.
+//! A reload moves no VIP unless the new configuration requires it. A changed instance is
+//! reconfigured in place ([`Step::Reconfigure`]: its running state machine takes the new
+//! parameters, with no state change) unless something that makes it another virtual router
+//! changed ([`restarts`]: its interface, VRID, version or address family, or its sync group);
+//! only then does its unit resign with the old configuration (RFC 5798 6.4.3: priority 0 when
+//! it was master) and start again with the new one ([`Step::Change`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -78,6 +80,28 @@ pub enum Difference {
     /// Where a script is written: compared, as for notify commands, although it is not
     /// configuration.
     Place,
+    /// The address family: the first VIP's, or `native_ipv6`.
+    Family,
+}
+
+/// Whether `d` makes the instance another virtual router, which only a restart gives: another
+/// interface, VRID, version or address family (another socket and group, RFC 5798 5.1), or
+/// another sync group (the group's state machine is built for its members). Everything else
+/// (peers, priority, interval, tracking, VIPs, notify, garp, authentication, sources, global
+/// defaults) is applied in place.
+pub fn restarts(d: &Difference) -> bool {
+    match d {
+        Difference::Keyword(k) => [
+            "interface",
+            "virtual_router_id",
+            "version",
+            "vrrp_version",
+            "native_ipv6",
+        ]
+        .contains(k),
+        Difference::Family | Difference::Group | Difference::Member(_) => true,
+        Difference::Script(_) | Difference::Global | Difference::Place => false,
+    }
 }
 
 /// What a reload does to one instance, unit or script.
@@ -85,7 +109,11 @@ pub enum Difference {
 pub enum Step {
     /// Unchanged: runs on, state and timers as they are (no VIP moves).
     Keep,
-    /// Changed as listed: today stopped with the old configuration and started with the new.
+    /// Changed as listed, in place: the running state machine takes the new parameters
+    /// without a state change (a VIP moves only when the protocol then says so).
+    Reconfigure(Vec<Difference>),
+    /// Changed as listed, one of them needing a restart ([`restarts`]): stopped with the old
+    /// configuration (a master resigns) and started with the new.
     Change(Vec<Difference>),
     /// New: started.
     Start,
@@ -100,15 +128,20 @@ pub struct Plan {
     pub units: BTreeMap<UnitKey, Step>,
     /// Every instance of either configuration.
     pub instances: BTreeMap<String, Step>,
-    /// Every `vrrp_script` of either configuration. The shell restarts every script runner on
-    /// a reload; a kept script's runner just reports its result again.
+    /// Every `vrrp_script` of either configuration. A script's runner goes on unless how it
+    /// runs changed ([`same_run`]).
     pub scripts: BTreeMap<String, Step>,
 }
 
 impl Plan {
-    /// Whether the running unit `key` goes on as it is.
+    /// Whether the running unit `key` goes on, as it is or reconfigured in place.
     pub fn keeps(&self, key: &UnitKey) -> bool {
-        self.units.get(key) == Some(&Step::Keep)
+        matches!(self.units.get(key), Some(Step::Keep | Step::Reconfigure(_)))
+    }
+
+    /// Whether the running instance `name` takes new parameters in place.
+    pub fn reconfigures(&self, name: &str) -> bool {
+        matches!(self.instances.get(name), Some(Step::Reconfigure(_)))
     }
 }
 
@@ -128,7 +161,11 @@ pub fn plan(old: &Config, new: &Config) -> Plan {
     let units = unit_steps(old, new, &instances);
     // A member of a unit that restarts restarts with it, changed or not.
     for (name, step) in &mut instances {
-        if *step == Step::Keep && !units.get(&UnitKey::of(old, name)).is_some_and(is_keep) {
+        let carried = matches!(
+            units.get(&UnitKey::of(old, name)),
+            Some(Step::Keep | Step::Reconfigure(_))
+        );
+        if matches!(step, Step::Keep | Step::Reconfigure(_)) && !carried {
             *step = Step::Change(vec![Difference::Group]);
         }
     }
@@ -139,20 +176,19 @@ pub fn plan(old: &Config, new: &Config) -> Plan {
     }
 }
 
-fn is_keep(step: &Step) -> bool {
-    *step == Step::Keep
-}
-
 fn changes(differences: Vec<Difference>) -> Step {
     if differences.is_empty() {
         Step::Keep
-    } else {
+    } else if differences.iter().any(restarts) {
         Step::Change(differences)
+    } else {
+        Step::Reconfigure(differences)
     }
 }
 
 /// A unit is kept when it has the same members in the same order (a group's state machine is
-/// built for its members) and each is kept.
+/// built for its members) and each is kept; reconfigured when, besides, some are
+/// reconfigured in place; otherwise changed (restarted).
 fn unit_steps(
     old: &Config,
     new: &Config,
@@ -164,16 +200,29 @@ fn unit_steps(
         let step = match new_units.get(&key) {
             None => Step::Stop,
             Some(now) => {
-                let mut differences: Vec<Difference> = members
+                let differences: Vec<Difference> = members
                     .iter()
                     .chain(now.iter().filter(|m| !members.contains(m)))
                     .filter(|m| instances.get(*m) != Some(&Step::Keep))
                     .map(|m| Difference::Member(m.clone()))
                     .collect();
-                if differences.is_empty() && members != *now {
-                    differences.push(Difference::Group);
+                let in_place = differences.iter().all(|d| match d {
+                    Difference::Member(m) => matches!(instances.get(m), Some(Step::Reconfigure(_))),
+                    _ => false,
+                });
+                if members != *now {
+                    let mut differences = differences;
+                    if differences.is_empty() {
+                        differences.push(Difference::Group);
+                    }
+                    Step::Change(differences)
+                } else if differences.is_empty() {
+                    Step::Keep
+                } else if in_place {
+                    Step::Reconfigure(differences)
+                } else {
+                    Step::Change(differences)
                 }
-                changes(differences)
             }
         };
         steps.insert(key, step);
@@ -201,6 +250,18 @@ fn instance_differences(
     }
     if old.global != new.global {
         out.push(Difference::Global);
+    }
+    // What the keywords leave implicit: the family of the first VIP, and the version that
+    // global_defs' vrrp_version gives an instance without its own.
+    if a.is_ipv6() != b.is_ipv6() {
+        out.push(Difference::Family);
+    }
+    let same_family = a.is_ipv6() == b.is_ipv6();
+    if same_family
+        && a.version == b.version
+        && a.effective_version(&old.global) != b.effective_version(&new.global)
+    {
+        out.push(Difference::Keyword("vrrp_version"));
     }
     if UnitKey::of(old, &a.name) != UnitKey::of(new, &b.name) {
         out.push(Difference::Group);
@@ -277,7 +338,16 @@ fn script_steps(old: &Config, new: &Config) -> BTreeMap<String, Step> {
     let mut steps = BTreeMap::new();
     for s in &old.scripts {
         let step = match new.script(&s.name) {
-            Some(n) => changes(script_differences(s, n).collect()),
+            Some(n) => {
+                let differences: Vec<Difference> = script_differences(s, n).collect();
+                if differences.is_empty() {
+                    Step::Keep
+                } else if same_run(s, n) {
+                    Step::Reconfigure(differences)
+                } else {
+                    Step::Change(differences)
+                }
+            }
             None => Step::Stop,
         };
         steps.insert(s.name.clone(), step);
@@ -288,8 +358,18 @@ fn script_steps(old: &Config, new: &Config) -> BTreeMap<String, Step> {
     steps
 }
 
+/// Whether a script's runner can go on for the new definition `b` (its last result kept): the
+/// same program and arguments, interval, timeout and user. Weight, rise, fall and init_fail
+/// are the instances' business, applied in place.
+pub fn same_run(a: &VrrpScript, b: &VrrpScript) -> bool {
+    a.command.words == b.command.words
+        && a.interval == b.interval
+        && a.timeout == b.timeout
+        && a.user == b.user
+}
+
 /// What differs between two definitions of a script. Its place counts, as for the instances
-/// that track it.
+/// that track it (the command's own place is part of its place, not of the command).
 fn script_differences<'a>(
     a: &'a VrrpScript,
     b: &'a VrrpScript,
@@ -307,7 +387,7 @@ fn script_differences<'a>(
         location,
     } = a;
     [
-        ("script", *command != b.command),
+        ("script", command.words != b.command.words),
         ("interval", *interval != b.interval),
         ("timeout", *timeout != b.timeout),
         ("weight", *weight != b.weight),
@@ -350,8 +430,8 @@ mod tests {
         UnitKey::Instance(name.to_string())
     }
 
-    fn keyword(k: &'static str) -> Step {
-        Step::Change(vec![Difference::Keyword(k)])
+    fn in_place(k: &'static str) -> Step {
+        Step::Reconfigure(vec![Difference::Keyword(k)])
     }
 
     #[test]
@@ -399,17 +479,19 @@ mod tests {
             instance("b", 2, 90, " unicast_peer {\n  192.0.2.9\n }\n")
         ));
         let p = plan(&old, &new);
-        let change = Step::Change(vec![
+        let change = Step::Reconfigure(vec![
             Difference::Keyword("priority"),
             Difference::Keyword("unicast_peer"),
         ]);
         assert_eq!(p.instances["a"], Step::Keep);
         assert_eq!(p.instances["b"], change);
+        assert!(p.reconfigures("b") && !p.reconfigures("a"));
         assert_eq!(p.units[&one("a")], Step::Keep);
         assert_eq!(
             p.units[&one("b")],
-            Step::Change(vec![Difference::Member("b".into())])
+            Step::Reconfigure(vec![Difference::Member("b".into())])
         );
+        assert!(p.keeps(&one("b")));
     }
 
     #[test]
@@ -419,7 +501,7 @@ mod tests {
             "\n\n{}",
             instance("a", 1, 100, " notify_master \"/bin/true\"\n")
         ));
-        assert_eq!(plan(&old, &moved).instances["a"], keyword("notify"));
+        assert_eq!(plan(&old, &moved).instances["a"], in_place("notify"));
         let old = config(&instance("a", 1, 100, ""));
         let moved = config(&format!("\n\n{}", instance("a", 1, 100, "")));
         assert_eq!(plan(&old, &moved).instances["a"], Step::Keep);
@@ -435,7 +517,7 @@ mod tests {
             instance("b", 2, 100, "")
         ));
         let p = plan(&old, &new);
-        // The timeout defaults to the interval, so it changes with it.
+        // The timeout defaults to the interval, so it changes with it; the runner restarts.
         assert_eq!(
             p.scripts["chk"],
             Step::Change(vec![
@@ -443,11 +525,100 @@ mod tests {
                 Difference::Keyword("timeout")
             ])
         );
+        // The instance takes the script's new definition in place.
         assert_eq!(
             p.instances["a"],
-            Step::Change(vec![Difference::Script("chk".into())])
+            Step::Reconfigure(vec![Difference::Script("chk".into())])
         );
         assert_eq!(p.instances["b"], Step::Keep);
+    }
+
+    #[test]
+    fn a_script_runner_goes_on_unless_how_it_runs_changed() {
+        let tracked = instance("a", 1, 100, " track_script {\n  chk\n }\n");
+        let old = config(&format!("{SCRIPT}{tracked}"));
+        let weighted = config(&format!(
+            "{}{tracked}",
+            SCRIPT.replace("interval 1", "interval 1\n weight -20\n rise 3")
+        ));
+        let p = plan(&old, &weighted);
+        assert_eq!(
+            p.scripts["chk"],
+            Step::Reconfigure(vec![
+                Difference::Keyword("weight"),
+                Difference::Keyword("rise")
+            ])
+        );
+        assert!(same_run(&old.scripts[0], &weighted.scripts[0]));
+        // Moved down the file: the same runner.
+        let moved = config(&format!("\n\n{SCRIPT}{tracked}"));
+        assert_eq!(
+            plan(&old, &moved).scripts["chk"],
+            Step::Reconfigure(vec![Difference::Place])
+        );
+        assert!(same_run(&old.scripts[0], &moved.scripts[0]));
+        let other = config(&format!("{}{tracked}", SCRIPT.replace("true", "false")));
+        assert_eq!(
+            plan(&old, &other).scripts["chk"],
+            Step::Change(vec![Difference::Keyword("script")])
+        );
+        assert!(!same_run(&old.scripts[0], &other.scripts[0]));
+    }
+
+    #[test]
+    fn what_makes_another_virtual_router_restarts() {
+        let old = config(&instance("a", 1, 100, ""));
+        let vrid = config(&instance("a", 2, 100, ""));
+        assert_eq!(
+            plan(&old, &vrid).instances["a"],
+            Step::Change(vec![
+                Difference::Keyword("virtual_router_id"),
+                Difference::Keyword("virtual_ipaddress")
+            ])
+        );
+        assert_eq!(
+            plan(&old, &vrid).units[&one("a")],
+            Step::Change(vec![Difference::Member("a".into())])
+        );
+        let eth1 = config(&instance("a", 1, 100, "").replace("eth0", "eth1"));
+        assert_eq!(
+            plan(&old, &eth1).instances["a"],
+            Step::Change(vec![Difference::Keyword("interface")])
+        );
+        let v6 = config(&instance("a", 1, 100, "").replace("192.0.2.1", "2001:db8::1"));
+        assert_eq!(
+            plan(&old, &v6).instances["a"],
+            Step::Change(vec![
+                Difference::Keyword("virtual_ipaddress"),
+                Difference::Family
+            ])
+        );
+        let v3 = config(&format!(
+            "global_defs {{\n vrrp_version 3\n}}\n{}",
+            instance("a", 1, 100, "")
+        ));
+        assert_eq!(
+            plan(&old, &v3).instances["a"],
+            Step::Change(vec![
+                Difference::Global,
+                Difference::Keyword("vrrp_version")
+            ])
+        );
+        // Everything else is in place: VIPs added, peers, interval, notify, tracking.
+        let many = config(
+            &instance(
+                "a",
+                1,
+                90,
+                " advert_int 2\n nopreempt\n unicast_peer {\n  192.0.2.9\n }\n \
+                 notify_master \"/bin/true\"\n",
+            )
+            .replace("192.0.2.1\n", "192.0.2.1\n  192.0.2.77\n"),
+        );
+        let Step::Reconfigure(all) = &plan(&old, &many).instances["a"] else {
+            panic!("{:?}", plan(&old, &many).instances["a"]);
+        };
+        assert!(!all.iter().any(restarts), "{all:?}");
     }
 
     #[test]
@@ -459,12 +630,12 @@ mod tests {
         ));
         assert_eq!(
             plan(&old, &new).instances["a"],
-            Step::Change(vec![Difference::Global])
+            Step::Reconfigure(vec![Difference::Global])
         );
     }
 
     #[test]
-    fn a_group_restarts_whole_when_one_member_changes() {
+    fn a_group_takes_a_member_changed_in_place_and_restarts_whole_for_a_new_router() {
         let members = format!("{}{}", instance("a", 1, 100, ""), instance("b", 2, 100, ""));
         let old = config(&format!("{members}{}", group("g", &["a", "b"])));
         let changed = format!("{}{}", instance("a", 1, 100, ""), instance("b", 2, 50, ""));
@@ -473,11 +644,28 @@ mod tests {
         let g = UnitKey::Group("g".into());
         assert_eq!(
             p.units[&g],
+            Step::Reconfigure(vec![Difference::Member("b".into())])
+        );
+        assert_eq!(p.instances["a"], Step::Keep);
+        assert_eq!(p.instances["b"], in_place("priority"));
+        assert_eq!(plan(&old, &old).units[&g], Step::Keep);
+        // Another VRID for b: the group restarts, a with it.
+        let renumbered = format!(
+            "{}{}",
+            instance("a", 1, 100, ""),
+            instance("b", 3, 100, "").replace("192.0.2.3", "192.0.2.2")
+        );
+        let new = config(&format!("{renumbered}{}", group("g", &["a", "b"])));
+        let p = plan(&old, &new);
+        assert_eq!(
+            p.units[&g],
             Step::Change(vec![Difference::Member("b".into())])
         );
         assert_eq!(p.instances["a"], Step::Change(vec![Difference::Group]));
-        assert_eq!(p.instances["b"], keyword("priority"));
-        assert_eq!(plan(&old, &old).units[&g], Step::Keep);
+        assert_eq!(
+            p.instances["b"],
+            Step::Change(vec![Difference::Keyword("virtual_router_id")])
+        );
     }
 
     #[test]

@@ -355,6 +355,22 @@ async fn vips(
     Ok(vips)
 }
 
+/// A VIP as a reload compares it: the interface it goes on (by name), the address, its prefix
+/// length and its label.
+pub type VipKey = (String, IpAddr, u8, Option<String>);
+
+/// The VIPs `i` configures, each with the name of the interface it goes on (`dev`, else the
+/// instance's).
+pub fn vip_keys(i: &VrrpInstance) -> BTreeSet<VipKey> {
+    i.vips
+        .iter()
+        .map(|v| {
+            let on = v.dev.clone().unwrap_or_else(|| i.interface.clone());
+            (on, v.address, v.prefix_len, v.label.clone())
+        })
+        .collect()
+}
+
 /// Where adverts go: the unicast peers, else the family's group (RFC 5798 5.1.1.2, 5.1.2.2).
 fn destinations(i: &VrrpInstance, primary: IpAddr, family: Family) -> Vec<IpAddr> {
     if i.is_unicast() {

@@ -11,6 +11,8 @@ use super::clock::{master_down_interval, skew_time, Duration, Instant};
 use super::params::{InitialState, InstanceParams, ParamsError, Version};
 use super::track::{ScriptStatus, Tracking};
 
+mod reconfigure;
+
 /// Where an instance stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum State {
