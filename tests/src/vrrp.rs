@@ -358,3 +358,112 @@ mod tests {
         );
     }
 }
+
+/// Many instances on one interface, one VIP each, VRRPv3: the scale scenario of issue #15.
+///
+/// VRIDs are 1-255 per interface, family and mode (RFC 5798 5.2.3; keepalived keeps unicast
+/// and multicast apart), so instance `k` lies in one of four quarters of 250: IPv4 multicast
+/// (VIP 198.51.100.V), IPv6 multicast (2001:db8:1::V), IPv4 unicast (203.0.113.V), IPv6
+/// unicast (2001:db8:2::V), each with VRID V = k % 250 + 1. Up to 250 instances are IPv4
+/// multicast only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Many {
+    /// How many instances.
+    pub count: usize,
+    /// The advertisement interval in centiseconds.
+    pub advert_int_cs: u16,
+}
+
+/// Instances per quarter of [`Many`].
+const QUARTER: usize = 250;
+
+impl Many {
+    /// `count` instances with 1 s adverts.
+    pub fn new(count: usize) -> Many {
+        Many {
+            count,
+            advert_int_cs: 100,
+        }
+    }
+
+    /// Instance `k`'s quarter (0-3), VRID and VIP.
+    pub fn instance(&self, k: usize) -> (usize, u8, IpAddr) {
+        let (quarter, n) = (k / QUARTER, k % QUARTER + 1);
+        let vrid = u8::try_from(n).unwrap_or(u8::MAX);
+        let low = u16::from(vrid);
+        let vip = match quarter {
+            0 => IpAddr::V4(Ipv4Addr::new(198, 51, 100, vrid)),
+            1 => IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, low)),
+            2 => IpAddr::V4(Ipv4Addr::new(203, 0, 113, vrid)),
+            _ => IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, low)),
+        };
+        (quarter, vrid, vip)
+    }
+
+    /// Every VIP, in instance order.
+    pub fn vips(&self) -> Vec<IpAddr> {
+        (0..self.count).map(|k| self.instance(k).2).collect()
+    }
+
+    /// The routes a client on the lab's link needs to reach the VIPs (they lie outside the
+    /// lab's own subnets): on-link prefixes of `eth0`.
+    pub const ROUTES: [&'static str; 4] = [
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "2001:db8:1::/64",
+        "2001:db8:2::/64",
+    ];
+
+    /// RFC 5798 6.1: the Master_Down_Interval of a backup at `priority`.
+    pub fn master_down_interval(&self, priority: u8) -> Duration {
+        Duration::from_millis(
+            u64::from(timers::master_down_interval(
+                Version::V3,
+                priority,
+                self.advert_int_cs,
+            )) * 10,
+        )
+    }
+
+    /// keepalived.conf for `me` at `priority`; `routers` are every router of the group (the
+    /// unicast quarters send to the others).
+    pub fn config(&self, me: &Host, priority: u8, routers: &[&Host]) -> String {
+        let mut c = format!(
+            "global_defs {{\n    router_id {}\n    vrrp_version 3\n}}\n",
+            me.name()
+        );
+        let int = format!(
+            "{}.{:02}",
+            self.advert_int_cs / 100,
+            self.advert_int_cs % 100
+        );
+        for k in 0..self.count {
+            let (quarter, vrid, vip) = self.instance(k);
+            let len = if vip.is_ipv4() { 32 } else { 128 };
+            let _ = write!(
+                c,
+                "\nvrrp_instance VI_{k} {{\n    state BACKUP\n    interface eth0\n    \
+                 virtual_router_id {vrid}\n    priority {priority}\n    advert_int {int}\n"
+            );
+            if quarter >= 2 {
+                let addr = |h: &Host| -> IpAddr {
+                    if vip.is_ipv4() {
+                        IpAddr::V4(h.ipv4())
+                    } else {
+                        IpAddr::V6(h.ipv6())
+                    }
+                };
+                let _ = writeln!(c, "    unicast_src_ip {}\n    unicast_peer {{", addr(me));
+                for r in routers.iter().filter(|r| r.name() != me.name()) {
+                    let _ = writeln!(c, "        {}", addr(r));
+                }
+                c.push_str("    }\n");
+            }
+            let _ = writeln!(
+                c,
+                "    virtual_ipaddress {{\n        {vip}/{len}\n    }}\n}}"
+            );
+        }
+        c
+    }
+}

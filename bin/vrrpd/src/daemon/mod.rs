@@ -8,13 +8,17 @@
 //! - `reload`: SIGHUP, carrying out the plan.
 //! - [`rx`]: the receive checks, with a counter per reason.
 //! - [`scripts`]: track scripts and notify scripts, without a shell.
-//! - [`status`]: state files and the status file `vrrpd status` reads.
+//! - [`status`]: state files and the status file `vrrpd status` reads; `files` writes them
+//!   off the event loop.
+//! - [`sched`]: one heap of timers and the advert dispatch map (1,000 instances).
 //! - [`clash`]: foreign routers on our VRIDs; `telemetry`: transitions with their reason;
 //!   [`metrics`] and `http`: the Prometheus endpoint (`--metrics`).
 
+mod files;
 pub mod plan;
 mod reload;
 pub mod rx;
+pub mod sched;
 pub mod scripts;
 pub mod setup;
 pub mod status;
@@ -24,6 +28,7 @@ mod http;
 pub mod metrics;
 mod telemetry;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -123,7 +128,20 @@ struct Daemon {
     telemetry: telemetry::Telemetry,
     /// Track script runners by script, kept across reloads ([`reload::Runner`]).
     runners: BTreeMap<String, reload::Runner>,
+    /// When each unit is due; which instance a datagram or a member is.
+    timers: sched::Timers,
+    index: sched::Index,
+    /// State and status files, written off the event loop.
+    files: files::Files,
+    /// A state or priority changed since the status file was last written.
+    status_dirty: Cell<bool>,
+    /// When the status file was last written.
+    status_written: Cell<tokio::time::Instant>,
 }
+
+/// How soon a state change shows in the status file, at the latest (unless the 1 s tick
+/// comes first): changes within it share one write.
+const STATUS_DELAY: Duration = Duration::from_millis(100);
 
 impl Daemon {
     async fn start(config: Config, state_dir: PathBuf, reload: Loader) -> Result<Daemon, Error> {
@@ -149,9 +167,15 @@ impl Daemon {
             invalid: BTreeMap::new(),
             telemetry: telemetry::Telemetry::default(),
             runners: BTreeMap::new(),
+            timers: sched::Timers::default(),
+            index: sched::Index::default(),
+            files: files::Files::start(),
+            status_dirty: Cell::new(false),
+            status_written: Cell::new(tokio::time::Instant::now()),
         };
         d.spawn_tasks().await?;
         d.start_units().await;
+        d.rearm_all();
         ipi_core::service::notify_systemd("READY=1");
         d.write_status();
         Ok(d)
@@ -207,8 +231,10 @@ impl Daemon {
             return;
         };
         let mut status_tick = tokio::time::interval(Duration::from_secs(1));
+        // After a stall, one write rather than one per missed second.
+        status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let next = self.parts.units.iter().filter_map(unit_timeout).min();
+            let next = self.timers.earliest();
             let deadline = next.map(|at| self.start + Duration::from_millis(at.as_millis()));
             tokio::select! {
                 () = sleep_until(deadline) => {
@@ -216,7 +242,10 @@ impl Daemon {
                     self.telemetry.cause(telemetry::Cause::Timer);
                     self.timers().await;
                 }
-                Some((socket, r)) = self.rx.recv() => self.received(socket, r).await,
+                Some((socket, r)) = self.rx.recv() => {
+                    self.received(socket, r).await;
+                    self.take_queued().await;
+                }
                 Some((name, ok)) = self.results.recv() => {
                     self.each_tracking(|vr| vr.cfg.track_scripts.iter().any(|t| t.name == name),
                         Event::ScriptResult { name: name.clone(), ok }).await;
@@ -231,9 +260,14 @@ impl Daemon {
                 _ = hup.recv() => {
                     self.telemetry.cause(telemetry::Cause::Reload);
                     self.reload().await;
+                    self.rearm_all();
                 }
                 Some(scrape) = self.telemetry.scrapes.recv() => self.scrape(scrape),
                 _ = status_tick.tick() => self.write_status(),
+            }
+            // A change shows within STATUS_DELAY; a burst of changes costs one write.
+            if self.status_dirty.get() && self.status_written.get().elapsed() >= STATUS_DELAY {
+                self.write_status();
             }
         }
         self.telemetry.cause(telemetry::Cause::Shutdown);
@@ -273,6 +307,25 @@ impl Daemon {
         }
     }
 
+    /// Every unit armed with its next deadline (at start, and after a reload rebuilt them).
+    fn rearm_all(&mut self) {
+        self.timers.clear();
+        for u in 0..self.parts.units.len() {
+            self.timers.arm(u, unit_timeout(&self.parts.units[u]));
+        }
+    }
+
+    /// The datagrams the socket readers queued meanwhile, handled in one go (bounded, so that
+    /// a flood cannot hold the timers back).
+    async fn take_queued(&mut self) {
+        for _ in 0..1024 {
+            let Ok((socket, r)) = self.rx.try_recv() else {
+                break;
+            };
+            self.received(socket, r).await;
+        }
+    }
+
     /// Adverts that arrived before a timer fired are heard before it: after a stall (a busy
     /// machine, a stopped process) the timer and queued adverts are ready at once, and a backup
     /// that took the timer first would declare a live master down (RFC 5798 6.4.2: an advert
@@ -295,10 +348,14 @@ impl Daemon {
         }
     }
 
+    /// The units that are due (only those: a wake-up costs the same with 1,000 instances).
     async fn timers(&mut self) {
         let now = self.now();
-        for u in 0..self.parts.units.len() {
-            let actions = match &mut self.parts.units[u] {
+        for u in self.timers.due(now) {
+            let Some(unit) = self.parts.units.get_mut(u) else {
+                continue;
+            };
+            let actions = match unit {
                 Unit::One(i) => i.handle_timeout(now).into_iter().map(|a| (0, a)).collect(),
                 Unit::Group(g, _) => g.handle_timeout(now),
             };
@@ -346,12 +403,8 @@ impl Daemon {
                 return;
             }
         };
-        let Some(vr) = self
-            .parts
-            .vrs
-            .iter()
-            .position(|v| v.socket == socket && v.cfg.vrid == repr.vrid)
-        else {
+        self.index.refresh(&self.parts.vrs);
+        let Some(vr) = self.index.by_vrid(&self.parts.vrs, socket, repr.vrid) else {
             self.count("", rx::Reject::Vrid.name());
             return;
         };
@@ -395,6 +448,7 @@ impl Daemon {
     }
 
     async fn carry_out(&mut self, unit: usize, actions: Vec<(usize, Action)>) {
+        self.index.refresh(&self.parts.vrs);
         let group_before = group_state(&self.parts.units[unit]);
         for (member, action) in actions {
             if let Some(vr) = self.vr_of(unit, member) {
@@ -407,6 +461,8 @@ impl Daemon {
                 self.notify_group(&name, after);
             }
         }
+        // Whatever the unit handled may have moved its deadline.
+        self.timers.arm(unit, unit_timeout(&self.parts.units[unit]));
     }
 
     async fn act(&mut self, vr: usize, action: Action) {
@@ -424,14 +480,16 @@ impl Daemon {
                     to.as_str(),
                     reason.name()
                 );
-                status::write_state(&self.state_dir, name, to);
+                let text = format!("{}\n", status::keepalived_state(to));
+                self.files
+                    .write(self.state_dir.join(name), text.into_bytes());
                 let notify = &self.parts.vrs[vr].cfg.notify;
                 run_notify(notify, "INSTANCE", name, to, priority, self.parts.notify_as);
-                self.write_status();
+                self.status_dirty.set(true);
             }
             Action::PriorityChanged { from, to } => {
                 tracing::info!("{}: priority {from} -> {to}", self.parts.vrs[vr].cfg.name);
-                self.write_status();
+                self.status_dirty.set(true);
             }
         }
     }
@@ -497,17 +555,20 @@ impl Daemon {
         run_notify(&g.notify, "GROUP", group, state, 0, self.parts.notify_as);
     }
 
+    /// Writes the status file (off the event loop, see `files`).
     fn write_status(&self) {
+        self.status_dirty.set(false);
+        self.status_written.set(tokio::time::Instant::now());
         let clashes = (&self.telemetry.clashes, self.now());
-        status::write(&self.state_dir, &self.parts, &self.invalid, clashes);
+        let mut text = status::snapshot(&self.parts, &self.invalid, clashes).to_string();
+        text.push('\n');
+        self.files
+            .write(self.state_dir.join(status::STATUS_FILE), text.into_bytes());
     }
 
     /// The index in `parts.vrs` of member `member` of unit `unit`.
     fn vr_of(&self, unit: usize, member: usize) -> Option<usize> {
-        self.parts
-            .vrs
-            .iter()
-            .position(|v| v.unit == unit && v.member == member)
+        self.index.by_member(&self.parts.vrs, unit, member)
     }
 
     /// SIGTERM: every master resigns with priority 0 (RFC 5798 6.4.3: a backup takes over
@@ -520,6 +581,7 @@ impl Daemon {
             self.carry_out(u, actions).await;
         }
         self.write_status();
+        self.files.flush();
         for t in self.tasks.drain(..) {
             t.abort();
         }

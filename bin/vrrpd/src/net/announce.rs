@@ -17,13 +17,18 @@
 //!   itself works even while the address is tentative, because the frame bypasses the IPv6
 //!   stack.
 //!
-//! A socket is opened for each burst and closed after it: an `AF_PACKET` socket receives every
-//! frame of its interface while it is open, and nobody would read them.
+//! One send-only `AF_PACKET` socket per interface, shared by every announcer on it and opened
+//! with protocol 0, so that it receives nothing (a socket for `ETH_P_ALL` would be handed a
+//! copy of every frame of the link, and nobody would read them). 1,000 instances on one
+//! interface hold one descriptor for their announcements, not one each, and a takeover of all
+//! of them opens nothing.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pnet_datalink::{Channel, Config, DataLinkSender, MacAddr, NetworkInterface};
+use pnet_datalink::MacAddr;
 use pnet_packet::arp::{ArpHardwareTypes, ArpOperations, MutableArpPacket};
 use pnet_packet::ethernet::{EtherTypes, MutableEthernetPacket};
 use pnet_packet::icmpv6::ndp::{MutableNeighborAdvertPacket, NdpOptionTypes, NeighborAdvertFlags};
@@ -54,7 +59,8 @@ const BROADCAST: MacAddr = MacAddr(0xff, 0xff, 0xff, 0xff, 0xff, 0xff);
 /// Sends gratuitous ARPs and unsolicited NAs on one interface.
 #[derive(Debug, Clone)]
 pub struct Announcer {
-    interface: NetworkInterface,
+    name: String,
+    index: u32,
     mac: [u8; 6],
     router: bool,
 }
@@ -66,17 +72,9 @@ impl Announcer {
         let mac = interface.mac.ok_or_else(|| Error::NoMac {
             interface: interface.name.clone(),
         })?;
-        let [a, b, c, d, e, f] = mac;
-        let interface = NetworkInterface {
-            name: interface.name.clone(),
-            description: String::new(),
-            index: interface.index,
-            mac: Some(MacAddr::new(a, b, c, d, e, f)),
-            ips: Vec::new(),
-            flags: 0,
-        };
         Ok(Announcer {
-            interface,
+            name: interface.name.clone(),
+            index: interface.index,
             mac,
             router: false,
         })
@@ -92,7 +90,7 @@ impl Announcer {
 
     /// The interface name.
     pub fn interface(&self) -> &str {
-        &self.interface.name
+        &self.name
     }
 
     /// Sends one gratuitous ARP or unsolicited NA for each address, in one burst.
@@ -100,7 +98,7 @@ impl Announcer {
         if vips.is_empty() {
             return Ok(());
         }
-        let mut sender = self.open()?;
+        let sender = PacketSender::shared(self.index, &self.name)?;
         for vip in vips {
             let (frame, what) = match vip {
                 IpAddr::V4(v4) => (gratuitous_arp_frame(self.mac, *v4), "gratuitous ARP"),
@@ -109,15 +107,11 @@ impl Announcer {
                     "unsolicited NA",
                 ),
             };
-            let result = sender
-                .send_to(&frame, None)
-                .unwrap_or_else(|| Err(std::io::Error::other("frame larger than the buffer")));
-            result.map_err(Error::io(
-                &self.interface.name,
-                format!("send {what} for {vip}"),
-            ))?;
+            sender
+                .send(&frame)
+                .map_err(Error::io(&self.name, format!("send {what} for {vip}")))?;
         }
-        tracing::debug!(interface = %self.interface.name, ?vips, "announced");
+        tracing::debug!(interface = %self.name, ?vips, "announced");
         Ok(())
     }
 
@@ -130,22 +124,138 @@ impl Announcer {
     pub fn unsolicited_na(&self, vip: Ipv6Addr) -> Result<(), Error> {
         self.announce(&[IpAddr::V6(vip)])
     }
+}
 
-    fn open(&self) -> Result<Box<dyn DataLinkSender>, Error> {
-        let config = Config {
-            promiscuous: false,
-            write_timeout: Some(SEND_TIMEOUT),
-            ..Config::default()
-        };
-        let operation = "open AF_PACKET socket (needs CAP_NET_RAW)";
-        match pnet_datalink::channel(&self.interface, config) {
-            Ok(Channel::Ethernet(sender, _receiver)) => Ok(sender),
-            Ok(_) => Err(Error::io(&self.interface.name, operation)(
-                std::io::Error::other("not an Ethernet channel"),
-            )),
-            Err(e) => Err(Error::io(&self.interface.name, operation)(e)),
+/// A send-only `AF_PACKET` socket bound to one interface (see the [module docs](self)).
+#[derive(Debug)]
+struct PacketSender {
+    fd: OwnedFd,
+    index: u32,
+}
+
+/// The open senders by network namespace (its inode) and interface index, one per interface:
+/// a takeover does not reopen them.
+static SENDERS: Mutex<Vec<(SenderKey, Arc<PacketSender>)>> = Mutex::new(Vec::new());
+
+/// A network namespace's inode and an interface index in it.
+type SenderKey = (u64, u32);
+
+impl PacketSender {
+    /// The sender of interface `index` in the caller's network namespace, opened on first use
+    /// and kept.
+    fn shared(index: u32, name: &str) -> Result<Arc<PacketSender>, Error> {
+        use std::os::unix::fs::MetadataExt;
+        let netns = std::fs::metadata("/proc/thread-self/ns/net").map_or(0, |m| m.ino());
+        let key = (netns, index);
+        let mut senders = SENDERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, s)) = senders.iter().find(|(k, _)| *k == key) {
+            return Ok(Arc::clone(s));
         }
+        let fd = open_packet_socket(index)
+            .map_err(Error::io(name, "open AF_PACKET socket (needs CAP_NET_RAW)"))?;
+        let s = Arc::new(PacketSender { fd, index });
+        senders.push((key, Arc::clone(&s)));
+        Ok(s)
     }
+
+    fn send(&self, frame: &[u8]) -> std::io::Result<()> {
+        send_frame(self.fd.as_raw_fd(), self.index, frame)
+    }
+}
+
+/// `socket(AF_PACKET, SOCK_RAW, 0)` bound to interface `index`: it sends whole Ethernet frames
+/// there and, with protocol 0, receives none.
+#[allow(unsafe_code)]
+fn open_packet_socket(index: u32) -> std::io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: socket(2) with constant arguments; a non-negative result is a new descriptor
+    // that nothing else owns, handed to OwnedFd at once.
+    let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a valid descriptor returned above and owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let timeout = libc::timeval {
+        tv_sec: 0,
+        tv_usec: libc::suseconds_t::try_from(SEND_TIMEOUT.as_micros()).unwrap_or(200_000),
+    };
+    // SAFETY: SO_SNDTIMEO takes a timeval; the pointer and length describe `timeout`.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            std::ptr::from_ref(&timeout).cast(),
+            socklen_of::<libc::timeval>(),
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let address = link_address(index, [0; 6]);
+    // SAFETY: bind(2) with a sockaddr_ll and its length.
+    let r = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            std::ptr::from_ref(&address).cast(),
+            socklen_of::<libc::sockaddr_ll>(),
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Sends one whole Ethernet frame out of interface `index`.
+#[allow(unsafe_code)]
+fn send_frame(fd: i32, index: u32, frame: &[u8]) -> std::io::Result<()> {
+    let mut destination = [0u8; 6];
+    if let Some(d) = frame.get(..6) {
+        destination.copy_from_slice(d);
+    }
+    let address = link_address(index, destination);
+    // SAFETY: sendto(2) with a buffer and its length, and a sockaddr_ll and its length.
+    let sent = unsafe {
+        libc::sendto(
+            fd,
+            frame.as_ptr().cast(),
+            frame.len(),
+            0,
+            std::ptr::from_ref(&address).cast(),
+            socklen_of::<libc::sockaddr_ll>(),
+        )
+    };
+    match usize::try_from(sent) {
+        Ok(n) if n == frame.len() => Ok(()),
+        Ok(n) => Err(std::io::Error::other(format!(
+            "sent {n} of {} bytes",
+            frame.len()
+        ))),
+        Err(_) => Err(std::io::Error::last_os_error()),
+    }
+}
+
+fn link_address(index: u32, destination: [u8; 6]) -> libc::sockaddr_ll {
+    let mut addr = [0u8; 8];
+    addr[..6].copy_from_slice(&destination);
+    libc::sockaddr_ll {
+        sll_family: u16::try_from(libc::AF_PACKET).unwrap_or(17),
+        // Protocol 0: this socket receives nothing (the frames carry their own EtherType).
+        sll_protocol: 0,
+        sll_ifindex: i32::try_from(index).unwrap_or(0),
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 6,
+        sll_addr: addr,
+    }
+}
+
+fn socklen_of<T>() -> libc::socklen_t {
+    libc::socklen_t::try_from(std::mem::size_of::<T>()).unwrap_or(0)
 }
 
 /// Whether `interface` forwards IPv6 (`net.ipv6.conf.<interface>.forwarding`), read from

@@ -23,6 +23,12 @@
 //!   checksum; with this option the kernel fills the checksum in on send (from the source
 //!   address it really used) and drops datagrams whose checksum is wrong on receive, as
 //!   keepalived has it do. A bad IPv6 checksum is therefore never seen here.
+//! - A receive buffer (`SO_RCVBUF`, forced past `net.core.rmem_max` where the process may) for
+//!   a burst of [`BURST`] adverts: 1,000 instances whose masters advertise in the same
+//!   millisecond must not overflow the default ~200 datagrams' worth and lose adverts, which a
+//!   backup would take for a dead master.
+//!
+//! Receiving allocates nothing but the message itself: one 64 KiB buffer per socket is reused.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
@@ -58,6 +64,13 @@ pub const fn multicast_group(family: Family) -> IpAddr {
 /// The largest IP datagram (and IPv6 payload without jumbograms): a receive buffer this large
 /// never truncates.
 const RECV_BUFFER: usize = 65_536;
+
+/// How many adverts arriving at once the receive buffer holds (1,000 instances and room).
+pub const BURST: usize = 2_048;
+
+/// What the kernel charges a small datagram against the receive buffer (its `truesize`: the
+/// data, the headers and the socket buffer's own overhead), with room for IPv6.
+const DATAGRAM_TRUESIZE: usize = 1_280;
 
 /// Offset of the checksum in a VRRP message (RFC 5798 5.2.8, RFC 3768 5.3.8).
 const VRRP_CHECKSUM_OFFSET: i32 = 6;
@@ -157,6 +170,8 @@ pub struct VrrpSocket {
     family: Family,
     source: IpAddr,
     multicast: bool,
+    /// The receive buffer, reused (its lock is only held during one `recvmsg`).
+    buffer: std::sync::Mutex<Vec<u8>>,
 }
 
 impl VrrpSocket {
@@ -246,8 +261,7 @@ impl VrrpSocket {
                 }
             }
         }
-        socket.set_nonblocking(true).map_err(io("set O_NONBLOCK"))?;
-        let fd = register(socket).map_err(io("register with the tokio reactor"))?;
+        let fd = register(socket).map_err(io("set SO_RCVBUF, O_NONBLOCK and register"))?;
         tracing::debug!(interface = name, %source, multicast, "opened VRRP socket");
         Ok(VrrpSocket {
             fd,
@@ -256,7 +270,13 @@ impl VrrpSocket {
             family,
             source,
             multicast,
+            buffer: std::sync::Mutex::new(vec![0u8; RECV_BUFFER]),
         })
+    }
+
+    /// The receive buffer the kernel granted (`SO_RCVBUF`, in its doubled accounting).
+    pub fn receive_buffer(&self) -> usize {
+        self.fd.get_ref().recv_buffer_size().unwrap_or(0)
     }
 
     /// The interface name.
@@ -332,21 +352,27 @@ impl VrrpSocket {
     /// Waits for the next datagram. [`Error::Malformed`] concerns that datagram only (count it
     /// and receive again, see [`Error::is_per_datagram`]); other errors concern the socket.
     pub async fn recv(&self) -> Result<Received, Error> {
-        let mut buffer = vec![0u8; RECV_BUFFER];
         loop {
             let mut guard = self
                 .fd
                 .readable()
                 .await
                 .map_err(Error::io(&self.interface, "wait for a datagram"))?;
-            match guard.try_io(|fd| self.recv_once(fd.get_ref(), &mut buffer)) {
-                Ok(result) => {
-                    let meta = result.map_err(Error::io(&self.interface, "receive"))?;
-                    return self.received(meta, &buffer);
-                }
+            match guard.try_io(|fd| self.recv_into_buffer(fd.get_ref())) {
+                Ok(result) => return result.map_err(Error::io(&self.interface, "receive"))?,
                 Err(_would_block) => continue,
             }
         }
+    }
+
+    /// One `recvmsg` into the socket's buffer, decoded.
+    fn recv_into_buffer(&self, socket: &Socket) -> io::Result<Result<Received, Error>> {
+        let mut buffer = self
+            .buffer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let meta = self.recv_once(socket, &mut buffer)?;
+        Ok(self.received(meta, &buffer))
     }
 
     /// The next datagram already waiting in the socket, without waiting: `None` when there is
@@ -360,9 +386,8 @@ impl VrrpSocket {
         if nix::sys::socket::recv(fd, &mut [], peek) == Err(nix::errno::Errno::EAGAIN) {
             return None;
         }
-        let mut buffer = vec![0u8; RECV_BUFFER];
-        match self.recv_once(self.fd.get_ref(), &mut buffer) {
-            Ok(meta) => Some(self.received(meta, &buffer)),
+        match self.recv_into_buffer(self.fd.get_ref()) {
+            Ok(r) => Some(r),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
             Err(e) => Some(Err(Error::io(&self.interface, "receive")(e))),
         }
@@ -511,9 +536,21 @@ impl VrrpSocket {
     }
 }
 
-/// Registers the socket with the tokio reactor.
+/// Asks for a receive buffer of `bytes`: `SO_RCVBUFFORCE` (past `net.core.rmem_max`, with
+/// CAP_NET_ADMIN) where allowed, else `SO_RCVBUF` (capped at `rmem_max`).
+fn set_receive_buffer(socket: &Socket, bytes: usize) -> io::Result<()> {
+    if setsockopt(socket, sockopt::RcvBufForce, &bytes).is_ok() {
+        return Ok(());
+    }
+    socket.set_recv_buffer_size(bytes)
+}
+
+/// Gives the socket its receive buffer for a burst of adverts, makes it non-blocking and
+/// registers it with the tokio reactor.
 #[allow(unsafe_code)]
 fn register(socket: Socket) -> io::Result<AsyncFd<Socket>> {
+    set_receive_buffer(&socket, BURST * DATAGRAM_TRUESIZE)?;
+    socket.set_nonblocking(true)?;
     // SAFETY: tokio requires that the descriptor stays open and is not swapped for another
     // while registered. `socket2::Socket` owns its descriptor for its whole life, never
     // replaces it, and the `AsyncFd` owns the `Socket`, deregistering before it closes it.
