@@ -31,6 +31,9 @@ _vrrpd() {
             vrrpd,status)
                 cmd="vrrpd__subcmd__status"
                 ;;
+            vrrpd,survey)
+                cmd="vrrpd__subcmd__survey"
+                ;;
             vrrpd,vrid)
                 cmd="vrrpd__subcmd__vrid"
                 ;;
@@ -52,6 +55,9 @@ _vrrpd() {
             vrrpd__subcmd__help,status)
                 cmd="vrrpd__subcmd__help__subcmd__status"
                 ;;
+            vrrpd__subcmd__help,survey)
+                cmd="vrrpd__subcmd__help__subcmd__survey"
+                ;;
             vrrpd__subcmd__help,vrid)
                 cmd="vrrpd__subcmd__help__subcmd__vrid"
                 ;;
@@ -65,7 +71,7 @@ _vrrpd() {
 
     case "${cmd}" in
         vrrpd)
-            opts="-v -q -h -V --verbose --quiet --help --version run render check-config vrid status watch help"
+            opts="-v -q -h -V --verbose --quiet --help --version run render check-config vrid status watch survey help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -101,7 +107,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__help)
-            opts="run render check-config vrid status watch help"
+            opts="run render check-config vrid status watch survey help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -171,6 +177,20 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        vrrpd__subcmd__help__subcmd__survey)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -255,7 +275,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__run)
-            opts="-f -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --state-dir --verbose --quiet --help"
+            opts="-f -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --state-dir --metrics --metrics-allow-remote --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -293,6 +313,10 @@ _vrrpd() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -318,6 +342,36 @@ _vrrpd() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        vrrpd__subcmd__survey)
+            opts="-v -q -h --interface --pcap --for --cluster-name --json --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --interface)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pcap)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cluster-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         vrrpd__subcmd__vrid)
             opts="-v -q -h --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -333,7 +387,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__watch)
-            opts="-v -q -h --interface --pcap --json --verbose --quiet --help"
+            opts="-f -v -q -h --interface --pcap --json --config --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -344,6 +398,14 @@ _vrrpd() {
                     return 0
                     ;;
                 --pcap)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

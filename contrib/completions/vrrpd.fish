@@ -26,7 +26,7 @@ end
 
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -s q -l quiet -d 'Less log output'
-complete -c vrrpd -n "__fish_vrrpd_needs_command" -s h -l help -d 'Print help'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -s V -l version -d 'Print version'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "run" -d 'Run the VRRP instances of a keepalived.conf, or those OpenShift runs on a node'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "render" -d 'Print, as keepalived.conf, the configuration `run` would use'
@@ -34,6 +34,7 @@ complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "check-config" -d 'Check
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "vrid" -d 'Print the API and Ingress VRRP router ids OpenShift derives from a cluster name'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "status" -d 'Show every running instance: state, priorities, master, scripts, counters'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "watch" -d 'Print every VRRP advertisement seen on an interface or in a capture file'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "survey" -d 'Listen for a while and list the VRIDs in use with their routers; with --cluster-name, say whether the API and Ingress VRIDs OpenShift derives from that name are free (exit 0) or taken (exit 1, with close names whose pair is free). Only multicast adverts can be heard: routers advertising by unicast to others are invisible'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s f -l config -d 'A keepalived.conf (`-` for standard input)' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l cluster -d 'The cluster\'s install-config.yaml' -r -F
@@ -44,7 +45,9 @@ complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l interface -d 'The in
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l state-dir -d 'Where one state file per instance (MASTER, BACKUP or FAULT) is written' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l metrics -d 'Serve Prometheus metrics at http://ADDR:PORT/metrics (a loopback address unless --metrics-allow-remote; the endpoint has no authentication)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l unicast -d 'Send adverts to the other nodes (from --nodes) instead of multicast'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l metrics-allow-remote -d 'Let --metrics listen on an address other than loopback'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s q -l quiet -d 'Less log output'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -74,14 +77,24 @@ complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -s q -l quiet -d 'Le
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -s h -l help -d 'Print help'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l interface -d 'Listen on this interface' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l pcap -d 'Read this pcap file instead' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s f -l config -d 'Mark adverts on this keepalived.conf\'s VRIDs that come from routers outside its groups (other addresses, authentication or version; not a listed unicast peer)' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l json -d 'One JSON object per line instead of text'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s q -l quiet -d 'Less log output'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s h -l help -d 'Print help'
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "run" -d 'Run the VRRP instances of a keepalived.conf, or those OpenShift runs on a node'
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "render" -d 'Print, as keepalived.conf, the configuration `run` would use'
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "check-config" -d 'Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise'
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "vrid" -d 'Print the API and Ingress VRRP router ids OpenShift derives from a cluster name'
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "status" -d 'Show every running instance: state, priorities, master, scripts, counters'
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "watch" -d 'Print every VRRP advertisement seen on an interface or in a capture file'
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l interface -d 'Listen on this interface (IPv4 and IPv6, VRRPv2 and v3)' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l pcap -d 'Read this pcap file instead' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l for -d 'How long to listen: a number with ms, s or m (at least three advert intervals: OpenShift\'s are 1 s)' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l cluster-name -d 'The cluster name (metadata.name of install-config.yaml) whose VRIDs to check' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l json -d 'Print JSON instead of text'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -s v -l verbose -d 'More log output (repeat for more)'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -s q -l quiet -d 'Less log output'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -s h -l help -d 'Print help'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "run" -d 'Run the VRRP instances of a keepalived.conf, or those OpenShift runs on a node'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "render" -d 'Print, as keepalived.conf, the configuration `run` would use'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "check-config" -d 'Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "vrid" -d 'Print the API and Ingress VRRP router ids OpenShift derives from a cluster name'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "status" -d 'Show every running instance: state, priorities, master, scripts, counters'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "watch" -d 'Print every VRRP advertisement seen on an interface or in a capture file'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "survey" -d 'Listen for a while and list the VRIDs in use with their routers; with --cluster-name, say whether the API and Ingress VRIDs OpenShift derives from that name are free (exit 0) or taken (exit 1, with close names whose pair is free). Only multicast adverts can be heard: routers advertising by unicast to others are invisible'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -10,7 +10,7 @@ use ipi_core::Role;
 
 /// Hold virtual IPs with VRRP (RFC 3768 v2, RFC 5798 v3): a stand-in for keepalived.
 #[derive(Debug, Parser)]
-#[command(name = "vrrpd", version, about, long_about = None)]
+#[command(name = "vrrpd", version, about, long_about = None, after_long_help = METRICS)]
 pub struct Cli {
     /// More log output (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -22,6 +22,41 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The METRICS part of `vrrpd --help` and vrrpd(1).
+const METRICS: &str = "\
+METRICS:
+`vrrpd run --metrics ADDR:PORT` serves Prometheus metrics (text exposition format 0.0.4) at \
+http://ADDR:PORT/metrics: GET only (other paths 404, other methods 405), one request per \
+connection, at most 64 at once, 5 s for a whole exchange. The endpoint has no authentication, \
+so ADDR must be a loopback address (127.0.0.1, [::1]) unless --metrics-allow-remote is given. \
+Values are read from the running instances when scraped; counters start at 0 when vrrpd starts.
+
+Per instance (label instance):
+  vrrpd_instance_info{interface,vrid,version}  gauge, always 1
+  vrrpd_instance_state{state}  gauge: 1 for the current state (init, backup, master, fault, stop), 0 for the others
+  vrrpd_priority  gauge: effective priority (base moved by track weights)
+  vrrpd_base_priority  gauge: configured priority
+  vrrpd_transitions_total{from,to,reason}  counter; reason: startup, master_down_timer (the master went silent), \
+priority_zero (the master resigned), preempt (a lower-priority master was preempted), higher_priority_advert \
+(a master stepped down), advert, track_script, interface, reload, shutdown. The state machine says what changed; \
+vrrpd derives why from the event it was handling and, for a backup taking over, the last advert it heard.
+  vrrpd_adverts_sent_total, vrrpd_adverts_received_total  counters (received: valid adverts of the group)
+  vrrpd_priority_zero_sent_total, vrrpd_priority_zero_received_total, vrrpd_became_master_total, \
+vrrpd_interval_errors_total  counters
+  vrrpd_adverts_invalid_total{reason}  counter: adverts dropped by the receive checks (hop_limit, length, \
+version, type, checksum, auth_type, password, addresses, unknown_peer, malformed)
+  vrrpd_foreign_routers  gauge: routers outside the group heard on the instance's VRID in the last 60 s
+  vrrpd_foreign_router_info{interface,vrid,source,reason}  gauge, 1 per such router (reason: version, \
+auth_type, password, addresses or unknown_peer)
+  vrrpd_clashes_total  counter: appearances of foreign routers (each one logged once as a warning)
+
+Without an instance:
+  vrrpd_adverts_unclaimed_total{reason}  counter: datagrams no instance claimed (vrid: a VRID not run here)
+  vrrpd_script_runs_total{script,result}  counter: track script runs; result ok, failed, timeout or error \
+(could not run)
+  vrrpd_script_duration_seconds{script}  histogram of track script run times (buckets 5 ms to 5 s)
+";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]

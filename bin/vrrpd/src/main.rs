@@ -35,12 +35,11 @@ fn main() -> ExitCode {
             cluster_name,
             json,
         } => {
-            use vrrpd::commands::survey::Source;
-            let source = match (&pcap, &interface) {
-                (Some(p), _) => Source::Pcap(p),
-                (None, Some(i)) => Source::Interface(i, listen_for),
-                (None, None) => unreachable!("clap requires --interface or --pcap"),
-            };
+            let source = vrrpd::commands::survey::Source::of(
+                interface.as_deref(),
+                pcap.as_deref(),
+                listen_for,
+            );
             vrrpd::commands::survey(source, cluster_name.as_deref(), json)
         }
     }

@@ -17,6 +17,17 @@ pub enum Source<'a> {
     Pcap(&'a Path),
 }
 
+impl<'a> Source<'a> {
+    /// The capture file if given, else the interface (clap requires one of them); neither is
+    /// an empty interface name, which cannot be listened on.
+    pub fn of(interface: Option<&'a str>, pcap: Option<&'a Path>, listen_for: Duration) -> Self {
+        match (pcap, interface) {
+            (Some(path), _) => Source::Pcap(path),
+            (None, interface) => Source::Interface(interface.unwrap_or(""), listen_for),
+        }
+    }
+}
+
 /// `vrrpd survey (--interface IF [--for DURATION] | --pcap FILE) [--cluster-name NAME]
 /// [--json]`: 0 when the survey ran and (given a name) its pair is free, 1 when the pair is
 /// taken or the interface cannot be listened on, 2 for a name that is not a DNS label.
