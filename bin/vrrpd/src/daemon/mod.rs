@@ -201,13 +201,12 @@ impl Daemon {
         }
         self.start_runners();
         for name in self.parts.tracked_interfaces.clone() {
-            let mut watcher =
-                LinkWatcher::new(&name)
-                    .await
-                    .map_err(|source| Error::TrackInterface {
-                        name: name.clone(),
-                        source,
-                    })?;
+            let mut watcher = LinkWatcher::new_or_absent(&name).await.map_err(|source| {
+                Error::TrackInterface {
+                    name: name.clone(),
+                    source,
+                }
+            })?;
             let tx = self.links_tx.clone();
             let _ = tx.send((name.clone(), watcher.current().up));
             self.tasks.push(tokio::spawn(async move {
@@ -218,6 +217,8 @@ impl Daemon {
                 }
             }));
         }
+        self.watch_sources();
+        self.report_waiting();
         Ok(())
     }
 
@@ -254,6 +255,7 @@ impl Daemon {
                     tracing::info!("interface {name} is {}", if up { "up" } else { "down" });
                     self.each_tracking(|vr| tracks_interface(vr, &name),
                         Event::InterfaceChanged { name: name.clone(), up }).await;
+                    self.interface_seen(&name).await;
                 }
                 _ = term.recv() => break,
                 _ = int.recv() => break,
@@ -623,6 +625,7 @@ fn group_state(unit: &Unit) -> Option<(String, State)> {
 fn tracks_interface(vr: &Vr, name: &str) -> bool {
     vr.cfg.track_interfaces.iter().any(|t| t.name == name)
         || (vr.cfg.interface == name && !vr.cfg.dont_track_primary)
+        || setup::source_track(&vr.cfg).as_deref() == Some(name)
 }
 
 /// Runs the notify scripts of an instance or a sync group (`kind` INSTANCE or GROUP) that

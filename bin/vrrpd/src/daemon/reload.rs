@@ -1,6 +1,8 @@
 //! SIGHUP: the new configuration read, compared with the running one ([`super::plan`]) and
-//! carried out; and the track script runners, which a reload leaves running unless how a
-//! script runs changed.
+//! carried out; the track script runners, which a reload leaves running unless how a script
+//! runs changed; and the interfaces that come late or whose address moves: an instance whose
+//! interface does not exist waits in FAULT until it appears, and one whose configured source
+//! address leaves its interface is FAULT until the address is back.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -10,9 +12,10 @@ use tokio::task::JoinHandle;
 use super::plan::{self, Plan, Step, UnitKey};
 use super::scripts::{self, Identity};
 use super::setup::{self, Unit, VipKey};
-use super::{handle_all, Daemon};
+use super::{handle_all, status, Daemon};
 use crate::config::{Config, VrrpScript};
 use crate::fsm::{Event, State};
+use crate::net::{AddressWatcher, Netlink};
 
 /// A track script's runner, kept across reloads while [`plan::same_run`] holds. Dropping it
 /// stops the runner.
@@ -231,6 +234,99 @@ impl Daemon {
                 task: tokio::spawn(task),
             };
             self.runners.insert(s.name.clone(), runner);
+        }
+    }
+}
+
+impl Daemon {
+    /// Every configured source address (`unicast_src_ip`, `mcast_src_ip`) is followed: while
+    /// it is not on its instance's interface (a bridge such as br-ex took it, or it is gone),
+    /// the instance is FAULT ([`setup::source_track`]), so that it never advertises from an
+    /// address the interface lost; the other routers take over.
+    pub(super) fn watch_sources(&mut self) {
+        let sources = setup::sources(&self.config);
+        if sources.is_empty() {
+            return;
+        }
+        let watch = AddressWatcher::new().and_then(|w| Ok((w, Netlink::connect()?)));
+        match watch {
+            Ok((watcher, netlink)) => {
+                let tx = self.links_tx.clone();
+                let task = follow_sources(watcher, netlink, sources, tx);
+                self.tasks.push(tokio::spawn(task));
+            }
+            Err(e) => tracing::error!("source addresses cannot be followed: {e}"),
+        }
+    }
+
+    /// Says in the log, the state files and the status which instances wait for an
+    /// interface.
+    pub(super) fn report_waiting(&self) {
+        for w in &self.parts.waiting {
+            tracing::error!("{}: FAULT: {}", w.name, w.reason);
+            status::write_state(&self.state_dir, &w.name, State::Fault);
+        }
+    }
+
+    /// An interface changed (appeared, went up or down): the units that waited for it start
+    /// if it exists now, beside the running ones, which go on untouched.
+    pub(super) async fn interface_seen(&mut self, name: &str) {
+        if !self.parts.waiting.iter().any(|w| w.interface == name)
+            || self.netlink.interface(name).await.is_err()
+        {
+            return;
+        }
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+        let started = setup::start_waiting(&self.config, &self.netlink, &mut self.parts).await;
+        if !started.is_empty() {
+            tracing::info!("interface {name} appeared: {} start", started.join(", "));
+        }
+        if let Err(e) = self.spawn_tasks().await {
+            tracing::error!("interface {name}: {e}");
+        }
+        self.start_units().await;
+        self.write_status();
+    }
+}
+
+/// Reports on `tx`, under its track name, whether each source address is on its interface:
+/// once at start, then after every address change.
+async fn follow_sources(
+    mut watcher: AddressWatcher,
+    netlink: Netlink,
+    sources: BTreeSet<(String, String, std::net::IpAddr)>,
+    tx: tokio::sync::mpsc::UnboundedSender<(String, bool)>,
+) {
+    let mut last: BTreeMap<String, bool> = BTreeMap::new();
+    loop {
+        for (track, interface, address) in &sources {
+            let on = match netlink.interface(interface).await {
+                Ok(i) => netlink
+                    .addresses(&i)
+                    .await
+                    .is_ok_and(|all| all.iter().any(|a| a.address == *address)),
+                Err(_) => false,
+            };
+            if last.get(track) == Some(&on) {
+                continue;
+            }
+            if on {
+                tracing::info!("{track}: the address is there");
+            } else {
+                tracing::error!(
+                    "{track}: the address is no longer on {interface}: FAULT, no advert from it \
+                     until it is back"
+                );
+            }
+            last.insert(track.clone(), on);
+            if tx.send((track.clone(), on)).is_err() {
+                return;
+            }
+        }
+        if watcher.changed().await.is_err() {
+            return;
         }
     }
 }

@@ -120,8 +120,28 @@ pub struct Parts {
     pub scripts: Scripts,
     /// Who notify scripts run as.
     pub notify_as: Option<Identity>,
-    /// Every interface an instance tracks (its own included).
+    /// Every interface an instance tracks (its own included), and every interface a waiting
+    /// instance waits for.
     pub tracked_interfaces: BTreeSet<String>,
+    /// Instances that wait for an interface that does not exist (yet): FAULT until it
+    /// appears ([`start_waiting`]). A sync group waits whole.
+    pub waiting: Vec<Waiting>,
+    /// What makes each socket shareable, by [`Parts::sockets`] index.
+    socket_keys: Sockets,
+}
+
+/// An instance that waits for an interface: keepalived's `dynamic_interfaces`, where a missing
+/// interface is a FAULT, not a reason to refuse the whole configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    /// The instance.
+    pub name: String,
+    /// Its VRID.
+    pub vrid: u8,
+    /// The interface it waits for.
+    pub interface: String,
+    /// Why it waits, for the log and the status.
+    pub reason: String,
 }
 
 impl Parts {
@@ -174,6 +194,12 @@ pub fn params(
         p.track_interfaces
             .push(TrackInterface::new(&t.name, t.weight));
     }
+    // Never advertise from an address the interface lost: the source is tracked as an
+    // interface of weight 0 (FAULT while it is elsewhere), reported by the daemon's address
+    // watch.
+    if let Some(name) = source_track(i) {
+        p.track_interfaces.push(TrackInterface::new(name, 0));
+    }
     p.validate()?;
     Ok(p)
 }
@@ -199,23 +225,131 @@ pub async fn build(
         scripts: resolve_scripts(c, notify_as)?,
         notify_as,
         tracked_interfaces: BTreeSet::new(),
+        waiting: waiting(c, netlink).await?,
+        socket_keys: Sockets::default(),
     };
-    let mut sockets = Sockets::default();
+    for w in &parts.waiting {
+        parts.tracked_interfaces.insert(w.interface.clone());
+    }
     let mut instances: BTreeMap<String, Instance> = BTreeMap::new();
     for i in &c.instances {
-        let at = |source| SetupError::Instance {
-            name: i.name.clone(),
-            location: i.location.clone(),
-            source: Box::new(source),
-        };
-        let (vr, instance) = vr(c, i, netlink, &mut parts, &mut sockets)
-            .await
-            .map_err(at)?;
+        if parts.waiting.iter().any(|w| w.name == i.name) {
+            continue;
+        }
+        let (vr, instance) = vr(c, i, netlink, &mut parts).await.map_err(at(i))?;
         parts.vrs.push(vr);
         instances.insert(i.name.clone(), instance);
     }
     units(c, &mut parts, instances, carried)?;
     Ok(parts)
+}
+
+fn at(i: &VrrpInstance) -> impl Fn(InstanceError) -> SetupError + '_ {
+    |source| SetupError::Instance {
+        name: i.name.clone(),
+        location: i.location.clone(),
+        source: Box::new(source),
+    }
+}
+
+/// The instances that must wait for an interface: their own or a VIP's `dev` does not exist.
+/// A sync group waits whole (its state machine is built for every member). Any other failure
+/// to look an interface up is an error.
+async fn waiting(c: &Config, netlink: &Netlink) -> Result<Vec<Waiting>, SetupError> {
+    let mut missing: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for i in &c.instances {
+        let devs =
+            std::iter::once(&i.interface).chain(i.vips.iter().filter_map(|v| v.dev.as_ref()));
+        for dev in devs {
+            match netlink.interface(dev).await {
+                Ok(_) => {}
+                Err(crate::net::Error::NoSuchInterface { .. }) => {
+                    let reason = format!("interface {dev} does not exist (yet)");
+                    missing.insert(i.name.clone(), (dev.clone(), reason));
+                    break;
+                }
+                Err(e) => return Err(at(i)(InstanceError::Net(e))),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (_, members) in plan::units(c) {
+        let Some((first, (dev, reason))) =
+            members.iter().find_map(|m| missing.get(m).map(|w| (m, w)))
+        else {
+            continue;
+        };
+        for m in &members {
+            let Some(i) = c.instance(m) else { continue };
+            let reason = if m == first {
+                reason.clone()
+            } else {
+                format!("its sync group waits for {first}: {reason}")
+            };
+            out.push(Waiting {
+                name: m.clone(),
+                vrid: i.vrid,
+                interface: dev.clone(),
+                reason,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Starts every waiting unit whose interfaces all exist now, appending its instances, sockets
+/// and state machine to `parts` (nothing running is touched); returns the instances started.
+/// A unit whose start fails again waits on, with the new reason.
+pub async fn start_waiting(c: &Config, netlink: &Netlink, parts: &mut Parts) -> Vec<String> {
+    let still = match waiting(c, netlink).await {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!("{e}");
+            return Vec::new();
+        }
+    };
+    let mut started = Vec::new();
+    for (key, members) in plan::units(c) {
+        let waits = |name: &String| parts.waiting.iter().any(|w| &w.name == name);
+        if !members.iter().any(waits) || members.iter().any(|m| still.iter().any(|w| &w.name == m))
+        {
+            continue;
+        }
+        let vrs_before = parts.vrs.len();
+        let mut instances = BTreeMap::new();
+        let mut failed = None;
+        for i in members.iter().filter_map(|m| c.instance(m)) {
+            match vr(c, i, netlink, parts).await {
+                Ok((vr, instance)) => {
+                    parts.vrs.push(vr);
+                    instances.insert(i.name.clone(), instance);
+                }
+                Err(e) => {
+                    failed = Some(format!("{}", at(i)(e)));
+                    break;
+                }
+            }
+        }
+        if let Some(reason) = failed {
+            parts.vrs.truncate(vrs_before);
+            tracing::error!("{key}: cannot start yet: {reason}");
+            for w in parts
+                .waiting
+                .iter_mut()
+                .filter(|w| members.contains(&w.name))
+            {
+                w.reason.clone_from(&reason);
+            }
+            continue;
+        }
+        if let Err(e) = push_unit(parts, key, &members, &mut instances, None) {
+            tracing::error!("{e}");
+            continue;
+        }
+        parts.waiting.retain(|w| !members.contains(&w.name));
+        started.extend(members);
+    }
+    started
 }
 
 /// The track scripts that can run, with whom they run as.
@@ -265,16 +399,18 @@ async fn vr(
     i: &VrrpInstance,
     netlink: &Netlink,
     parts: &mut Parts,
-    sockets: &mut Sockets,
 ) -> Result<(Vr, Instance), InstanceError> {
     let interface = netlink.interface(&i.interface).await?;
     let family = if i.is_ipv6() { Family::V6 } else { Family::V4 };
-    let socket = socket(i, family, netlink, parts, sockets).await?;
+    let socket = socket(i, family, netlink, parts).await?;
     let primary = parts.sockets[socket].source();
     let vips = vips(i, &interface, netlink).await?;
     let params = params(c, i, primary, &parts.scripts)?;
+    let source = source_track(i);
     for t in &params.track_interfaces {
-        parts.tracked_interfaces.insert(t.name.clone());
+        if Some(&t.name) != source.as_ref() {
+            parts.tracked_interfaces.insert(t.name.clone());
+        }
     }
     let version = params.version;
     let instance = Instance::new(params)?;
@@ -307,7 +443,6 @@ async fn socket(
     family: Family,
     netlink: &Netlink,
     parts: &mut Parts,
-    sockets: &mut Sockets,
 ) -> Result<usize, InstanceError> {
     let source = i.unicast_src_ip.or(i.mcast_src_ip);
     let config = match (source, i.is_unicast()) {
@@ -322,12 +457,12 @@ async fn socket(
         family,
         config.source.filter(|_| i.is_unicast()),
     );
-    if let Some(n) = sockets.iter().position(|k| *k == key) {
+    if let Some(n) = parts.socket_keys.iter().position(|k| *k == key) {
         return Ok(n);
     }
     let s = VrrpSocket::open(netlink, &config).await?;
     parts.sockets.push(Arc::new(s));
-    sockets.push(key);
+    parts.socket_keys.push(key);
     Ok(parts.sockets.len() - 1)
 }
 
@@ -353,6 +488,29 @@ async fn vips(
         ));
     }
     Ok(vips)
+}
+
+/// What an instance with a configured source (`unicast_src_ip`, else `mcast_src_ip`) tracks:
+/// that the address is on its interface, under this name (in the status's interfaces and
+/// the log).
+pub fn source_track(i: &VrrpInstance) -> Option<String> {
+    let (keyword, address) = match (i.unicast_src_ip, i.mcast_src_ip) {
+        (Some(a), _) => ("unicast_src_ip", a),
+        (None, Some(a)) => ("mcast_src_ip", a),
+        (None, None) => return None,
+    };
+    Some(format!("{keyword} {address} on {}", i.interface))
+}
+
+/// Every configured source to watch: the name it is tracked under, its interface and address.
+pub fn sources(c: &Config) -> BTreeSet<(String, String, IpAddr)> {
+    c.instances
+        .iter()
+        .filter_map(|i| {
+            let address = i.unicast_src_ip.or(i.mcast_src_ip)?;
+            Some((source_track(i)?, i.interface.clone(), address))
+        })
+        .collect()
 }
 
 /// A VIP as a reload compares it: the interface it goes on (by name), the address, its prefix
@@ -394,28 +552,48 @@ fn units(
     mut carried: BTreeMap<UnitKey, Unit>,
 ) -> Result<(), SetupError> {
     for (key, members) in plan::units(c) {
-        let unit_index = parts.units.len();
-        for (m, name) in members.iter().enumerate() {
-            if let Some(vr) = parts.vrs.iter_mut().find(|v| &v.cfg.name == name) {
-                vr.unit = unit_index;
-                vr.member = m;
+        if members
+            .iter()
+            .any(|m| parts.waiting.iter().any(|w| &w.name == m))
+        {
+            continue;
+        }
+        let unit = carried.remove(&key);
+        push_unit(parts, key, &members, &mut instances, unit)?;
+    }
+    Ok(())
+}
+
+/// Appends the unit `key` of `members` to `parts`: `carried` if given, else one built from
+/// `instances`; each member's [`Vr`] learns its unit and member index.
+fn push_unit(
+    parts: &mut Parts,
+    key: UnitKey,
+    members: &[String],
+    instances: &mut BTreeMap<String, Instance>,
+    carried: Option<Unit>,
+) -> Result<(), SetupError> {
+    let unit_index = parts.units.len();
+    for (m, name) in members.iter().enumerate() {
+        if let Some(vr) = parts.vrs.iter_mut().find(|v| &v.cfg.name == name) {
+            vr.unit = unit_index;
+            vr.member = m;
+        }
+    }
+    let unit = match carried {
+        Some(unit) => unit,
+        None => {
+            let mut built: Vec<Instance> =
+                members.iter().filter_map(|n| instances.remove(n)).collect();
+            match key {
+                UnitKey::Group(group) => Unit::Group(SyncGroup::new(built), group),
+                UnitKey::Instance(_) => match built.pop() {
+                    Some(one) => Unit::One(Box::new(one)),
+                    None => return Err(SetupError::EmptyUnit(key)),
+                },
             }
         }
-        let unit = match carried.remove(&key) {
-            Some(unit) => unit,
-            None => {
-                let mut built: Vec<Instance> =
-                    members.iter().filter_map(|n| instances.remove(n)).collect();
-                match key {
-                    UnitKey::Group(group) => Unit::Group(SyncGroup::new(built), group),
-                    UnitKey::Instance(_) => match built.pop() {
-                        Some(one) => Unit::One(Box::new(one)),
-                        None => return Err(SetupError::EmptyUnit(key)),
-                    },
-                }
-            }
-        };
-        parts.units.push(unit);
-    }
+    };
+    parts.units.push(unit);
     Ok(())
 }

@@ -85,6 +85,13 @@ pub fn snapshot(
             }))
         })
         .collect();
+    // Instances that wait for an interface: FAULT, with the reason.
+    let instances: Vec<Value> = instances
+        .into_iter()
+        .chain(parts.waiting.iter().map(|w| {
+            json!({ "name": w.name, "interface": w.interface, "vrid": w.vrid, "state": "FAULT", "reason": w.reason })
+        }))
+        .collect();
     let updated = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -69,6 +69,21 @@ impl LinkWatcher {
     /// Starts watching `interface` in the caller's network namespace; the connection runs on
     /// the current tokio runtime. Fails if there is no such interface now.
     pub async fn new(interface: &str) -> Result<Self, Error> {
+        let w = Self::new_or_absent(interface).await?;
+        if w.current.present {
+            Ok(w)
+        } else {
+            Err(Error::NoSuchInterface {
+                interface: interface.to_owned(),
+            })
+        }
+    }
+
+    /// Starts watching `interface`, which may not exist yet: then it is reported absent
+    /// ([`LinkState::present`] false, down) and followed by name, so that its creation is the
+    /// first change [`LinkWatcher::changed`] reports (an interface that comes late: a veth or
+    /// a bridge that another service creates after vrrpd started).
+    pub async fn new_or_absent(interface: &str) -> Result<Self, Error> {
         let (connection, handle, messages) =
             rtnetlink::new_multicast_connection(&[MulticastGroup::Link])
                 .map_err(Error::io(interface, "subscribe to rtnetlink link events"))?;
@@ -79,28 +94,19 @@ impl LinkWatcher {
             .get()
             .match_name(interface.to_owned())
             .execute();
-        let link = match links.try_next().await {
-            Ok(Some(link)) => link,
-            Ok(None) => {
-                task.abort();
-                return Err(Error::NoSuchInterface {
-                    interface: interface.to_owned(),
-                });
-            }
+        let current = match links.try_next().await {
+            Ok(Some(link)) => state_from(&link, interface),
+            Ok(None) => absent(interface),
+            Err(e) if netlink_errno(&e) == Some(libc::ENODEV) => absent(interface),
             Err(e) => {
                 task.abort();
-                if netlink_errno(&e) == Some(libc::ENODEV) {
-                    return Err(Error::NoSuchInterface {
-                        interface: interface.to_owned(),
-                    });
-                }
                 return Err(Error::netlink(interface, "look up interface")(e));
             }
         };
         Ok(LinkWatcher {
             messages: messages.boxed(),
             task,
-            current: state_from(&link, interface),
+            current,
         })
     }
 
@@ -127,15 +133,7 @@ impl LinkWatcher {
                 NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelLink(link))
                     if self.concerns(&link) =>
                 {
-                    LinkState {
-                        index: 0,
-                        up: false,
-                        admin_up: false,
-                        lower_up: false,
-                        oper_state: "NOTPRESENT".to_owned(),
-                        present: false,
-                        name: self.current.name.clone(),
-                    }
+                    absent(&self.current.name)
                 }
                 _ => continue,
             };
@@ -166,6 +164,19 @@ impl LinkWatcher {
             return true;
         }
         link_name(link) == Some(self.current.name.as_str())
+    }
+}
+
+/// An interface that does not exist (yet, or any more).
+fn absent(name: &str) -> LinkState {
+    LinkState {
+        index: 0,
+        up: false,
+        admin_up: false,
+        lower_up: false,
+        oper_state: "NOTPRESENT".to_owned(),
+        present: false,
+        name: name.to_owned(),
     }
 }
 
@@ -210,5 +221,61 @@ fn oper_state_name(state: State) -> String {
         State::Up => "UP".to_owned(),
         State::Other(n) => format!("{n}"),
         other => format!("{other:?}"),
+    }
+}
+
+/// Address changes on any interface (rtnetlink's IPv4 and IPv6 address groups), as a bare
+/// "something changed" signal: the caller looks again at what it cares about. For an address
+/// that moves from one interface to another (a bridge such as br-ex taking the node's address
+/// from its port), so that a source address the interface lost is noticed at once. Dropping it
+/// closes the netlink socket.
+pub struct AddressWatcher {
+    messages: Messages,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for AddressWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AddressWatcher").finish_non_exhaustive()
+    }
+}
+
+impl Drop for AddressWatcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl AddressWatcher {
+    /// Subscribes to address changes in the caller's network namespace; the connection runs
+    /// on the current tokio runtime. Subscribe first, then look: a change after the look is
+    /// reported.
+    pub fn new() -> Result<Self, Error> {
+        let (connection, _handle, messages) = rtnetlink::new_multicast_connection(&[
+            MulticastGroup::Ipv4Ifaddr,
+            MulticastGroup::Ipv6Ifaddr,
+        ])
+        .map_err(Error::io("*", "subscribe to rtnetlink address events"))?;
+        Ok(AddressWatcher {
+            messages: messages.boxed(),
+            task: tokio::spawn(connection),
+        })
+    }
+
+    /// Waits until an address is added or removed anywhere.
+    pub async fn changed(&mut self) -> Result<(), Error> {
+        loop {
+            let Some((message, _)) = self.messages.next().await else {
+                return Err(Error::WatchClosed {
+                    interface: "*".to_owned(),
+                });
+            };
+            if let NetlinkPayload::InnerMessage(
+                RouteNetlinkMessage::NewAddress(_) | RouteNetlinkMessage::DelAddress(_),
+            ) = message.payload
+            {
+                return Ok(());
+            }
+        }
     }
 }

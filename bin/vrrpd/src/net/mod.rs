@@ -22,5 +22,5 @@ pub mod vrrp_socket;
 pub use address::{AddressFlags, Interface, InterfaceAddress, Netlink, Outcome, Vip};
 pub use announce::Announcer;
 pub use error::Error;
-pub use link::{LinkState, LinkWatcher};
+pub use link::{AddressWatcher, LinkState, LinkWatcher};
 pub use vrrp_socket::{multicast_group, Received, SocketConfig, VrrpSocket};

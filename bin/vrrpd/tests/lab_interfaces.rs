@@ -1,0 +1,271 @@
+//! Interfaces that come late or whose address moves, judged by a client that connects to the
+//! VIP (each router's [`Responder`] answers with its name): vrrpd started before its interface
+//! exists waits in FAULT (the rest of its configuration running) and starts once the interface
+//! appears; the address in `unicast_src_ip` taken by a new bridge (as OpenShift's
+//! ovs-configuration does with br-ex) makes the instance FAULT, the other router takes over,
+//! and no advert leaves the node from that address afterwards (a capture on the peer).
+
+// Helpers outside #[test] functions unwrap too: a panic there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ipi_lab::{wait_for, Daemon, Host, Lab};
+use support::{answers, wall_clock, Responder};
+
+#[allow(
+    dead_code,
+    reason = "support is shared by the lab tests; each uses a part"
+)]
+mod support;
+
+const POLL: Duration = Duration::from_millis(10);
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn state_dir(host: &Host) -> PathBuf {
+    host.dir().join("state")
+}
+
+/// Writes `conf` for `host` and starts vrrpd on it.
+fn vrrpd(host: &Host, conf: &str) -> Daemon {
+    let path = host.dir().join("vrrpd.conf");
+    std::fs::write(&path, conf).unwrap();
+    let state = state_dir(host);
+    host.spawn(
+        "vrrpd",
+        env!("CARGO_BIN_EXE_vrrpd"),
+        [
+            "run",
+            "-f",
+            path.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    )
+    .unwrap()
+}
+
+/// `vrrpd status --json`, the instance called `name` (null until it is there).
+fn instance(host: &Host, name: &str) -> serde_json::Value {
+    let state = state_dir(host);
+    let out = host
+        .run(
+            env!("CARGO_BIN_EXE_vrrpd"),
+            ["status", "--json", "--state-dir", state.to_str().unwrap()],
+        )
+        .unwrap();
+    if !out.success {
+        return serde_json::Value::Null;
+    }
+    let all: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    all["instances"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|i| i["name"] == name)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn logs(daemons: &[&Daemon]) -> String {
+    daemons
+        .iter()
+        .map(|d| d.log())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn until(what: &str, timeout: Duration, daemons: &[&Daemon], f: impl FnMut() -> bool) -> Duration {
+    wait_for(timeout, POLL, f)
+        .unwrap_or_else(|| panic!("timed out waiting for {what}\n{}", logs(daemons)))
+}
+
+/// Runs `script` with sh in `host`; it must succeed.
+fn sh(host: &Host, script: &str) {
+    let out = host.run("sh", ["-ec", script]).unwrap();
+    assert!(out.success, "{script}: {}", out.stderr);
+}
+
+/// Whether `dev` in `host` holds `address` now.
+fn on(host: &Host, dev: &str, address: &str) -> bool {
+    let out = host.run("ip", ["-o", "addr", "show", "dev", dev]).unwrap();
+    out.success && out.stdout.contains(&format!(" {address}/"))
+}
+
+const LATE_VIP: &str = "192.0.2.220";
+const DUMMY_VIP: &str = "203.0.113.100";
+
+#[test]
+// One scenario read top to bottom: started without eth0, eth0 appears, the client is served.
+#[allow(clippy::too_many_lines)]
+fn an_instance_whose_interface_comes_late_waits_in_fault_then_starts() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let a = lab.host("a").unwrap();
+    let client = lab.host("client").unwrap();
+    let _answer = Responder::start(&a);
+    // eth0 is not there yet (renamed away and down, its address kept); dum0 (a veth whose peer
+    // stays in the host) is.
+    sh(
+        &a,
+        "ip link set eth0 down; ip link set eth0 name late0; \
+         ip link add dum0 type veth peer name dum1; ip link set dum1 up; \
+         ip addr add 203.0.113.1/24 dev dum0; ip link set dum0 up",
+    );
+    let instance_on = |name: &str, dev: &str, vrid: u8, vip: &str| {
+        format!(
+            "vrrp_instance {name} {{\n    interface {dev}\n    virtual_router_id {vrid}\n    \
+             priority 150\n    advert_int 0.1\n    virtual_ipaddress {{\n        {vip}/32\n    \
+             }}\n}}\n"
+        )
+    };
+    let conf = format!(
+        "global_defs {{\n    vrrp_version 3\n}}\n{}{}",
+        instance_on("VI_1", "eth0", 73, LATE_VIP),
+        instance_on("VI_2", "dum0", 74, DUMMY_VIP)
+    );
+    let mut d = vrrpd(&a, &conf);
+    assert!(d.running());
+    let d = d;
+    let all = [&d];
+    // The rest of the configuration runs: VI_2 master on dum0.
+    until("VI_2 master on dum0", Duration::from_secs(5), &all, || {
+        on(&a, "dum0", DUMMY_VIP) && instance(&a, "VI_2")["state"] == "MASTER"
+    });
+    // VI_1 waits in FAULT, with the reason in the status, the state file and the log.
+    let waiting = instance(&a, "VI_1");
+    assert_eq!(waiting["state"], "FAULT", "{waiting}");
+    let reason = waiting["reason"].as_str().unwrap_or_default().to_string();
+    assert!(
+        reason.contains("interface eth0 does not exist"),
+        "{waiting}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(state_dir(&a).join("VI_1")).unwrap(),
+        "FAULT\n"
+    );
+    assert!(
+        d.stderr().contains("VI_1: FAULT: interface eth0"),
+        "{}",
+        d.log()
+    );
+    assert_eq!(answers(&client, ip(LATE_VIP)), None);
+    // eth0 appears: VI_1 starts (Backup, then Master after its Master_Down_Interval:
+    // 3 * 10 cs + (256 - 150) * 10 / 256 cs = 0.34 s) and the client reaches the VIP, within
+    // that plus 3 s for a loaded box, the client's ARP and its connect.
+    sh(&a, "ip link set late0 name eth0; ip link set eth0 up");
+    let took = until("the client at a", Duration::from_millis(3340), &all, || {
+        answers(&client, ip(LATE_VIP)).as_deref() == Some("a")
+    });
+    eprintln!("eth0 appeared: the client reached the VIP after {took:?}");
+    until(
+        "VI_1 master in the status",
+        Duration::from_secs(3),
+        &all,
+        || instance(&a, "VI_1")["state"] == "MASTER",
+    );
+    assert!(
+        d.stderr().contains("interface eth0 appeared: VI_1 start"),
+        "{}",
+        d.log()
+    );
+    // VI_2 was not restarted by it.
+    assert_eq!(instance(&a, "VI_2")["transitions"], 2, "{}", d.log());
+}
+
+/// Unicast VRRPv2, 1 s adverts, from `me` to `peer`.
+fn unicast(priority: u8, me: &Host, peer: &Host, vip: &str) -> String {
+    format!(
+        "vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 75\n    priority \
+         {priority}\n    advert_int 1\n    unicast_src_ip {}\n    unicast_peer {{\n        {}\n    \
+         }}\n    virtual_ipaddress {{\n        {vip}/32\n    }}\n}}\n",
+        me.ipv4(),
+        peer.ipv4()
+    )
+}
+
+const MOVED_VIP: &str = "192.0.2.221";
+
+#[test]
+// One scenario read top to bottom: a master, its address moved to br-ex, what b and the client saw.
+#[allow(clippy::too_many_lines)]
+fn a_source_address_taken_by_a_bridge_means_fault_and_the_backup_takes_over() {
+    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let client = lab.host("client").unwrap();
+    let _answer = [&a, &b].map(Responder::start);
+    let da = vrrpd(&a, &unicast(150, &a, &b, MOVED_VIP));
+    let db = vrrpd(&b, &unicast(100, &b, &a, MOVED_VIP));
+    let all = [&da, &db];
+    until("the client at a", Duration::from_secs(10), &all, || {
+        answers(&client, ip(MOVED_VIP)).as_deref() == Some("a")
+    });
+    // b hears a's unicast adverts on its own eth0.
+    let capture = b.capture("adverts", "ip proto 112").unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // ovs-configuration's move: a bridge takes eth0 as its port and the node's address.
+    let address = a.ipv4();
+    sh(
+        &a,
+        &format!(
+            "ip link add br-ex type bridge; ip link set br-ex address $(cat /sys/class/net/eth0/address); \
+             ip addr del {address}/24 dev eth0; ip link set eth0 master br-ex; \
+             ip addr add {address}/24 dev br-ex; ip link set br-ex up"
+        ),
+    );
+    let moved = wall_clock();
+    // a is FAULT with the reason; b takes over (a resigned with priority 0: Skew_Time, 0.61 s;
+    // at the latest its Master_Down_Interval, 3.61 s) and the client is served by b, within
+    // that plus 3 s for a loaded box, the client's ARP and connect.
+    let took = until(
+        "the client at b",
+        Duration::from_millis(3610 + 3000),
+        &all,
+        || answers(&client, ip(MOVED_VIP)).as_deref() == Some("b"),
+    );
+    eprintln!("a's address moved to br-ex: the client reached b after {took:?}");
+    let vi = instance(&a, "VI_1");
+    assert_eq!(vi["state"], "FAULT", "{vi}\n{}", logs(&all));
+    let source = format!("unicast_src_ip {address} on eth0");
+    let interfaces = vi["interfaces"].as_array().cloned().unwrap_or_default();
+    let tracked = interfaces
+        .iter()
+        .find(|i| i["name"] == source.as_str())
+        .cloned();
+    assert_eq!(tracked.unwrap()["up"], false, "{vi}");
+    assert!(
+        da.stderr()
+            .contains(&format!("{source}: the address is no longer on eth0")),
+        "{}",
+        da.log()
+    );
+    // Three of a's advert intervals more on the wire.
+    std::thread::sleep(Duration::from_secs(3));
+    let seen = support::decode(&capture.stop().unwrap());
+    let a_ip = address.to_string();
+    let from_a: Vec<_> = seen.adverts_from(&a_ip).collect();
+    assert!(
+        from_a.iter().any(|ad| ad.at < moved && ad.priority == 150),
+        "a advertised before the move\n{seen}"
+    );
+    // After the move at most its resignation (priority 0), never its priority: no advert
+    // from an address eth0 lost. 200 ms for vrrpd to hear the address event on a loaded box.
+    let after: Vec<_> = from_a
+        .iter()
+        .filter(|ad| ad.at > moved + Duration::from_millis(200) || ad.priority != 0)
+        .filter(|ad| ad.at > moved)
+        .collect();
+    assert!(after.is_empty(), "{after:?}\n{seen}\n{}", da.log());
+    assert!(!on(&a, "eth0", MOVED_VIP) && !on(&a, "br-ex", MOVED_VIP));
+    assert_eq!(instance(&b, "VI_1")["state"], "MASTER");
+}
