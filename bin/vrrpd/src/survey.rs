@@ -203,7 +203,7 @@ fn list(addresses: &[IpAddr]) -> String {
 pub fn to_text(survey: &Survey, verdict: Option<&Verdict>) -> String {
     let mut out = String::new();
     if survey.vrids.is_empty() {
-        out.push_str("no VRRP adverts heard (unicast adverts between other routers cannot be)\n");
+        out.push_str("no VRRP adverts heard\n");
     }
     for (vrid, routers) in &survey.vrids {
         out.push_str(&format!("vrid {vrid}:\n"));
@@ -225,6 +225,10 @@ pub fn to_text(survey: &Survey, verdict: Option<&Verdict>) -> String {
             survey.rejected
         ));
     }
+    out.push_str(
+        "(only multicast adverts can be heard: routers advertising by unicast to each other \
+         do not show here)\n",
+    );
     if let Some(v) = verdict {
         out.push_str(&verdict_text(v));
     }

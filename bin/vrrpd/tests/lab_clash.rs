@@ -28,6 +28,10 @@ const VIP: &str = "192.0.2.200";
 const FOREIGN_VIP: &str = "192.0.2.201";
 const VRID: u8 = 60;
 const POLL: Duration = Duration::from_millis(20);
+/// A second group on keepalived's side, over IPv6, for the survey to find.
+const IPV6_INSTANCE: &str = "vrrp_instance OTHER6 {\n    interface eth0\n    \
+    virtual_router_id 70\n    priority 90\n    advert_int 0.1\n    virtual_ipaddress {\n        \
+    2001:db8::70/128\n    }\n}\n";
 
 /// VRRPv3, one VIP, for vrrpd and keepalived alike. vrrpd advertises every 0.5 s, keepalived
 /// every 0.1 s: at the same rate keepalived's master fell silent after three adverts (each of
@@ -110,7 +114,11 @@ fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
     let kk = Router::start_with(
         &k,
         Speaker::Keepalived,
-        &conf("OTHER", 100, FOREIGN_VIP, "0.1"),
+        &format!(
+            "{}{}",
+            conf("OTHER", 100, FOREIGN_VIP, "0.1"),
+            IPV6_INSTANCE
+        ),
         100,
         None,
     )
@@ -165,15 +173,19 @@ fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
     ] {
         assert!(w.contains(part), "{part:?} missing from {w}");
     }
-    // keepalived, on its side, logs vrrpd's adverts too.
+    // keepalived, on its side, logs every one of vrrpd's adverts ("(OTHER) ip address
+    // associated with VRID 60 not present in MASTER advert: 192.0.2.201").
     let klog = kk.daemon.log();
     let k_lines = klog
         .lines()
-        .filter(|l| l.contains(&a_ip) || l.to_ascii_lowercase().contains("bogus"))
+        .filter(|l| l.contains("associated with VRID 60 not present"))
         .count();
+    let ours_sent = i["adverts_sent"].as_u64().unwrap();
     eprintln!(
-        "log lines about the clash after {adverts} foreign adverts: vrrpd 1, keepalived {k_lines}"
+        "log lines about the clash: vrrpd 1 (for {adverts} foreign adverts), keepalived {k_lines} \
+         (vrrpd had sent {ours_sent} adverts)"
     );
+    assert!(k_lines >= 1, "keepalived names the clash too\n{klog}");
     let text = status(&a, false).unwrap();
     assert!(
         text.contains(&format!("FOREIGN router {k_ip} on vrid 60 (eth0)")),
@@ -247,6 +259,15 @@ fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
         out.stdout
     );
     assert!(out.stdout.contains("vrid 60:\n"), "{}", out.stdout);
+    // The IPv6 group too, from k's link-local address (RFC 5798 5.1.2.1).
+    assert!(
+        out.stdout.contains(&format!(
+            "vrid 70:\n  {} VRRPv3 priority 90 interval 10 cs addresses 2001:db8::70 (",
+            k.link_local()
+        )),
+        "{}",
+        out.stdout
+    );
     assert!(
         out.stdout.contains(&format!(
             "  {k_ip} VRRPv3 priority 100 interval 10 cs addresses 192.0.2.201"
