@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ipi_lab::{wait_for, Daemon, Host, Lab};
+use ipi_net_tests::vrrp::{Router, Speaker};
 use support::{answers, wall_clock, Responder};
 
 #[allow(
@@ -31,39 +32,17 @@ fn state_dir(host: &Host) -> PathBuf {
     host.dir().join("state")
 }
 
-/// Writes `conf` for `host` and starts vrrpd on it.
+/// Starts vrrpd on `host` with `conf`.
 fn vrrpd(host: &Host, conf: &str) -> Daemon {
-    let path = host.dir().join("vrrpd.conf");
-    std::fs::write(&path, conf).unwrap();
-    let state = state_dir(host);
-    host.spawn(
-        "vrrpd",
-        env!("CARGO_BIN_EXE_vrrpd"),
-        [
-            "run",
-            "-f",
-            path.to_str().unwrap(),
-            "--state-dir",
-            state.to_str().unwrap(),
-        ],
-    )
-    .unwrap()
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_vrrpd"));
+    Router::start_with(host, Speaker::Vrrpd, conf, 0, Some(&program))
+        .unwrap()
+        .daemon
 }
 
-/// `vrrpd status --json`, the instance called `name` (null until it is there).
+/// The status of the instance called `name` (null until it is there).
 fn instance(host: &Host, name: &str) -> serde_json::Value {
-    let state = state_dir(host);
-    let out = host
-        .run(
-            env!("CARGO_BIN_EXE_vrrpd"),
-            ["status", "--json", "--state-dir", state.to_str().unwrap()],
-        )
-        .unwrap();
-    if !out.success {
-        return serde_json::Value::Null;
-    }
-    let all: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    all["instances"]
+    support::status(host)["instances"]
         .as_array()
         .into_iter()
         .flatten()

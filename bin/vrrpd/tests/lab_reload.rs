@@ -18,9 +18,12 @@ use std::time::{Duration, Instant};
 use ipi_lab::{wait_for, Host, Lab};
 use ipi_net_tests::vrrp::{Router, Speaker};
 use nix::sys::signal::Signal;
-use support::{answers, answers_within, wall_clock, Responder, Wire};
+use support::{answers, answers_within, status, wall_clock, Responder, Wire};
 
-#[allow(dead_code, reason = "support is shared by the lab tests; each uses a part")]
+#[allow(
+    dead_code,
+    reason = "support is shared by the lab tests; each uses a part"
+)]
 mod support;
 
 const VIP: &str = "192.0.2.210";
@@ -59,21 +62,6 @@ fn until(what: &str, timeout: Duration, routers: &[&Router], f: impl FnMut() -> 
 
 fn holds(host: &Host, vip: &str) -> bool {
     support::holds(host, ip(vip))
-}
-
-/// `vrrpd status --json` of a vrrpd router (null until the first status file is written).
-fn status(host: &Host) -> serde_json::Value {
-    let state = host.dir().join("state");
-    let out = host
-        .run(
-            env!("CARGO_BIN_EXE_vrrpd"),
-            ["status", "--json", "--state-dir", state.to_str().unwrap()],
-        )
-        .unwrap();
-    if !out.success {
-        return serde_json::Value::Null;
-    }
-    serde_json::from_str(&out.stdout).unwrap()
 }
 
 /// The transitions a vrrpd master has made so far, once its status file says MASTER (it is

@@ -342,3 +342,24 @@ pub fn neighbour_adverts(file: &Path) -> Vec<Na> {
         })
         .collect()
 }
+
+/// `vrrpd status --json` of the vrrpd running in `host` with its state in `host`'s `state`
+/// directory (as [`ipi_net_tests::vrrp::Router`] starts it); null until the first status file
+/// is written.
+#[allow(
+    dead_code,
+    reason = "not every test that includes support reads the status this way"
+)]
+pub fn status(host: &Host) -> serde_json::Value {
+    let state = host.dir().join("state");
+    let out = host
+        .run(
+            env!("CARGO_BIN_EXE_vrrpd"),
+            ["status", "--json", "--state-dir", state.to_str().unwrap()],
+        )
+        .unwrap();
+    if !out.success {
+        return serde_json::Value::Null;
+    }
+    serde_json::from_str(&out.stdout).unwrap()
+}
