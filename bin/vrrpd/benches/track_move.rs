@@ -7,6 +7,9 @@
 //! `cargo bench -p vrrpd --bench track_move` as root (it builds network namespaces);
 //! `RUNS=N` sets the runs per program (default 3).
 
+// The shared test helpers unwrap: a panic there fails the bench, as it fails a test.
+#![allow(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -25,6 +25,11 @@ fn heard() -> u64 {
     mdi(100) + 7_000
 }
 
+/// A's first scheduled advert after [`heard`]: vrrpd re-announces once more with it.
+fn next_advert() -> u64 {
+    mdi(200) + 8_000
+}
+
 fn addr(last: u8) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(192, 0, 2, last))
 }
@@ -89,10 +94,15 @@ fn keepalived_defaults_re_announce_after_a_lower_priority_advert() {
     let (mut lan, a, b) = split_brain(v3(200, 1), v3(100, 2));
     lan.run_until(ms(30_000));
     // B became master at mdi(100) and advertises every second from then on: the first one
-    // after the heal reaches A, which answers at once (advert + GARP) and again 5 s later.
+    // after the heal reaches A, which answers at once (advert + GARP) and again 5 s later
+    // (keepalived), and once more with its next advert (vrrpd: B's own burst may have raced
+    // the first).
     let heard = heard();
     assert!(heard > HEAL && heard < mdi(200) + 8_000);
-    assert_eq!(garps(&lan, a, HEAL), [(heard, 5), (heard + 5_000, 5)]);
+    assert_eq!(
+        garps(&lan, a, HEAL),
+        [(heard, 5), (next_advert(), 5), (heard + 5_000, 5)]
+    );
     assert_eq!(lan.masters(VRID), [a]);
     let (at, from, to) = *lan.transitions(b, VRID).last().unwrap();
     assert_eq!((at, from, to), (ms(heard), State::Master, State::Backup));
@@ -136,8 +146,9 @@ fn the_delayed_burst_is_not_pushed_back_or_doubled() {
             delayed.push(t);
         }
     }
-    // The garp_master_delay burst of the takeover (mdi + 5 s) came before; then one.
-    assert_eq!(delayed, [15_000]);
+    // The garp_master_delay burst of the takeover (mdi + 5 s) came before; then one with the
+    // next advert after the last lower one (13 s), and the delayed one (15 s).
+    assert_eq!(delayed, [13_000, 15_000]);
 }
 
 #[test]
@@ -147,7 +158,7 @@ fn repeat_and_delay_are_configurable_and_zero_switches_them_off() {
     a.garp.lower_prio_delay_cs = 0;
     let (mut lan, ra, _) = split_brain(a, v3(100, 2));
     lan.run_until(ms(30_000));
-    assert_eq!(garps(&lan, ra, HEAL), [(heard(), 2)]);
+    assert_eq!(garps(&lan, ra, HEAL), [(heard(), 2), (next_advert(), 2)]);
 
     let mut a = v3(200, 1);
     a.garp.lower_prio_repeat = 0;
@@ -164,7 +175,10 @@ fn lower_prio_no_advert_still_re_announces_as_keepalived_does() {
     let (mut lan, ra, rb) = split_brain(a, v3(100, 2));
     lan.run_until(ms(30_000));
     let heard = heard();
-    assert_eq!(garps(&lan, ra, HEAL), [(heard, 5), (heard + 5_000, 5)]);
+    assert_eq!(
+        garps(&lan, ra, HEAL),
+        [(heard, 5), (next_advert(), 5), (heard + 5_000, 5)]
+    );
     // No answer: B steps down at A's next scheduled advert instead.
     assert_eq!(lan.masters(VRID), [ra]);
     let (at, _, to) = *lan.transitions(rb, VRID).last().unwrap();

@@ -186,6 +186,8 @@ pub struct Instance {
     garp_timer: Option<Instant>,
     garp_refresh_timer: Option<Instant>,
     garp_lower_prio_timer: Option<Instant>,
+    /// A lower-priority advert was heard: re-announce once more with the next advert.
+    garp_with_next_advert: bool,
     preempt_until: Option<Instant>,
     master: Option<(IpAddr, u8)>,
     now: Instant,
@@ -212,6 +214,7 @@ impl Instance {
             garp_timer: None,
             garp_refresh_timer: None,
             garp_lower_prio_timer: None,
+            garp_with_next_advert: false,
             preempt_until: None,
             master: None,
             now: Instant::ZERO,
@@ -361,6 +364,11 @@ impl Instance {
                 // RFC 5798 6.4.3: "If the Adver_Timer fires": send, reset.
                 self.send_advert(self.priority, out);
                 self.adver_timer = Some(now + self.advert_interval());
+                if std::mem::take(&mut self.garp_with_next_advert) {
+                    out.push(Action::SendGarp {
+                        repeat: self.params.garp.lower_prio_repeat,
+                    });
+                }
             }
             Timer::Garp => {
                 // keepalived's garp_master_delay: the second burst after becoming master.
@@ -457,6 +465,7 @@ impl Instance {
         self.garp_timer = None;
         self.garp_refresh_timer = None;
         self.garp_lower_prio_timer = None;
+        self.garp_with_next_advert = false;
         self.sync.heard_lower = false;
         out.push(Action::RemoveVips);
     }
@@ -708,6 +717,11 @@ impl Instance {
     /// `garp_lower_prio_delay` later, so that every neighbour's cache points at us, not at the
     /// router that stepped down. keepalived starts one delayed burst per advert heard; here a
     /// delayed burst already due is not pushed back or doubled.
+    ///
+    /// vrrpd also re-announces once more with its next advert: when the lower router had just
+    /// taken over (two candidates at once, equal priorities), its own burst went out with the
+    /// advert we answer, and the two bursts race on the wire; the client keeps whichever came
+    /// last. By our next advert the other router has heard our answer and stopped.
     fn lower_prio_garp(&mut self, now: Instant, out: &mut Vec<Action>) {
         let g = self.params.garp;
         if g.lower_prio_repeat == 0 {
@@ -717,6 +731,7 @@ impl Instance {
         out.push(Action::SendGarp {
             repeat: g.lower_prio_repeat,
         });
+        self.garp_with_next_advert = true;
         if g.lower_prio_delay_cs > 0 && self.garp_lower_prio_timer.is_none() {
             self.garp_lower_prio_timer =
                 Some(now + Duration::from_centis(u64::from(g.lower_prio_delay_cs)));
@@ -875,8 +890,14 @@ mod tests {
         );
         assert_eq!(i.state(), State::Master);
         assert!(out.contains(&Action::AddVips));
-        // And answers the lower-priority advert (keepalived).
-        assert_eq!(out.last(), Some(&Action::SendAdvert { priority: 100 }));
+        // And answers the lower-priority advert and re-announces its addresses (keepalived).
+        assert_eq!(
+            out[out.len() - 2..],
+            [
+                Action::SendAdvert { priority: 100 },
+                Action::SendGarp { repeat: 5 }
+            ]
+        );
         // Time never runs backwards.
         i.handle_timeout(Instant::from_millis(1));
         // The Adver_Timer runs from the call that fired the down timer.
