@@ -75,7 +75,7 @@ complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -l json -d 'Print JS
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -s q -l quiet -d 'Less log output'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand status" -s h -l help -d 'Print help'
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l interface -d 'Listen on this interface' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l interface -d 'Listen on this interface (IPv4 and IPv6, VRRPv2 and v3)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l pcap -d 'Read this pcap file instead' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s f -l config -d 'Mark adverts on this keepalived.conf\'s VRIDs that come from routers outside its groups (other addresses, authentication or version; not a listed unicast peer)' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l json -d 'One JSON object per line instead of text'

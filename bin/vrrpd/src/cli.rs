@@ -101,17 +101,9 @@ pub enum Command {
     },
     /// Print every VRRP advertisement seen on an interface or in a capture file.
     Watch {
-        /// Listen on this interface.
-        #[arg(
-            long,
-            value_name = "IF",
-            conflicts_with = "pcap",
-            required_unless_present = "pcap"
-        )]
-        interface: Option<String>,
-        /// Read this pcap file instead.
-        #[arg(long, value_name = "FILE")]
-        pcap: Option<PathBuf>,
+        /// Where the adverts come from.
+        #[command(flatten)]
+        input: Input,
         /// One JSON object per line instead of text.
         #[arg(long)]
         json: bool,
@@ -125,17 +117,9 @@ pub enum Command {
     /// (exit 0) or taken (exit 1, with close names whose pair is free). Only multicast adverts
     /// can be heard: routers advertising by unicast to others are invisible.
     Survey {
-        /// Listen on this interface (IPv4 and IPv6, VRRPv2 and v3).
-        #[arg(
-            long,
-            value_name = "IF",
-            conflicts_with = "pcap",
-            required_unless_present = "pcap"
-        )]
-        interface: Option<String>,
-        /// Read this pcap file instead.
-        #[arg(long, value_name = "FILE")]
-        pcap: Option<PathBuf>,
+        /// Where the adverts come from.
+        #[command(flatten)]
+        input: Input,
         /// How long to listen: a number with ms, s or m (at least three advert intervals:
         /// OpenShift's are 1 s).
         #[arg(long = "for", value_name = "DURATION", default_value = "5s", value_parser = duration)]
@@ -147,6 +131,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Where `watch` and `survey` read adverts: an interface or a capture file.
+#[derive(Debug, Clone, Args)]
+pub struct Input {
+    /// Listen on this interface (IPv4 and IPv6, VRRPv2 and v3).
+    #[arg(
+        long,
+        value_name = "IF",
+        conflicts_with = "pcap",
+        required_unless_present = "pcap"
+    )]
+    pub interface: Option<String>,
+    /// Read this pcap file instead.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
 }
 
 /// `vrrpd run --metrics`.

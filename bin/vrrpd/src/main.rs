@@ -18,26 +18,24 @@ fn main() -> ExitCode {
         } => vrrpd::commands::run(&source, &state_dir, &metrics, cli.verbose, cli.quiet),
         Command::Status { json, state_dir } => vrrpd::commands::status(json, &state_dir),
         Command::Watch {
-            interface,
-            pcap,
+            input,
             json,
             config,
         } => vrrpd::commands::watch(
-            interface.as_deref(),
-            pcap.as_deref(),
+            input.interface.as_deref(),
+            input.pcap.as_deref(),
             json,
             config.as_deref(),
         ),
         Command::Survey {
-            interface,
-            pcap,
+            input,
             listen_for,
             cluster_name,
             json,
         } => {
             let source = vrrpd::commands::survey::Source::of(
-                interface.as_deref(),
-                pcap.as_deref(),
+                input.interface.as_deref(),
+                input.pcap.as_deref(),
                 listen_for,
             );
             vrrpd::commands::survey(source, cluster_name.as_deref(), json)

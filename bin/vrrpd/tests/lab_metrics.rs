@@ -78,6 +78,14 @@ fn until_state(host: &Host, want: &str) {
     );
 }
 
+/// b's transitions once a has crashed, come back and shut down.
+const B_AT_THE_END: &[(&str, f64)] = &[
+    ("init>backup:startup", 1.0),
+    ("backup>master:master_down_timer", 1.0),
+    ("master>backup:higher_priority_advert", 1.0),
+    ("backup>master:priority_zero", 1.0),
+];
+
 type Labels = BTreeMap<String, String>;
 
 /// One scrape, parsed: (name, labels, value) per sample; None when curl fails.
@@ -281,17 +289,7 @@ fn metrics_follow_a_failover_and_a_clash() {
     // a shuts down: it resigns with priority 0 and b takes over after Skew_Time.
     da.signal(Signal::SIGTERM).unwrap();
     assert_eq!(da.wait(Duration::from_secs(5)).unwrap(), Some(0));
-    until_scraped(
-        &b,
-        "master",
-        &[
-            ("init>backup:startup", 1.0),
-            ("backup>master:master_down_timer", 1.0),
-            ("master>backup:higher_priority_advert", 1.0),
-            ("backup>master:priority_zero", 1.0),
-        ],
-        &[&db],
-    );
+    until_scraped(&b, "master", B_AT_THE_END, &[&db]);
     reach("b", &[&db]);
     let log = db.log();
     for line in [
@@ -375,17 +373,7 @@ fn metrics_follow_a_failover_and_a_clash() {
         kk.daemon.log()
     );
     // Nothing moved: b still master, the client still reaches b.
-    until_scraped(
-        &b,
-        "master",
-        &[
-            ("init>backup:startup", 1.0),
-            ("backup>master:master_down_timer", 1.0),
-            ("master>backup:higher_priority_advert", 1.0),
-            ("backup>master:priority_zero", 1.0),
-        ],
-        &[&db],
-    );
+    until_scraped(&b, "master", B_AT_THE_END, &[&db]);
     reach("b", &[&db]);
 
     // Only GET /metrics.

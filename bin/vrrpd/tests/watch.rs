@@ -14,8 +14,13 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn watch(args: &[&str]) -> (i32, String, String) {
+    vrrpd("watch", args)
+}
+
+/// `vrrpd SUBCOMMAND ARGS...`: exit status, stdout, stderr.
+fn vrrpd(subcommand: &str, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_vrrpd"))
-        .arg("watch")
+        .arg(subcommand)
         .args(args)
         .output()
         .unwrap();
@@ -129,16 +134,7 @@ fn adverts_of_another_group_on_our_vrid_are_marked_foreign() {
 }
 
 fn survey(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vrrpd"))
-        .arg("survey")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    vrrpd("survey", args)
 }
 
 /// The first cluster name `{prefix}{n}` whose VRIDs satisfy `ok`.

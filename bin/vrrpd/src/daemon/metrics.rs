@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::fmt::{Display, Write as _};
 
 use super::scripts::{self, ScriptStats, DURATION_BUCKETS_MS};
-use super::setup::Parts;
+use super::setup::{Parts, Vr};
 use super::telemetry::Telemetry;
-use crate::fsm::{Instant, State};
+use crate::fsm::{Instance, Instant, State};
 
 /// Per instance: rejected adverts by reason ("" for those no instance claimed).
 pub type Invalid = BTreeMap<String, BTreeMap<&'static str, u64>>;
@@ -109,13 +109,29 @@ pub fn render(parts: &Parts, invalid: &Invalid, t: &Telemetry, now: Instant) -> 
     e.finish()
 }
 
+/// Every instance with its state machine.
+fn members(parts: &Parts) -> impl Iterator<Item = (&Vr, &Instance)> {
+    parts.vrs.iter().filter_map(|vr| {
+        let i = parts.units.get(vr.unit)?.member(vr.member)?;
+        Some((vr, i))
+    })
+}
+
+/// A family with one sample per instance, labelled `instance` only.
+fn per_instance(
+    e: &mut Exposition,
+    parts: &Parts,
+    (name, kind, help): (&str, Kind, &str),
+    value: impl Fn(&Vr, &Instance) -> u64,
+) {
+    e.family(name, kind, help);
+    for (vr, i) in members(parts) {
+        e.sample(name, &[("instance", &vr.cfg.name)], value(vr, i));
+    }
+}
+
 fn instances(e: &mut Exposition, parts: &Parts) {
-    let members = || {
-        parts.vrs.iter().filter_map(|vr| {
-            let i = parts.units.get(vr.unit)?.member(vr.member)?;
-            Some((vr, i))
-        })
-    };
+    let members = || members(parts);
     e.family(
         "vrrpd_instance_info",
         Kind::Gauge,
@@ -146,23 +162,13 @@ fn instances(e: &mut Exposition, parts: &Parts) {
             e.sample("vrrpd_instance_state", &labels, u8::from(i.state() == s));
         }
     }
-    e.family(
-        "vrrpd_priority",
-        Kind::Gauge,
-        "Effective priority: the configured one moved by track script and interface weights.",
-    );
-    for (vr, i) in members() {
-        e.sample(
-            "vrrpd_priority",
-            &[("instance", &vr.cfg.name)],
-            i.priority(),
-        );
-    }
-    e.family("vrrpd_base_priority", Kind::Gauge, "Configured priority.");
-    for (vr, i) in members() {
-        let p = i.params().priority;
-        e.sample("vrrpd_base_priority", &[("instance", &vr.cfg.name)], p);
-    }
+    let help =
+        "Effective priority: the configured one moved by track script and interface weights.";
+    per_instance(e, parts, ("vrrpd_priority", Kind::Gauge, help), |_, i| {
+        i.priority().into()
+    });
+    let family = ("vrrpd_base_priority", Kind::Gauge, "Configured priority.");
+    per_instance(e, parts, family, |_, i| i.params().priority.into());
 }
 
 fn counters(e: &mut Exposition, parts: &Parts) {
@@ -200,13 +206,9 @@ fn counters(e: &mut Exposition, parts: &Parts) {
         ),
     ];
     for (name, help, pick) in all {
-        e.family(name, Kind::Counter, help);
-        for vr in &parts.vrs {
-            let Some(i) = parts.units.get(vr.unit).and_then(|u| u.member(vr.member)) else {
-                continue;
-            };
-            e.sample(name, &[("instance", &vr.cfg.name)], pick(i.counters()));
-        }
+        per_instance(e, parts, (name, Kind::Counter, help), |_, i| {
+            pick(i.counters())
+        });
     }
 }
 
@@ -251,16 +253,17 @@ fn invalid_adverts(e: &mut Exposition, invalid: &Invalid) {
 }
 
 fn clashes(e: &mut Exposition, parts: &Parts, t: &Telemetry, now: Instant) {
-    e.family(
-        "vrrpd_foreign_routers",
-        Kind::Gauge,
-        "Routers outside the instance's group heard on its VRID in the last 60 s.",
+    let help = "Routers outside the instance's group heard on its VRID in the last 60 s.";
+    per_instance(
+        e,
+        parts,
+        ("vrrpd_foreign_routers", Kind::Gauge, help),
+        |vr, _| {
+            let name = vr.cfg.name.as_str();
+            let n = t.clashes.active(now).filter(|f| f.instance == name).count();
+            u64::try_from(n).unwrap_or(u64::MAX)
+        },
     );
-    for vr in &parts.vrs {
-        let name = vr.cfg.name.as_str();
-        let n = t.clashes.active(now).filter(|f| f.instance == name).count();
-        e.sample("vrrpd_foreign_routers", &[("instance", name)], n);
-    }
     e.family(
         "vrrpd_foreign_router_info",
         Kind::Gauge,
@@ -277,16 +280,13 @@ fn clashes(e: &mut Exposition, parts: &Parts, t: &Telemetry, now: Instant) {
         ];
         e.sample("vrrpd_foreign_router_info", &labels, 1);
     }
-    e.family(
-        "vrrpd_clashes_total",
-        Kind::Counter,
-        "Appearances of routers outside the group on the instance's VRID (each one logged).",
+    let help = "Appearances of routers outside the group on the instance's VRID (each one logged).";
+    per_instance(
+        e,
+        parts,
+        ("vrrpd_clashes_total", Kind::Counter, help),
+        |vr, _| t.clashes.appearances(&vr.cfg.name),
     );
-    for vr in &parts.vrs {
-        let name = vr.cfg.name.as_str();
-        let n = t.clashes.appearances(name);
-        e.sample("vrrpd_clashes_total", &[("instance", name)], n);
-    }
 }
 
 fn script_runs(e: &mut Exposition, stats: &BTreeMap<String, ScriptStats>) {
