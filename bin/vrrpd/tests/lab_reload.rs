@@ -391,3 +391,67 @@ fn a_priority_lowered_below_the_backup_moves_the_vip_and_raised_on_the_master_do
     assert_eq!(status(&b)["instances"][0]["transitions"], before);
     assert!(!holds(&a, VIP));
 }
+
+#[test]
+fn a_reload_keeps_a_track_script_running_on_its_rhythm_with_its_last_result() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let a = lab.host("a").unwrap();
+    let runs = a.dir().join("runs");
+    let script = a.dir().join("chk.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\ndate +%s.%N >> {}\n", runs.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let conf = |priority: u8| {
+        format!(
+            "vrrp_script chk {{\n    script \"{}\"\n    interval 2\n    weight 10\n}}\n{}",
+            script.display(),
+            multicast(priority, &[VIP]).replace(
+                "    advert_int 1\n",
+                "    advert_int 1\n    track_script {\n        chk\n    }\n"
+            )
+        )
+    };
+    let ra = start(&a, Speaker::Vrrpd, &conf(100));
+    let all = [&ra];
+    let times = || -> Vec<f64> {
+        std::fs::read_to_string(&runs)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect()
+    };
+    until(
+        "two runs and priority 110",
+        Duration::from_secs(10),
+        &all,
+        || times().len() >= 2 && status(&a)["instances"][0]["priority"] == 110,
+    );
+    // Just after a run: a runner started again would run at once, 2 s early.
+    let n = times().len();
+    until("the next run", Duration::from_secs(3), &all, || {
+        times().len() > n
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    reload(&ra, &conf(90));
+    until("base priority 90", Duration::from_secs(3), &all, || {
+        status(&a)["instances"][0]["base_priority"] == 90
+    });
+    // The script's OK is kept: 90 + 10 at once, not 90 until its next run.
+    assert_eq!(status(&a)["instances"][0]["priority"], 100);
+    let m = times().len();
+    until("two more runs", Duration::from_secs(6), &all, || {
+        times().len() >= m + 2
+    });
+    let t = times();
+    let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    eprintln!("gaps between the script's runs across the reload: {gaps:?}");
+    // interval 2 s: no gap under 1.8 s (a run started again by the reload would make one).
+    assert!(gaps.iter().all(|g| *g >= 1.8), "{gaps:?}\n{}", logs(&all));
+}
