@@ -32,14 +32,6 @@ fn state_dir(host: &Host) -> PathBuf {
     host.dir().join("state")
 }
 
-/// Starts vrrpd on `host` with `conf`.
-fn vrrpd(host: &Host, conf: &str) -> Daemon {
-    let program = PathBuf::from(env!("CARGO_BIN_EXE_vrrpd"));
-    Router::start_with(host, Speaker::Vrrpd, conf, 0, Some(&program))
-        .unwrap()
-        .daemon
-}
-
 /// The status of the instance called `name` (null until it is there).
 fn instance(host: &Host, name: &str) -> serde_json::Value {
     support::status(host)["instances"]
@@ -79,13 +71,12 @@ fn on(host: &Host, dev: &str, address: &str) -> bool {
 const LATE_VIP: &str = "192.0.2.220";
 const DUMMY_VIP: &str = "203.0.113.100";
 
-#[test]
+/// vrrpd or keepalived (with `dynamic_interfaces`, which vrrpd needs not) started on a host
+/// whose eth0 does not exist yet, with a second instance on an interface that does; then eth0
+/// appears. Returns how long after the client reached the VIP.
 // One scenario read top to bottom: started without eth0, eth0 appears, the client is served.
 #[allow(clippy::too_many_lines)]
-fn an_instance_whose_interface_comes_late_waits_in_fault_then_starts() {
-    if !ipi_lab::available() {
-        return;
-    }
+fn late_interface(speaker: Speaker) -> Duration {
     let mut lab = Lab::new().unwrap();
     let a = lab.host("a").unwrap();
     let client = lab.host("client").unwrap();
@@ -105,37 +96,53 @@ fn an_instance_whose_interface_comes_late_waits_in_fault_then_starts() {
              }}\n}}\n"
         )
     };
+    let dynamic = if speaker == Speaker::Keepalived {
+        "    dynamic_interfaces\n"
+    } else {
+        ""
+    };
     let conf = format!(
-        "global_defs {{\n    vrrp_version 3\n}}\n{}{}",
+        "global_defs {{\n    vrrp_version 3\n{dynamic}}}\n{}{}",
         instance_on("VI_1", "eth0", 73, LATE_VIP),
         instance_on("VI_2", "dum0", 74, DUMMY_VIP)
     );
-    let mut d = vrrpd(&a, &conf);
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_vrrpd"));
+    let mut d = Router::start_with(&a, speaker, &conf, 0, Some(&program))
+        .unwrap()
+        .daemon;
     assert!(d.running());
     let d = d;
     let all = [&d];
     // The rest of the configuration runs: VI_2 master on dum0.
     until("VI_2 master on dum0", Duration::from_secs(5), &all, || {
-        on(&a, "dum0", DUMMY_VIP) && instance(&a, "VI_2")["state"] == "MASTER"
+        on(&a, "dum0", DUMMY_VIP)
     });
-    // VI_1 waits in FAULT, with the reason in the status, the state file and the log.
-    let waiting = instance(&a, "VI_1");
-    assert_eq!(waiting["state"], "FAULT", "{waiting}");
-    let reason = waiting["reason"].as_str().unwrap_or_default().to_string();
-    assert!(
-        reason.contains("interface eth0 does not exist"),
-        "{waiting}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(state_dir(&a).join("VI_1")).unwrap(),
-        "FAULT\n"
-    );
-    assert!(
-        d.stderr().contains("VI_1: FAULT: interface eth0"),
-        "{}",
-        d.log()
-    );
     assert_eq!(answers(&client, ip(LATE_VIP)), None);
+    if speaker == Speaker::Vrrpd {
+        until(
+            "VI_2 master in the status",
+            Duration::from_secs(3),
+            &all,
+            || instance(&a, "VI_2")["state"] == "MASTER",
+        );
+        // VI_1 waits in FAULT, with the reason in the status, the state file and the log.
+        let waiting = instance(&a, "VI_1");
+        assert_eq!(waiting["state"], "FAULT", "{waiting}");
+        let reason = waiting["reason"].as_str().unwrap_or_default().to_string();
+        assert!(
+            reason.contains("interface eth0 does not exist"),
+            "{waiting}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(state_dir(&a).join("VI_1")).unwrap(),
+            "FAULT\n"
+        );
+        assert!(
+            d.stderr().contains("VI_1: FAULT: interface eth0"),
+            "{}",
+            d.log()
+        );
+    }
     // eth0 appears: VI_1 starts (Backup, then Master after its Master_Down_Interval:
     // 3 * 10 cs + (256 - 150) * 10 / 256 cs = 0.34 s) and the client reaches the VIP, within
     // that plus 3 s for a loaded box, the client's ARP and its connect.
@@ -143,20 +150,36 @@ fn an_instance_whose_interface_comes_late_waits_in_fault_then_starts() {
     let took = until("the client at a", Duration::from_millis(3340), &all, || {
         answers(&client, ip(LATE_VIP)).as_deref() == Some("a")
     });
-    eprintln!("eth0 appeared: the client reached the VIP after {took:?}");
-    until(
-        "VI_1 master in the status",
-        Duration::from_secs(3),
-        &all,
-        || instance(&a, "VI_1")["state"] == "MASTER",
-    );
-    assert!(
-        d.stderr().contains("interface eth0 appeared: VI_1 start"),
-        "{}",
-        d.log()
-    );
-    // VI_2 was not restarted by it.
-    assert_eq!(instance(&a, "VI_2")["transitions"], 2, "{}", d.log());
+    if speaker == Speaker::Vrrpd {
+        until(
+            "VI_1 master in the status",
+            Duration::from_secs(3),
+            &all,
+            || instance(&a, "VI_1")["state"] == "MASTER",
+        );
+        assert!(
+            d.stderr().contains("interface eth0 appeared: VI_1 start"),
+            "{}",
+            d.log()
+        );
+        // VI_2 was not restarted by it.
+        assert_eq!(instance(&a, "VI_2")["transitions"], 2, "{}", d.log());
+    }
+    took
+}
+
+#[test]
+fn an_instance_whose_interface_comes_late_waits_in_fault_then_starts_as_with_keepalived() {
+    if !ipi_lab::available() {
+        return;
+    }
+    for speaker in [Speaker::Vrrpd, Speaker::Keepalived] {
+        let took = late_interface(speaker);
+        eprintln!(
+            "{}: eth0 appeared, the client reached the VIP after {took:?}",
+            speaker.name()
+        );
+    }
 }
 
 /// Unicast VRRPv2, 1 s adverts, from `me` to `peer`.
@@ -172,19 +195,32 @@ fn unicast(priority: u8, me: &Host, peer: &Host, vip: &str) -> String {
 
 const MOVED_VIP: &str = "192.0.2.221";
 
-#[test]
+/// What was seen after a's address moved to br-ex.
+struct Moved {
+    /// How long until the client reached b, if it did within a bound.
+    took: Option<Duration>,
+    /// a's adverts after the move (its resignation, priority 0, within 200 ms aside).
+    adverts_after: usize,
+}
+
+/// a (150) master and b (100), unicast, both running `speaker`; then a's address is taken by
+/// a new bridge br-ex with eth0 as its port (ovs-configuration's move). A capture on b
+/// records a's adverts.
 // One scenario read top to bottom: a master, its address moved to br-ex, what b and the client saw.
 #[allow(clippy::too_many_lines)]
-fn a_source_address_taken_by_a_bridge_means_fault_and_the_backup_takes_over() {
-    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
-        return;
-    }
+fn moved_to_a_bridge(speaker: Speaker) -> Moved {
     let mut lab = Lab::new().unwrap();
     let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
     let client = lab.host("client").unwrap();
     let _answer = [&a, &b].map(Responder::start);
-    let da = vrrpd(&a, &unicast(150, &a, &b, MOVED_VIP));
-    let db = vrrpd(&b, &unicast(100, &b, &a, MOVED_VIP));
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_vrrpd"));
+    let start = |me: &Host, peer: &Host, priority: u8| {
+        let conf = unicast(priority, me, peer, MOVED_VIP);
+        Router::start_with(me, speaker, &conf, priority, Some(&program))
+            .unwrap()
+            .daemon
+    };
+    let (da, db) = (start(&a, &b, 150), start(&b, &a, 100));
     let all = [&da, &db];
     until("the client at a", Duration::from_secs(10), &all, || {
         answers(&client, ip(MOVED_VIP)).as_deref() == Some("a")
@@ -192,42 +228,43 @@ fn a_source_address_taken_by_a_bridge_means_fault_and_the_backup_takes_over() {
     // b hears a's unicast adverts on its own eth0.
     let capture = b.capture("adverts", "ip proto 112").unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    // ovs-configuration's move: a bridge takes eth0 as its port and the node's address.
     let address = a.ipv4();
     sh(
         &a,
         &format!(
-            "ip link add br-ex type bridge; ip link set br-ex address $(cat /sys/class/net/eth0/address); \
+            "ip link add br-ex type bridge; \
+             ip link set br-ex address $(cat /sys/class/net/eth0/address); \
              ip addr del {address}/24 dev eth0; ip link set eth0 master br-ex; \
              ip addr add {address}/24 dev br-ex; ip link set br-ex up"
         ),
     );
     let moved = wall_clock();
-    // a is FAULT with the reason; b takes over (a resigned with priority 0: Skew_Time, 0.61 s;
-    // at the latest its Master_Down_Interval, 3.61 s) and the client is served by b, within
-    // that plus 3 s for a loaded box, the client's ARP and connect.
-    let took = until(
-        "the client at b",
-        Duration::from_millis(3610 + 3000),
-        &all,
-        || answers(&client, ip(MOVED_VIP)).as_deref() == Some("b"),
-    );
-    eprintln!("a's address moved to br-ex: the client reached b after {took:?}");
-    let vi = instance(&a, "VI_1");
-    assert_eq!(vi["state"], "FAULT", "{vi}\n{}", logs(&all));
-    let source = format!("unicast_src_ip {address} on eth0");
-    let interfaces = vi["interfaces"].as_array().cloned().unwrap_or_default();
-    let tracked = interfaces
-        .iter()
-        .find(|i| i["name"] == source.as_str())
-        .cloned();
-    assert_eq!(tracked.unwrap()["up"], false, "{vi}");
-    assert!(
-        da.stderr()
-            .contains(&format!("{source}: the address is no longer on eth0")),
-        "{}",
-        da.log()
-    );
+    // b takes over (a resigned with priority 0: Skew_Time, 0.61 s; at the latest its
+    // Master_Down_Interval, 3.61 s) and the client is served by b, within that plus 3 s for a
+    // loaded box, the client's ARP and connect.
+    let took = wait_for(Duration::from_millis(3610 + 3000), POLL, || {
+        answers(&client, ip(MOVED_VIP)).as_deref() == Some("b")
+    });
+    if speaker == Speaker::Vrrpd {
+        assert!(took.is_some(), "the client never reached b\n{}", logs(&all));
+        // a is FAULT, with the reason in the status and the log.
+        let vi = instance(&a, "VI_1");
+        assert_eq!(vi["state"], "FAULT", "{vi}\n{}", logs(&all));
+        let source = format!("unicast_src_ip {address} on eth0");
+        let interfaces = vi["interfaces"].as_array().cloned().unwrap_or_default();
+        let tracked = interfaces.iter().find(|i| i["name"] == source.as_str());
+        assert_eq!(tracked.cloned().unwrap_or_default()["up"], false, "{vi}");
+        let said = format!("{source}: the address is no longer on eth0");
+        assert!(da.stderr().contains(&said), "{}", da.log());
+        assert!(!on(&a, "eth0", MOVED_VIP) && !on(&a, "br-ex", MOVED_VIP));
+        // b's status file is written at most once a second.
+        until(
+            "b master in its status",
+            Duration::from_secs(3),
+            &all,
+            || instance(&b, "VI_1")["state"] == "MASTER",
+        );
+    }
     // Three of a's advert intervals more on the wire.
     std::thread::sleep(Duration::from_secs(3));
     let seen = support::decode(&capture.stop().unwrap());
@@ -237,14 +274,36 @@ fn a_source_address_taken_by_a_bridge_means_fault_and_the_backup_takes_over() {
         from_a.iter().any(|ad| ad.at < moved && ad.priority == 150),
         "a advertised before the move\n{seen}"
     );
-    // After the move at most its resignation (priority 0), never its priority: no advert
-    // from an address eth0 lost. 200 ms for vrrpd to hear the address event on a loaded box.
-    let after: Vec<_> = from_a
+    // After the move at most its resignation (priority 0) within 200 ms (for the router to
+    // hear the address event on a loaded box), never its priority.
+    let resigned =
+        |ad: &&&support::Advert| ad.priority == 0 && ad.at <= moved + Duration::from_millis(200);
+    let after = from_a
         .iter()
-        .filter(|ad| ad.at > moved + Duration::from_millis(200) || ad.priority != 0)
-        .filter(|ad| ad.at > moved)
-        .collect();
-    assert!(after.is_empty(), "{after:?}\n{seen}\n{}", da.log());
-    assert!(!on(&a, "eth0", MOVED_VIP) && !on(&a, "br-ex", MOVED_VIP));
-    assert_eq!(instance(&b, "VI_1")["state"], "MASTER");
+        .filter(|ad| ad.at > moved && !resigned(ad))
+        .count();
+    if speaker == Speaker::Vrrpd {
+        assert_eq!(after, 0, "{seen}\n{}", da.log());
+    }
+    Moved {
+        took,
+        adverts_after: after,
+    }
+}
+
+#[test]
+fn a_source_address_taken_by_a_bridge_means_fault_and_the_backup_takes_over() {
+    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
+        return;
+    }
+    for speaker in [Speaker::Vrrpd, Speaker::Keepalived] {
+        let m = moved_to_a_bridge(speaker);
+        eprintln!(
+            "{}: a's address moved to br-ex: the client reached b after {:?}; a's adverts after \
+             the move: {}",
+            speaker.name(),
+            m.took,
+            m.adverts_after
+        );
+    }
 }
