@@ -2,10 +2,12 @@
 //! VIP for each role keeps both on one node, before and after the holder's link is cut, as a
 //! client sees it over both families.
 //!
-//! Three masters, equal priorities (OpenShift's). Their IPv6 adverts come from link-local
+//! Four masters, equal priorities (OpenShift's). Their IPv6 adverts come from link-local
 //! addresses set to sort the other way round from their IPv4 addresses (as a node's DHCP or
 //! SLAAC addresses often do), so RFC 5798 6.4.3's tie-break alone would give each family to
 //! another node: the sync group `--cluster` renders per role decides both by the IPv4 member.
+//! First the API holder's link is cut; then the next holder resigns (SIGTERM, priority 0), so
+//! that the two left take over at the same instant (the same Skew_Time) and must break a tie.
 
 // Helpers outside #[test] functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -16,6 +18,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ipi_lab::{wait_for, Daemon, Host, Lab};
+use nix::sys::signal::Signal;
 
 #[allow(dead_code, reason = "this test uses a few of the shared helpers")]
 mod support;
@@ -162,7 +165,7 @@ fn both_families_of_a_role_stay_on_one_node_and_move_together() {
         return;
     }
     let mut lab = Lab::new().unwrap();
-    let hosts: Vec<Host> = ["m0", "m1", "m2"]
+    let hosts: Vec<Host> = ["m0", "m1", "m2", "m3"]
         .iter()
         .map(|n| lab.host(n).unwrap())
         .collect();
@@ -195,4 +198,13 @@ fn both_families_of_a_role_stay_on_one_node_and_move_together() {
     assert_ne!(new, api);
     let ingress = settled(&rest, &client, roles()[1], Duration::from_secs(15), &logs);
     eprintln!("after cutting {api}: API on {new}, Ingress on {ingress}");
+
+    // The new API holder resigns: the other two hear its priority 0 at once and take over
+    // together after the same Skew_Time; only the IPv4 member's tie-break may decide.
+    let at = hosts.iter().position(|h| h.name() == new).unwrap();
+    daemons[at].signal(Signal::SIGTERM).unwrap();
+    let rest: Vec<&Host> = rest.into_iter().filter(|h| h.name() != new).collect();
+    let last = settled(&rest, &client, roles()[0], Duration::from_secs(15), &logs);
+    assert_ne!(last, new);
+    eprintln!("after {new} resigned: API on {last}");
 }
