@@ -182,6 +182,49 @@ fn an_instance_whose_interface_comes_late_waits_in_fault_then_starts_as_with_kee
     }
 }
 
+#[test]
+fn an_interface_deleted_and_created_again_is_followed() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let a = lab.host("a").unwrap();
+    let create = "ip link add dum0 type veth peer name dum1; ip link set dum1 up; \
+                  ip addr add 203.0.113.1/24 dev dum0; ip link set dum0 up";
+    sh(&a, create);
+    let conf = format!(
+        "global_defs {{\n    vrrp_version 3\n}}\nvrrp_instance VI_2 {{\n    interface dum0\n    \
+         virtual_router_id 74\n    priority 150\n    advert_int 0.1\n    virtual_ipaddress {{\n        \
+         {DUMMY_VIP}/32\n    }}\n}}\n"
+    );
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_vrrpd"));
+    let d = Router::start_with(&a, Speaker::Vrrpd, &conf, 150, Some(&program))
+        .unwrap()
+        .daemon;
+    let all = [&d];
+    until("VI_2 master on dum0", Duration::from_secs(5), &all, || {
+        on(&a, "dum0", DUMMY_VIP) && instance(&a, "VI_2")["state"] == "MASTER"
+    });
+    sh(&a, "ip link del dum0");
+    until("VI_2 FAULT", Duration::from_secs(3), &all, || {
+        instance(&a, "VI_2")["state"] == "FAULT"
+    });
+    // Created again, under another index: the VIP goes on the new dum0 (not the old index).
+    sh(&a, create);
+    until(
+        "VI_2 master on the new dum0",
+        Duration::from_secs(5),
+        &all,
+        || on(&a, "dum0", DUMMY_VIP) && instance(&a, "VI_2")["state"] == "MASTER",
+    );
+    assert!(
+        d.stderr()
+            .contains("interface dum0 was created again: its instances follow it"),
+        "{}",
+        d.log()
+    );
+}
+
 /// Unicast VRRPv2, 1 s adverts, from `me` to `peer`.
 fn unicast(priority: u8, me: &Host, peer: &Host, vip: &str) -> String {
     format!(

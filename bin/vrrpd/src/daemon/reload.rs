@@ -51,6 +51,13 @@ impl Daemon {
             tracing::info!("reload: the configuration did not change");
             return;
         }
+        self.apply(new).await;
+    }
+
+    /// Replaces the running configuration by `new` as [`plan::plan`] decides. With the running
+    /// configuration itself, every unit goes on as it is while sockets and interfaces are
+    /// looked up again (an interface created again under its name has another index).
+    async fn apply(&mut self, new: Config) {
         let plan = plan::plan(&self.config, &new);
         log_plan(&plan);
         let old_vips: BTreeMap<String, BTreeSet<VipKey>> = self
@@ -271,9 +278,29 @@ impl Daemon {
     /// An interface changed (appeared, went up or down): the units that waited for it start
     /// if it exists now, beside the running ones, which go on untouched.
     pub(super) async fn interface_seen(&mut self, name: &str) {
-        if !self.parts.waiting.iter().any(|w| w.interface == name)
-            || self.netlink.interface(name).await.is_err()
-        {
+        let Ok(now) = self.netlink.interface(name).await else {
+            return;
+        };
+        let stale = self.parts.vrs.iter().any(|v| {
+            std::iter::once(&v.interface)
+                .chain(v.vips.iter().map(|(i, _)| i))
+                .any(|i| i.name == name && i.index != now.index)
+        });
+        if stale {
+            // Deleted and created again: the sockets and addresses of its instances name the
+            // old index. They are built again on the new one, every unit keeping its state,
+            // once the configuration can be built there (a new interface may have no address
+            // yet: then at its next change); a trial build first, so that a failure leaves
+            // everything running as it is.
+            if let Err(e) = setup::build(&self.config, &self.netlink, BTreeMap::new()).await {
+                tracing::info!("interface {name} was created again, not usable yet: {e}");
+                return;
+            }
+            tracing::info!("interface {name} was created again: its instances follow it");
+            self.apply(self.config.clone()).await;
+            return;
+        }
+        if !self.parts.waiting.iter().any(|w| w.interface == name) {
             return;
         }
         for t in self.tasks.drain(..) {
