@@ -347,30 +347,10 @@ fn complaints(host: &ipi_lab::Host, conf: &Path) -> Vec<String> {
     all
 }
 
-/// An install-config with an IPv4 and an IPv6 VIP for each role, IPv4 first.
-const DUAL_STACK: &str = "apiVersion: v1
-baseDomain: example.com
-metadata:
-  name: dual
-networking:
-  machineNetwork:
-  - cidr: 192.0.2.0/24
-  - cidr: 2001:db8::/64
-platform:
-  baremetal:
-    apiVIPs:
-    - 192.0.2.5
-    - 2001:db8::5
-    ingressVIPs:
-    - 192.0.2.7
-    - 2001:db8::7
-";
-
 #[test]
 fn both_families_of_a_role_are_one_sync_group_primary_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("install-config.yaml");
-    std::fs::write(&path, DUAL_STACK).unwrap();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/dual-stack-install-config.yaml");
     for (role, groups) in [
         (
             "master",

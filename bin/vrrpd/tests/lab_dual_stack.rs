@@ -23,24 +23,6 @@ use nix::sys::signal::Signal;
 #[allow(dead_code, reason = "this test uses a few of the shared helpers")]
 mod support;
 
-const INSTALL_CONFIG: &str = "apiVersion: v1
-baseDomain: example.com
-metadata:
-  name: dual
-networking:
-  machineNetwork:
-  - cidr: 192.0.2.0/24
-  - cidr: 2001:db8::/64
-platform:
-  baremetal:
-    apiVIPs:
-    - 192.0.2.200
-    - 2001:db8::200
-    ingressVIPs:
-    - 192.0.2.201
-    - 2001:db8::201
-";
-
 fn ip(text: &str) -> IpAddr {
     text.parse().unwrap()
 }
@@ -173,8 +155,8 @@ fn both_families_of_a_role_stay_on_one_node_and_move_together() {
     for (n, h) in hosts.iter().enumerate() {
         reverse_link_local(h, n + 1, hosts.len());
     }
-    let config = lab.dir().join("install-config.yaml");
-    std::fs::write(&config, INSTALL_CONFIG).unwrap();
+    let config =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dual-stack-install-config.yaml");
     let _answer: Vec<_> = hosts.iter().map(support::Responder::start).collect();
     let daemons: Vec<Daemon> = hosts.iter().map(|h| start(h, &config)).collect();
     let logs = || {
