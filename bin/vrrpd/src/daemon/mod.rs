@@ -143,6 +143,11 @@ struct Daemon {
 /// comes first): changes within it share one write.
 const STATUS_DELAY: Duration = Duration::from_millis(100);
 
+/// How old the advert counters in the status file (sent and received) may get. States,
+/// priorities, masters, tracked scripts and interfaces and rejected adverts show within
+/// STATUS_DELAY.
+const STATUS_REFRESH: Duration = Duration::from_secs(5);
+
 impl Daemon {
     async fn start(config: Config, state_dir: PathBuf, reload: Loader) -> Result<Daemon, Error> {
         let netlink = Netlink::connect()?;
@@ -265,7 +270,13 @@ impl Daemon {
                     self.rearm_all();
                 }
                 Some(scrape) = self.telemetry.scrapes.recv() => self.scrape(scrape),
-                _ = status_tick.tick() => self.write_status(),
+                _ = status_tick.tick() => {
+                    // Counters alone refresh every STATUS_REFRESH: the status file of 1,000
+                    // instances is ~400 KB of JSON and a write flushes it to disk.
+                    if self.status_written.get().elapsed() >= STATUS_REFRESH {
+                        self.status_dirty.set(true);
+                    }
+                }
             }
             // A change shows within STATUS_DELAY; a burst of changes costs one write.
             if self.status_dirty.get() && self.status_written.get().elapsed() >= STATUS_DELAY {
@@ -375,6 +386,7 @@ impl Daemon {
             .filter(|v| tracks(v))
             .map(|v| (v.unit, v.member))
             .collect();
+        self.status_dirty.set(true);
         for (u, m) in targets {
             let actions = handle(&mut self.parts.units[u], now, m, event.clone());
             self.carry_out(u, actions).await;
@@ -416,7 +428,12 @@ impl Daemon {
                 let now = self.now();
                 self.telemetry
                     .advert(&self.parts.vrs[vr].cfg.name, repr.priority);
+                let master = |unit: &Unit| unit.member(m).and_then(crate::fsm::Instance::master);
+                let before = master(&self.parts.units[u]);
                 let actions = handle(&mut self.parts.units[u], now, m, event);
+                if master(&self.parts.units[u]) != before {
+                    self.status_dirty.set(true); // `vrrpd status` names the master
+                }
                 self.carry_out(u, actions).await;
             }
             Err(reject) => {
@@ -441,6 +458,9 @@ impl Daemon {
     }
 
     fn count(&mut self, instance: &str, reason: &'static str) {
+        // Rejected adverts show at once (a clash, a misconfiguration); a flood of them costs
+        // one status write per STATUS_DELAY.
+        self.status_dirty.set(true);
         *self
             .invalid
             .entry(instance.to_string())

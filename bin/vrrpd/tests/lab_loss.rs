@@ -1,0 +1,162 @@
+//! Lossy adverts (issue #15): 40 % of the master's adverts dropped on their way out (nftables
+//! on protocol 112), three routers, one VIP, VRRPv3 with 1 s adverts. A client connects to the
+//! VIP every 50 ms and counts the changes of the host that answers; keepalived and vrrpd run
+//! the same scenario in the same test.
+//!
+//! Random loss (`numgen random mod 100 < 40`, the issue's measurement) makes the count a matter
+//! of chance: a backup takes over only after three adverts in a row are lost (Master_Down_
+//! Interval 3.53 s at priority 120), 0.6 x 0.4^3 = 3.8 % of seconds, so 0.8 takeovers (1.5
+//! changes of holder) in 20 s on average for either program, and two runs differ by two or more
+//! takeovers often enough (~8 %) to make a comparison of single runs flaky. The test therefore
+//! drops the same 40 % for both, deterministically: `numgen inc mod 10 < 4`, four adverts in a
+//! row out of every ten, which any correct backup must answer with a takeover and the master
+//! with taking the VIP back, twice in 20 s. `LOSS_PATTERN=random LOSS_RUNS=N` runs the random
+//! variant N times and prints the counts without comparing them.
+
+// Helpers outside #[test] functions unwrap too: a panic there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ipi_lab::{wait_for, Host, Lab};
+use ipi_net_tests::vrrp::{Group, Router, Speaker};
+use support::{answers, Responder};
+
+#[allow(dead_code, reason = "this test uses a few of the shared helpers")]
+mod support;
+
+/// How long the loss lasts in each run.
+const LOSS: Duration = Duration::from_secs(20);
+
+fn group() -> Group {
+    Group {
+        vrid: 70,
+        ..Group::v3_dual(100)
+    }
+}
+
+fn vip() -> IpAddr {
+    IpAddr::V4(group().vip4.unwrap())
+}
+
+fn nft(host: &Host, script: &str) {
+    let path = host.dir().join("loss.nft");
+    std::fs::write(&path, script).unwrap();
+    let out = host.run("nft", ["-f", path.to_str().unwrap()]).unwrap();
+    assert!(out.success, "nft in {}: {}", host.name(), out.stderr);
+}
+
+/// Changes of holder a client saw during and after the loss: the sequence of answering hosts
+/// with repeats (and unanswered probes) removed, minus one.
+fn run(speaker: Speaker, rule: &str) -> (usize, Vec<String>) {
+    let vrrpd = PathBuf::from(env!("CARGO_BIN_EXE_vrrpd"));
+    let g = Group {
+        vip6: None,
+        ..group()
+    };
+    let mut lab = Lab::new().unwrap();
+    let (a, b, c) = (
+        lab.host("a").unwrap(),
+        lab.host("b").unwrap(),
+        lab.host("c").unwrap(),
+    );
+    let client = lab.host("client").unwrap();
+    let _answer = [&a, &b, &c].map(Responder::start);
+    let _ra = Router::start(&a, speaker, &g, 150, Some(&vrrpd)).unwrap();
+    let _rb = Router::start(&b, speaker, &g, 120, Some(&vrrpd)).unwrap();
+    let _rc = Router::start(&c, speaker, &g, 100, Some(&vrrpd)).unwrap();
+    wait_for(Duration::from_secs(15), Duration::from_millis(50), || {
+        answers(&client, vip()).as_deref() == Some("a")
+    })
+    .unwrap_or_else(|| panic!("{speaker:?}: the client never reached a"));
+    std::thread::sleep(Duration::from_secs(2));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (client, stop) = (client.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut seen: Vec<String> = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(name) = answers(&client, vip()) {
+                    if seen.last() != Some(&name) {
+                        seen.push(name);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            seen
+        })
+    };
+    nft(
+        &a,
+        &format!(
+            "table inet loss {{\n  chain out {{\n    type filter hook output priority 0;\n    \
+             ip protocol 112 {rule} counter drop\n  }}\n}}\n"
+        ),
+    );
+    std::thread::sleep(LOSS);
+    let out = a.run("nft", ["list", "table", "inet", "loss"]).unwrap();
+    let dropped: u64 = out
+        .stdout
+        .split("counter packets ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no counter in {}", out.stdout));
+    eprintln!("{speaker:?}: {dropped} of the master's adverts dropped in {LOSS:?}");
+    // 40 % of one advert a second, give or take chance.
+    assert!(dropped >= 3, "the loss rule dropped {dropped} adverts");
+    let out = a.run("nft", ["delete", "table", "inet", "loss"]).unwrap();
+    assert!(out.success, "{}", out.stderr);
+    // Long enough for a backup that took over in the last second to hear a again.
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::Relaxed);
+    let seen = watcher.join().unwrap();
+    assert_eq!(seen.last().map(String::as_str), Some("a"), "{seen:?}");
+    (seen.len().saturating_sub(1), seen)
+}
+
+#[test]
+fn lossy_adverts_move_the_vip_no_more_often_than_keepalived() {
+    if !ipi_lab::available()
+        || !ipi_lab::tool("keepalived", "keepalived")
+        || !ipi_lab::tool("nft", "nftables")
+    {
+        return;
+    }
+    let random = std::env::var("LOSS_PATTERN").is_ok_and(|p| p == "random");
+    let rule = if random {
+        "numgen random mod 100 < 40"
+    } else {
+        "numgen inc mod 10 < 4"
+    };
+    let runs: usize = std::env::var("LOSS_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let (mut k, mut v) = (0, 0);
+    for _ in 0..runs {
+        let (n, seen) = run(Speaker::Keepalived, rule);
+        eprintln!("keepalived: {n} changes of holder {seen:?}");
+        k += n;
+        let (n, seen) = run(Speaker::Vrrpd, rule);
+        eprintln!("vrrpd: {n} changes of holder {seen:?}");
+        v += n;
+    }
+    eprintln!("{rule}, {runs} run(s) of {LOSS:?}: keepalived {k}, vrrpd {v} changes of holder");
+    if random {
+        return;
+    }
+    // The same drops for both: each burst of four lost adverts is one takeover and one return,
+    // two changes; the master's answers to the backup's adverts count against the same
+    // counter for both programs, so one burst may land a second later or earlier, but never
+    // an extra one: no allowance beyond one takeover's two changes.
+    assert!(
+        v <= k + 2 * runs,
+        "vrrpd changed holder {v} times, keepalived {k}"
+    );
+}
