@@ -209,8 +209,14 @@ fn an_interface_deleted_and_created_again_is_followed() {
     until("VI_2 FAULT", Duration::from_secs(3), &all, || {
         instance(&a, "VI_2")["state"] == "FAULT"
     });
-    // Created again, under another index: the VIP goes on the new dum0 (not the old index).
-    sh(&a, create);
+    // Created again, under another index, up before it has an address (as when DHCP comes
+    // later): the VIP goes on the new dum0 (not the old index) once the address is there.
+    sh(
+        &a,
+        "ip link add dum0 type veth peer name dum1; ip link set dum1 up; ip link set dum0 up",
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    sh(&a, "ip addr add 203.0.113.1/24 dev dum0");
     until(
         "VI_2 master on the new dum0",
         Duration::from_secs(5),

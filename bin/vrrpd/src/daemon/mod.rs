@@ -223,6 +223,7 @@ impl Daemon {
             }));
         }
         self.watch_sources();
+        self.watch_unfinished();
         self.report_waiting();
         Ok(())
     }

@@ -266,6 +266,48 @@ impl Daemon {
         }
     }
 
+    /// Address changes retry what an interface's link events could not finish: a waiting
+    /// instance, or one whose interface was created again, whose interface has no address yet
+    /// (the link came up first, DHCP later). For each such interface, its link state now is
+    /// sent as a link event, which [`Daemon::interface_seen`] takes.
+    pub(super) fn watch_unfinished(&mut self) {
+        let mut known: BTreeMap<String, Option<u32>> = self
+            .parts
+            .vrs
+            .iter()
+            .flat_map(|v| std::iter::once(&v.interface).chain(v.vips.iter().map(|(i, _)| i)))
+            .map(|i| (i.name.clone(), Some(i.index)))
+            .collect();
+        for w in &self.parts.waiting {
+            known.insert(w.interface.clone(), None);
+        }
+        let watch = AddressWatcher::new().and_then(|w| Ok((w, Netlink::connect()?)));
+        let (mut watcher, netlink) = match watch {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::error!("address changes cannot be followed: {e}");
+                return;
+            }
+        };
+        let tx = self.links_tx.clone();
+        self.tasks.push(tokio::spawn(async move {
+            while watcher.changed().await.is_ok() {
+                for (name, index) in &known {
+                    let Ok(now) = netlink.interface(name).await else {
+                        continue;
+                    };
+                    if Some(now.index) != *index
+                        && tx
+                            .send((name.clone(), now.admin_up && now.running))
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        }));
+    }
+
     /// Says in the log, the state files and the status which instances wait for an
     /// interface.
     pub(super) fn report_waiting(&self) {
@@ -298,6 +340,7 @@ impl Daemon {
             }
             tracing::info!("interface {name} was created again: its instances follow it");
             self.apply(self.config.clone()).await;
+            self.reclaim(name).await;
             return;
         }
         if !self.parts.waiting.iter().any(|w| w.interface == name) {
@@ -315,6 +358,25 @@ impl Daemon {
         }
         self.start_units().await;
         self.write_status();
+    }
+}
+
+impl Daemon {
+    /// A master on an interface created again adds its VIPs there and announces them: what
+    /// it added before went to the old index, or nowhere.
+    async fn reclaim(&mut self, name: &str) {
+        let masters: Vec<(usize, u32)> = (0..self.parts.vrs.len())
+            .filter_map(|vr| {
+                let v = &self.parts.vrs[vr];
+                let i = self.parts.units.get(v.unit)?.member(v.member)?;
+                let on = v.interface.name == name || v.vips.iter().any(|(i, _)| i.name == name);
+                (on && i.state() == State::Master).then_some((vr, i.params().garp.master_repeat))
+            })
+            .collect();
+        for (vr, repeat) in masters {
+            self.act(vr, crate::fsm::Action::AddVips).await;
+            self.act(vr, crate::fsm::Action::SendGarp { repeat }).await;
+        }
     }
 }
 
