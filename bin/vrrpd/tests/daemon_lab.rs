@@ -723,9 +723,12 @@ fn the_bootstrap_pivot() {
             _ => None,
         }
     };
-    let took = until("the API VIP on one master", Duration::from_secs(10), &all, || {
-        one_master().is_some()
-    });
+    let took = until(
+        "the API VIP on one master",
+        Duration::from_secs(10),
+        &all,
+        || one_master().is_some(),
+    );
     let holder = one_master().unwrap_or_else(|| panic!("the API VIP moved on\n{}", logs(&all)));
     let name = ["boot", "m0", "m1", "m2"][holder];
     eprintln!("bootstrap pivot: the API VIP moved to {name} after {took:?}");
