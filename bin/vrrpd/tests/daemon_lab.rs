@@ -6,43 +6,20 @@
 #![allow(clippy::unwrap_used)]
 
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use ipi_lab::{wait_for, Daemon, Host, Lab};
+use ipi_lab::{Daemon, Host, Lab};
 use nix::sys::signal::Signal;
-use support::{answers, mac, wall_clock, Responder, Wire};
+use support::{
+    answers, logs, mac, state, state_dir, status, until, vrrpd, wall_clock, Responder, Wire,
+};
 
 mod support;
 
 const VIP: &str = "192.0.2.200";
-const POLL: Duration = Duration::from_millis(10);
 
 fn vip() -> IpAddr {
     VIP.parse().unwrap()
-}
-
-fn state_dir(host: &Host) -> PathBuf {
-    host.dir().join("state")
-}
-
-/// Writes `conf` for `host` and starts vrrpd on it.
-fn vrrpd(host: &Host, conf: &str) -> Daemon {
-    let path = host.dir().join("vrrpd.conf");
-    std::fs::write(&path, conf).unwrap();
-    let state = state_dir(host);
-    host.spawn(
-        "vrrpd",
-        env!("CARGO_BIN_EXE_vrrpd"),
-        [
-            "run",
-            "-f",
-            path.to_str().unwrap(),
-            "--state-dir",
-            state.to_str().unwrap(),
-        ],
-    )
-    .unwrap()
 }
 
 /// One VRRPv3 instance with 0.1 s adverts, plus `extra` lines inside the instance and `before`
@@ -55,28 +32,8 @@ fn conf(priority: u8, before: &str, extra: &str) -> String {
     )
 }
 
-fn state(host: &Host) -> String {
-    std::fs::read_to_string(state_dir(host).join("VI_1"))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
 fn holds(host: &Host) -> bool {
     support::holds(host, vip())
-}
-
-fn logs(daemons: &[&Daemon]) -> String {
-    daemons
-        .iter()
-        .map(|d| d.log())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn until(what: &str, timeout: Duration, daemons: &[&Daemon], f: impl FnMut() -> bool) -> Duration {
-    wait_for(timeout, POLL, f)
-        .unwrap_or_else(|| panic!("timed out waiting for {what}\n{}", logs(daemons)))
 }
 
 /// Waits until a connection from `client` to `vip` is answered by the host called `name`.
@@ -94,21 +51,6 @@ fn reach_within(client: &Host, vip: IpAddr, name: &str, timeout: Duration, daemo
     eprintln!("the client reached {name} at {vip} after {took:?}");
 }
 
-/// `vrrpd status --json` (null until the first status file is written).
-fn status_json(host: &Host) -> serde_json::Value {
-    let state = state_dir(host);
-    let out = host
-        .run(
-            env!("CARGO_BIN_EXE_vrrpd"),
-            ["status", "--json", "--state-dir", state.to_str().unwrap()],
-        )
-        .unwrap();
-    if !out.success {
-        return serde_json::Value::Null;
-    }
-    serde_json::from_str(&out.stdout).unwrap()
-}
-
 #[test]
 // One scenario read top to bottom: election, resignation and a crash, each seen from a client.
 #[allow(clippy::too_many_lines)]
@@ -117,13 +59,7 @@ fn three_routers_elect_resign_and_survive_a_crash() {
         return;
     }
     let mut lab = Lab::new().unwrap();
-    let (a, b, c) = (
-        lab.host("a").unwrap(),
-        lab.host("b").unwrap(),
-        lab.host("c").unwrap(),
-    );
-    let client = lab.host("client").unwrap();
-    let _answer = [&a, &b, &c].map(Responder::start);
+    let (a, b, c, client, _answer) = support::three_routers(&mut lab);
     let mut da = vrrpd(&a, &conf(150, "", ""));
     let db = vrrpd(&b, &conf(120, "", ""));
     let dc = vrrpd(&c, &conf(100, "", ""));
@@ -140,7 +76,7 @@ fn three_routers_elect_resign_and_survive_a_crash() {
     );
     // The status file follows every change, and is rewritten every second.
     until("a's status", Duration::from_secs(3), &all, || {
-        let s = status_json(&a);
+        let s = status(&a);
         let i = &s["instances"][0];
         i["state"] == "MASTER"
             && i["priority"] == 150
@@ -152,7 +88,7 @@ fn three_routers_elect_resign_and_survive_a_crash() {
         Duration::from_secs(3),
         &all,
         || {
-            let s = status_json(&b);
+            let s = status(&b);
             s["instances"][0]["master"]["address"] == "192.0.2.1"
                 && s["instances"][0]["master"]["priority"] == 150
         },
@@ -275,9 +211,7 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
         return;
     }
     let mut lab = Lab::new().unwrap();
-    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
-    let client = lab.host("client").unwrap();
-    let _answer = [&a, &b].map(Responder::start);
+    let (a, b, client, _answer) = support::two_routers(&mut lab);
     let flag = a.dir().join("healthy");
     let fault = a.dir().join("alive");
     std::fs::write(&flag, "").unwrap();
@@ -318,7 +252,7 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
     });
     reach(&client, vip(), "b", &all);
     until("a's priority 90", Duration::from_secs(3), &all, || {
-        status_json(&a)["instances"][0]["priority"] == 90
+        status(&a)["instances"][0]["priority"] == 90
     });
     std::fs::write(&flag, "").unwrap();
     until("a to preempt", Duration::from_secs(5), &all, || {
@@ -345,9 +279,7 @@ fn unicast_v2_with_pass_fails_over() {
         return;
     }
     let mut lab = Lab::new().unwrap();
-    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
-    let client = lab.host("client").unwrap();
-    let _answer = [&a, &b].map(Responder::start);
+    let (a, b, client, _answer) = support::two_routers(&mut lab);
     let unicast = |priority: u8, me: &Host, peer: &Host| {
         format!(
             "vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 61\n    priority \
@@ -367,10 +299,10 @@ fn unicast_v2_with_pass_fails_over() {
     reach(&client, vip(), "a", &all);
     // b stays backup while it hears a: no advert, no gratuitous ARP, no state change at any
     // moment of two seconds (two of a's adverts).
-    let before = status_json(&b)["instances"][0]["transitions"].clone();
+    let before = status(&b)["instances"][0]["transitions"].clone();
     assert!(before.is_u64(), "{before}");
     support::assert_silent(&b, vip(), Duration::from_secs(2));
-    assert_eq!(status_json(&b)["instances"][0]["transitions"], before);
+    assert_eq!(status(&b)["instances"][0]["transitions"], before);
     assert!(!holds(&b));
     lab.partition(&a).unwrap();
     let took = until("b master", Duration::from_secs(10), &all, || holds(&b));
@@ -380,51 +312,6 @@ fn unicast_v2_with_pass_fails_over() {
     until("one master", Duration::from_secs(10), &all, || {
         holds(&a) != holds(&b)
     });
-}
-
-/// A client that connects to a VIP over and over from its own thread, recording who answered
-/// each attempt, until it is dropped.
-struct Watcher {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    seen: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Watcher {
-    /// Each attempt may take up to 900 ms to connect and answer: far above a connection's time
-    /// in the lab on a loaded box, and below TCP's first SYN retransmission (1 s), so a SYN
-    /// dropped because the VIP was away even for a moment fails its attempt.
-    fn start(client: &Host, vip: IpAddr) -> Watcher {
-        use std::sync::atomic::Ordering;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (client, done, log) = (client.clone(), stop.clone(), seen.clone());
-        let thread = std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                let who = support::answers_within(&client, vip, Duration::from_millis(900));
-                log.lock().unwrap().push(who);
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        });
-        Watcher {
-            stop,
-            seen,
-            thread: Some(thread),
-        }
-    }
-
-    fn attempts(&self) -> usize {
-        self.seen.lock().unwrap().len()
-    }
-
-    /// Stops and returns who answered each attempt.
-    fn stop(mut self) -> Vec<Option<String>> {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
-        std::mem::take(&mut *self.seen.lock().unwrap())
-    }
 }
 
 #[test]
@@ -449,33 +336,33 @@ fn sighup_keeps_unchanged_instances_and_refuses_a_broken_file() {
     let da = vrrpd(&a, &text(100));
     let path = a.dir().join("vrrpd.conf");
     until("both master", Duration::from_secs(10), &[&da], || {
-        let s = status_json(&a);
+        let s = status(&a);
         let all = s["instances"].as_array().cloned().unwrap_or_default();
         all.len() == 2 && all.iter().all(|i| i["state"] == "MASTER")
     });
     let transitions = |s: &serde_json::Value, n: usize| s["instances"][n]["transitions"].clone();
-    let before = status_json(&a);
+    let before = status(&a);
     // From here to the end the client connects to VI_1's VIP again and again: a reload that
     // took the VIP away for a moment, or restarted VI_1, fails an attempt.
     reach(&client, vip(), "a", &[&da]);
-    let watcher = Watcher::start(&client, vip());
+    let watcher = support::connections(&client, vip());
     until(
         "the client's first attempt",
         Duration::from_secs(3),
         &[&da],
-        || watcher.attempts() > 0,
+        || watcher.count() > 0,
     );
 
     // A changed VI_2: it restarts; VI_1 keeps its state, its VIP never goes.
     std::fs::write(&path, text(110)).unwrap();
     da.signal(Signal::SIGHUP).unwrap();
     until("the new priority", Duration::from_secs(5), &[&da], || {
-        status_json(&a)["instances"][1]["base_priority"] == 110
+        status(&a)["instances"][1]["base_priority"] == 110
     });
     until("VI_2 master again", Duration::from_secs(5), &[&da], || {
-        status_json(&a)["instances"][1]["state"] == "MASTER"
+        status(&a)["instances"][1]["state"] == "MASTER"
     });
-    let after = status_json(&a);
+    let after = status(&a);
     assert!(transitions(&before, 0).is_u64());
     assert_eq!(
         transitions(&after, 0),
@@ -493,16 +380,16 @@ fn sighup_keeps_unchanged_instances_and_refuses_a_broken_file() {
         &[&da],
         || da.stderr().contains("reload refused"),
     );
-    let still = status_json(&a);
+    let still = status(&a);
     assert_eq!(transitions(&still, 0), transitions(&before, 0));
     assert_eq!(still["instances"][1]["base_priority"], 110);
     assert!(holds(&a));
     // Two more attempts, so that one began after the refused reload was logged.
-    let so_far = watcher.attempts();
+    let so_far = watcher.count();
     until("two more attempts", Duration::from_secs(5), &[&da], || {
-        watcher.attempts() >= so_far + 2
+        watcher.count() >= so_far + 2
     });
-    let seen = watcher.stop();
+    let seen: Vec<Option<String>> = watcher.stop().into_iter().map(|(_, who)| who).collect();
     eprintln!("the client's {} attempts through both reloads", seen.len());
     assert!(
         seen.iter().all(|who| who.as_deref() == Some("a")),
@@ -551,9 +438,9 @@ fn malformed_adverts_are_counted_and_change_nothing() {
         holds(&a) && state(&a) == "MASTER"
     });
     until("a status", Duration::from_secs(3), &[&da], || {
-        status_json(&a).is_object()
+        status(&a).is_object()
     });
-    let before = status_json(&a);
+    let before = status(&a);
 
     let (src, dst): (IpAddr, IpAddr) = (IpAddr::V4(b.ipv4()), "224.0.0.18".parse().unwrap());
     // A higher priority than a's: had any of these been accepted, a would have stepped down.
@@ -605,7 +492,7 @@ fn malformed_adverts_are_counted_and_change_nothing() {
     send_raw(&b, messages);
 
     until("the counters", Duration::from_secs(3), &[&da], || {
-        let s = status_json(&a);
+        let s = status(&a);
         let i = &s["instances"][0]["invalid"];
         let u = &s["invalid_unclaimed"];
         u["checksum"] == 3
@@ -617,7 +504,7 @@ fn malformed_adverts_are_counted_and_change_nothing() {
             && i["addresses"] == 3
             && i["version"] == 3
     });
-    let after = status_json(&a);
+    let after = status(&a);
     assert_eq!(
         after["instances"][0]["transitions"],
         before["instances"][0]["transitions"]
@@ -761,11 +648,11 @@ fn nopreempt_preempt_delay_and_a_healed_split_brain() {
         state(&a) == "BACKUP"
     });
     until("a's status", Duration::from_secs(3), &[&da, &db], || {
-        status_json(&a)["instances"][0]["transitions"].is_u64()
+        status(&a)["instances"][0]["transitions"].is_u64()
     });
-    let before = status_json(&a)["instances"][0]["transitions"].clone();
+    let before = status(&a)["instances"][0]["transitions"].clone();
     support::assert_silent(&a, vip(), Duration::from_secs(2));
-    let after = status_json(&a);
+    let after = status(&a);
     assert_eq!(
         after["instances"][0]["transitions"],
         before,
@@ -897,9 +784,7 @@ fn losing_the_link_means_fault() {
         return;
     }
     let mut lab = Lab::new().unwrap();
-    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
-    let client = lab.host("client").unwrap();
-    let _answer = [&a, &b].map(Responder::start);
+    let (a, b, client, _answer) = support::two_routers(&mut lab);
     let notes = a.dir().join("fault");
     let extra = format!("    notify_fault \"/usr/bin/touch {}\"", notes.display());
     let da = vrrpd(&a, &conf(150, "", &extra));
@@ -924,7 +809,7 @@ fn losing_the_link_means_fault() {
         "the link down in a's status",
         Duration::from_secs(3),
         &all,
-        || status_json(&a)["instances"][0]["interfaces"][0]["up"] == false,
+        || status(&a)["instances"][0]["interfaces"][0]["up"] == false,
     );
     lab.link_up(&a).unwrap();
     until("a master again", Duration::from_secs(10), &all, || {
@@ -954,9 +839,7 @@ fn an_ipv6_vip_moves_with_unsolicited_neighbour_advertisements() {
         return;
     }
     let mut lab = Lab::new().unwrap();
-    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
-    let client = lab.host("client").unwrap();
-    let _answer = [&a, &b].map(Responder::start);
+    let (a, b, client, _answer) = support::two_routers(&mut lab);
     let vip6: IpAddr = VIP6.parse().unwrap();
     let capture = lab.capture("na", "icmp6").unwrap();
     let mut da = vrrpd(&a, &conf6(150));

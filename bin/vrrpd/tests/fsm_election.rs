@@ -8,30 +8,21 @@
 // Helpers outside #[test] functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used)]
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr};
 
 use vrrpd::fsm::sim::Lan;
-use vrrpd::fsm::{Action, Event, InitialState, Instance, InstanceParams, Instant, State, Version};
+use vrrpd::fsm::{Action, Event, InitialState, InstanceParams, Instant, State, Version};
+
+#[allow(dead_code, reason = "each FSM test uses a few of the shared helpers")]
+#[path = "support/fsm.rs"]
+mod fsm_support;
+use fsm_support::{addr, ms, router, v3_on};
 
 const VRID: u8 = 10;
 
-fn addr(last: u8) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(192, 0, 2, last))
-}
-
-fn ms(t: u64) -> Instant {
-    Instant::from_millis(t)
-}
-
 /// VRRPv3 with a 1 s interval.
 fn v3(priority: u8, last: u8) -> InstanceParams {
-    let mut p = InstanceParams::new(VRID, priority, addr(last));
-    p.version = Version::V3;
-    p
-}
-
-fn router(p: InstanceParams) -> Instance {
-    Instance::new(p).unwrap()
+    v3_on(VRID, priority, last)
 }
 
 /// Skew_Time in ms, RFC 5798 6.1.

@@ -7,13 +7,13 @@
 // Helpers outside #[test] functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used)]
 
-use std::net::{IpAddr, Ipv4Addr};
-
 use vrrpd::fsm::sim::Lan;
-use vrrpd::fsm::{
-    Action, Event, GarpParams, Instance, InstanceParams, Instant, State, SyncGroup, TrackScript,
-    Version,
-};
+use vrrpd::fsm::{Action, Event, GarpParams, InstanceParams, State, SyncGroup, TrackScript};
+
+#[allow(dead_code, reason = "each FSM test uses a few of the shared helpers")]
+#[path = "support/fsm.rs"]
+mod fsm_support;
+use fsm_support::{addr, ms, router, v3_on};
 
 const VRID: u8 = 40;
 
@@ -30,22 +30,8 @@ fn next_advert() -> u64 {
     mdi(200) + 8_000
 }
 
-fn addr(last: u8) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(192, 0, 2, last))
-}
-
-fn ms(t: u64) -> Instant {
-    Instant::from_millis(t)
-}
-
 fn v3(priority: u8, last: u8) -> InstanceParams {
-    let mut p = InstanceParams::new(VRID, priority, addr(last));
-    p.version = Version::V3;
-    p
-}
-
-fn router(p: InstanceParams) -> Instance {
-    Instance::new(p).unwrap()
+    v3_on(VRID, priority, last)
 }
 
 /// Master_Down_Interval in ms for v3 at 1 s (RFC 5798 6.1).

@@ -4,28 +4,21 @@
 // Helpers outside #[test] functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used)]
 
-use std::net::{IpAddr, Ipv4Addr};
-
 use vrrpd::fsm::sim::Lan;
 use vrrpd::fsm::{
     Action, Event, Instance, InstanceParams, Instant, ScriptStatus, State, TrackInterface,
-    TrackScript, Version,
+    TrackScript,
 };
+
+#[allow(dead_code, reason = "each FSM test uses a few of the shared helpers")]
+#[path = "support/fsm.rs"]
+mod fsm_support;
+use fsm_support::{addr, ms, router, v3_on};
 
 const VRID: u8 = 20;
 
-fn addr(last: u8) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(192, 0, 2, last))
-}
-
-fn ms(t: u64) -> Instant {
-    Instant::from_millis(t)
-}
-
 fn v3(priority: u8, last: u8) -> InstanceParams {
-    let mut p = InstanceParams::new(VRID, priority, addr(last));
-    p.version = Version::V3;
-    p
+    v3_on(VRID, priority, last)
 }
 
 fn with_script(mut p: InstanceParams, weight: i32, rise: u32, fall: u32) -> InstanceParams {
@@ -34,10 +27,6 @@ fn with_script(mut p: InstanceParams, weight: i32, rise: u32, fall: u32) -> Inst
     s.fall = fall;
     p.track_scripts.push(s);
     p
-}
-
-fn router(p: InstanceParams) -> Instance {
-    Instance::new(p).unwrap()
 }
 
 fn result(ok: bool) -> Event {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use ipi_core::vrid::Vrids;
 use ipi_lab::{wait_for, Daemon, Host, Lab};
 use ipi_net_tests::vrrp::{Router, Speaker};
-use support::{answers, Responder};
+use support::{answers, status, Responder};
 
 #[allow(
     dead_code,
@@ -45,39 +45,15 @@ fn conf(instance: &str, priority: u8, vip: &str, advert_int: &str) -> String {
 }
 
 fn vrrpd(host: &Host, conf_text: &str) -> (Daemon, PathBuf) {
-    let path = host.dir().join("vrrpd.conf");
-    std::fs::write(&path, conf_text).unwrap();
-    let state = host.dir().join("state");
-    let d = host
-        .spawn(
-            "vrrpd",
-            env!("CARGO_BIN_EXE_vrrpd"),
-            [
-                "run",
-                "-f",
-                path.to_str().unwrap(),
-                "--state-dir",
-                state.to_str().unwrap(),
-            ],
-        )
-        .unwrap();
-    (d, path)
+    (support::vrrpd(host, conf_text), support::conf_path(host))
 }
 
-fn status(host: &Host, json: bool) -> Option<String> {
-    let state = host.dir().join("state");
-    let mut args = vec!["status", "--state-dir", state.to_str().unwrap()];
-    if json {
-        args.push("--json");
-    }
+/// `vrrpd status` as text.
+fn status_text(host: &Host) -> Option<String> {
+    let state = support::state_dir(host);
+    let args = vec!["status", "--state-dir", state.to_str().unwrap()];
     let out = host.run(env!("CARGO_BIN_EXE_vrrpd"), args).unwrap();
     out.success.then_some(out.stdout)
-}
-
-fn status_json(host: &Host) -> serde_json::Value {
-    status(host, true).map_or(serde_json::Value::Null, |s| {
-        serde_json::from_str(&s).unwrap()
-    })
 }
 
 /// The first name of the form `{prefix}{n}` whose VRIDs satisfy `ok`.
@@ -106,7 +82,7 @@ fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
     let foreign_vip: IpAddr = FOREIGN_VIP.parse().unwrap();
     let (da, conf_path) = vrrpd(&a, &conf("VI_1", 100, VIP, "0.5"));
     wait_for(Duration::from_secs(8), POLL, || {
-        status_json(&a)["instances"][0]["state"] == "MASTER"
+        status(&a)["instances"][0]["state"] == "MASTER"
     })
     .unwrap_or_else(|| panic!("a never became master\n{}", da.log()));
 
@@ -125,7 +101,7 @@ fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
     .unwrap();
     let (a_ip, k_ip) = (a.ipv4().to_string(), k.ipv4().to_string());
     let took = wait_for(Duration::from_secs(5), POLL, || {
-        let s = status_json(&a);
+        let s = status(&a);
         let f = &s["instances"][0]["foreign_routers"][0];
         f["source"] == k_ip.as_str()
             && f["vrid"] == VRID
@@ -138,7 +114,7 @@ fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
     .unwrap_or_else(|| {
         panic!(
             "a's status never named k\n{}\n{}\n{}",
-            status_json(&a),
+            status(&a),
             da.log(),
             kk.daemon.log()
         )
@@ -148,7 +124,7 @@ fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
     // Two seconds later (keepalived advertised several times): still one warning, every
     // advert counted.
     std::thread::sleep(Duration::from_secs(2));
-    let s = status_json(&a);
+    let s = status(&a);
     let i = &s["instances"][0];
     let adverts = i["foreign_routers"][0]["adverts"].as_u64().unwrap();
     let invalid = i["invalid"]["addresses"].as_u64().unwrap();
@@ -186,7 +162,7 @@ fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
          (vrrpd had sent {ours_sent} adverts)"
     );
     assert!(k_lines >= 1, "keepalived names the clash too\n{klog}");
-    let text = status(&a, false).unwrap();
+    let text = status_text(&a).unwrap();
     assert!(
         text.contains(&format!("FOREIGN router {k_ip} on vrid 60 (eth0)")),
         "{text}"

@@ -12,9 +12,9 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ipi_lab::{wait_for, Daemon, Host, Lab};
+use ipi_lab::{wait_for, Host, Lab};
 use ipi_net_tests::vrrp::{Router, Speaker};
-use support::{answers, wall_clock, Responder};
+use support::{answers, logs, state_dir, until, wall_clock, Responder};
 
 #[allow(
     dead_code,
@@ -28,10 +28,6 @@ fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
-fn state_dir(host: &Host) -> PathBuf {
-    host.dir().join("state")
-}
-
 /// The status of the instance called `name` (null until it is there).
 fn instance(host: &Host, name: &str) -> serde_json::Value {
     support::status(host)["instances"]
@@ -41,19 +37,6 @@ fn instance(host: &Host, name: &str) -> serde_json::Value {
         .find(|i| i["name"] == name)
         .cloned()
         .unwrap_or_default()
-}
-
-fn logs(daemons: &[&Daemon]) -> String {
-    daemons
-        .iter()
-        .map(|d| d.log())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn until(what: &str, timeout: Duration, daemons: &[&Daemon], f: impl FnMut() -> bool) -> Duration {
-    wait_for(timeout, POLL, f)
-        .unwrap_or_else(|| panic!("timed out waiting for {what}\n{}", logs(daemons)))
 }
 
 /// Runs `script` with sh in `host`; it must succeed.
@@ -259,9 +242,7 @@ struct Moved {
 #[allow(clippy::too_many_lines)]
 fn moved_to_a_bridge(speaker: Speaker) -> Moved {
     let mut lab = Lab::new().unwrap();
-    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
-    let client = lab.host("client").unwrap();
-    let _answer = [&a, &b].map(Responder::start);
+    let (a, b, client, _answer) = support::two_routers(&mut lab);
     let program = PathBuf::from(env!("CARGO_BIN_EXE_vrrpd"));
     let start = |me: &Host, peer: &Host, priority: u8| {
         let conf = unicast(priority, me, peer, MOVED_VIP);

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use ipi_lab::{wait_for, Host, Lab};
 use ipi_net_tests::vrrp::{Group, Router, Speaker};
-use support::{answers, Responder, Wire};
+use support::{answers, Wire};
 
 #[allow(dead_code, reason = "this test uses a few of the shared helpers")]
 mod support;
@@ -62,13 +62,7 @@ fn run(speaker: Speaker, rule: &str) -> (Vec<String>, Vec<String>) {
         ..group()
     };
     let mut lab = Lab::new().unwrap();
-    let (a, b, c) = (
-        lab.host("a").unwrap(),
-        lab.host("b").unwrap(),
-        lab.host("c").unwrap(),
-    );
-    let client = lab.host("client").unwrap();
-    let _answer = [&a, &b, &c].map(Responder::start);
+    let (a, b, c, client, _answer) = support::three_routers(&mut lab);
     let _ra = Router::start(&a, speaker, &g, 150, Some(&vrrpd)).unwrap();
     let _rb = Router::start(&b, speaker, &g, 120, Some(&vrrpd)).unwrap();
     let _rc = Router::start(&c, speaker, &g, 100, Some(&vrrpd)).unwrap();

@@ -15,7 +15,7 @@ use std::time::Duration;
 use ipi_lab::{wait_for, Daemon, Host, Lab};
 use ipi_net_tests::vrrp::{Router, Speaker};
 use nix::sys::signal::Signal;
-use support::{answers, wall_clock, Responder, Wire};
+use support::{answers, state, wall_clock, Responder, Wire};
 
 #[allow(
     dead_code,
@@ -40,30 +40,7 @@ fn conf(priority: u8, vip: &str, instance: &str) -> String {
 }
 
 fn vrrpd(host: &Host, priority: u8) -> Daemon {
-    let path = host.dir().join("vrrpd.conf");
-    std::fs::write(&path, conf(priority, VIP, "VI_1")).unwrap();
-    let state = host.dir().join("state");
-    host.spawn(
-        "vrrpd",
-        env!("CARGO_BIN_EXE_vrrpd"),
-        [
-            "run",
-            "-f",
-            path.to_str().unwrap(),
-            "--state-dir",
-            state.to_str().unwrap(),
-            "--metrics",
-            METRICS,
-        ],
-    )
-    .unwrap()
-}
-
-fn state(host: &Host) -> String {
-    std::fs::read_to_string(host.dir().join("state").join("VI_1"))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
+    support::vrrpd_with(host, &conf(priority, VIP, "VI_1"), &["--metrics", METRICS])
 }
 
 /// Waits until `host`'s state file says `want` (it is written a moment after the change the

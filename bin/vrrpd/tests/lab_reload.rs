@@ -10,15 +10,12 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ipi_lab::{wait_for, Host, Lab};
 use ipi_net_tests::vrrp::{Router, Speaker};
 use nix::sys::signal::Signal;
-use support::{answers, answers_within, status, wall_clock, Responder, Wire};
+use support::{answers, connections, logs, status, until, wall_clock, Sampler, Wire};
 
 #[allow(
     dead_code,
@@ -47,19 +44,6 @@ fn reload(r: &Router, text: &str) {
     r.daemon.signal(Signal::SIGHUP).unwrap();
 }
 
-fn logs(routers: &[&Router]) -> String {
-    routers
-        .iter()
-        .map(|r| format!("--- {} ---\n{}", r.host.name(), r.daemon.log()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn until(what: &str, timeout: Duration, routers: &[&Router], f: impl FnMut() -> bool) -> Duration {
-    wait_for(timeout, POLL, f)
-        .unwrap_or_else(|| panic!("timed out waiting for {what}\n{}", logs(routers)))
-}
-
 fn holds(host: &Host, vip: &str) -> bool {
     support::holds(host, ip(vip))
 }
@@ -75,54 +59,6 @@ fn settled(host: &Host, speaker: Speaker) -> serde_json::Value {
     });
     assert!(master.is_some(), "{}", status(host));
     status(host)["instances"][0]["transitions"].clone()
-}
-
-/// Samples something from its own thread every few milliseconds until stopped: the client's
-/// connections to a VIP (who answered each), or who holds it.
-struct Sampler<T: Send + 'static> {
-    stop: Arc<AtomicBool>,
-    seen: Arc<Mutex<Vec<(Instant, T)>>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl<T: Send + 'static> Sampler<T> {
-    fn start(mut sample: impl FnMut() -> T + Send + 'static) -> Sampler<T> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let (done, log) = (stop.clone(), seen.clone());
-        let thread = std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                let s = sample();
-                log.lock().unwrap().push((Instant::now(), s));
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        });
-        Sampler {
-            stop,
-            seen,
-            thread: Some(thread),
-        }
-    }
-
-    fn count(&self) -> usize {
-        self.seen.lock().unwrap().len()
-    }
-
-    fn stop(mut self) -> Vec<(Instant, T)> {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
-        std::mem::take(&mut *self.seen.lock().unwrap())
-    }
-}
-
-/// The client's connections to `vip`, each allowed 900 ms: far above a connection's time in
-/// the lab on a loaded box, and below TCP's first SYN retransmission (1 s), so a SYN dropped
-/// because the VIP was away even for a moment fails its attempt.
-fn connections(client: &Host, vip: &str) -> Sampler<Option<String>> {
-    let (client, vip) = (client.clone(), ip(vip));
-    Sampler::start(move || answers_within(&client, vip, Duration::from_millis(900)))
 }
 
 /// Changes of who answered, an unanswered attempt counting as a holder of its own.
@@ -159,13 +95,7 @@ struct Joined {
 /// client connects throughout; b's and c's addresses are sampled throughout.
 fn a_router_joins(speaker: Speaker) -> Joined {
     let mut lab = Lab::new().unwrap();
-    let (a, b, c) = (
-        lab.host("a").unwrap(),
-        lab.host("b").unwrap(),
-        lab.host("c").unwrap(),
-    );
-    let client = lab.host("client").unwrap();
-    let _answer = [&a, &b, &c].map(Responder::start);
+    let (a, b, c, client, _answer) = support::three_routers(&mut lab);
     let ra = start(&a, speaker, &unicast(150, &a, &[&b]));
     let rb = start(&b, speaker, &unicast(100, &b, &[&a]));
     let all = [&ra, &rb];
@@ -173,7 +103,7 @@ fn a_router_joins(speaker: Speaker) -> Joined {
         holds(&a, VIP) && !holds(&b, VIP) && answers(&client, ip(VIP)).as_deref() == Some("a")
     });
     let before = settled(&a, speaker);
-    let seen = connections(&client, VIP);
+    let seen = connections(&client, ip(VIP));
     let (bh, ch) = (b.clone(), c.clone());
     let others = Sampler::start(move || holds(&bh, VIP) || holds(&ch, VIP));
     until("the first attempt", Duration::from_secs(3), &all, || {
@@ -265,9 +195,7 @@ fn vips_added_by_sighup_are_announced_and_removed_ones_withdrawn() {
         return;
     }
     let mut lab = Lab::new().unwrap();
-    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
-    let client = lab.host("client").unwrap();
-    let _answer = [&a, &b].map(Responder::start);
+    let (a, b, client, _answer) = support::two_routers(&mut lab);
     let ra = start(&a, Speaker::Vrrpd, &multicast(150, &[VIP, REMOVED]));
     let rb = start(&b, Speaker::Vrrpd, &multicast(100, &[VIP, REMOVED]));
     let all = [&ra, &rb];
@@ -278,7 +206,7 @@ fn vips_added_by_sighup_are_announced_and_removed_ones_withdrawn() {
         answers(&client, ip(REMOVED)).as_deref() == Some("a")
     });
     let before = settled(&a, Speaker::Vrrpd);
-    let seen = connections(&client, VIP);
+    let seen = connections(&client, ip(VIP));
     until("the first attempt", Duration::from_secs(3), &all, || {
         seen.count() > 0
     });
@@ -338,9 +266,7 @@ fn a_priority_lowered_below_the_backup_moves_the_vip_and_raised_on_the_master_do
         return;
     }
     let mut lab = Lab::new().unwrap();
-    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
-    let client = lab.host("client").unwrap();
-    let _answer = [&a, &b].map(Responder::start);
+    let (a, b, client, _answer) = support::two_routers(&mut lab);
     let ra = start(&a, Speaker::Vrrpd, &multicast(150, &[VIP]));
     let rb = start(&b, Speaker::Vrrpd, &multicast(100, &[VIP]));
     let all = [&ra, &rb];
@@ -373,7 +299,7 @@ fn a_priority_lowered_below_the_backup_moves_the_vip_and_raised_on_the_master_do
     assert_eq!(status(&a)["instances"][0]["priority"], 50);
     // b raised to 200 while master: nothing moves.
     let before = settled(&b, Speaker::Vrrpd);
-    let seen = connections(&client, VIP);
+    let seen = connections(&client, ip(VIP));
     until("the first attempt", Duration::from_secs(3), &all, || {
         seen.count() > 0
     });

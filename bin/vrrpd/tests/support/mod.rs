@@ -5,12 +5,14 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ipi_lab::{Capture, Host, Lab};
+use ipi_lab::{wait_for, Capture, Daemon, Host, Lab};
+use ipi_net_tests::vrrp::Router;
 
 /// The port every router's [`Responder`] listens on.
 pub const PORT: u16 = 7070;
@@ -343,15 +345,54 @@ pub fn neighbour_adverts(file: &Path) -> Vec<Na> {
         .collect()
 }
 
-/// `vrrpd status --json` of the vrrpd running in `host` with its state in `host`'s `state`
-/// directory (as [`ipi_net_tests::vrrp::Router`] starts it); null until the first status file
-/// is written.
-#[allow(
-    dead_code,
-    reason = "not every test that includes support reads the status this way"
-)]
+/// How often [`until`] looks.
+const POLL: Duration = Duration::from_millis(10);
+
+/// Where vrrpd keeps its state in `host` (`--state-dir`, as [`vrrpd`] and
+/// [`ipi_net_tests::vrrp::Router`] start it).
+pub fn state_dir(host: &Host) -> PathBuf {
+    host.dir().join("state")
+}
+
+/// The configuration file [`vrrpd`] writes in `host`.
+pub fn conf_path(host: &Host) -> PathBuf {
+    host.dir().join("vrrpd.conf")
+}
+
+/// Writes `conf` for `host` and starts vrrpd on it, its state in [`state_dir`].
+pub fn vrrpd(host: &Host, conf: &str) -> Daemon {
+    vrrpd_with(host, conf, &[])
+}
+
+/// [`vrrpd`] with `extra` arguments after `run -f FILE --state-dir DIR`.
+pub fn vrrpd_with(host: &Host, conf: &str, extra: &[&str]) -> Daemon {
+    let path = conf_path(host);
+    std::fs::write(&path, conf).unwrap();
+    let state = state_dir(host);
+    let mut args = vec![
+        "run",
+        "-f",
+        path.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    host.spawn("vrrpd", env!("CARGO_BIN_EXE_vrrpd"), args)
+        .unwrap()
+}
+
+/// What `host`'s state file for the instance VI_1 says (empty until it is written).
+pub fn state(host: &Host) -> String {
+    std::fs::read_to_string(state_dir(host).join("VI_1"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// `vrrpd status --json` of the vrrpd running in `host` with its state in [`state_dir`]; null
+/// until the first status file is written.
 pub fn status(host: &Host) -> serde_json::Value {
-    let state = host.dir().join("state");
+    let state = state_dir(host);
     let out = host
         .run(
             env!("CARGO_BIN_EXE_vrrpd"),
@@ -362,4 +403,113 @@ pub fn status(host: &Host) -> serde_json::Value {
         return serde_json::Value::Null;
     }
     serde_json::from_str(&out.stdout).unwrap()
+}
+
+/// Something whose log a test prints when it fails: a [`Daemon`] or a [`Router`].
+pub trait Logged {
+    /// The log, as a failure message shows it.
+    fn log_text(&self) -> String;
+}
+
+impl Logged for Daemon {
+    fn log_text(&self) -> String {
+        self.log()
+    }
+}
+
+impl Logged for Router {
+    fn log_text(&self) -> String {
+        format!("--- {} ---\n{}", self.host.name(), self.daemon.log())
+    }
+}
+
+/// The logs of `of`, one after the other.
+pub fn logs<T: Logged>(of: &[&T]) -> String {
+    of.iter()
+        .map(|d| d.log_text())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Waits up to `timeout` for `f`, looking every 10 ms, and returns how long it took; panics
+/// with `what` and the logs of `of` when it times out.
+pub fn until<T: Logged>(
+    what: &str,
+    timeout: Duration,
+    of: &[&T],
+    f: impl FnMut() -> bool,
+) -> Duration {
+    wait_for(timeout, POLL, f)
+        .unwrap_or_else(|| panic!("timed out waiting for {what}\n{}", logs(of)))
+}
+
+/// Two routers a and b, each with a [`Responder`], and a client, in `lab`.
+pub fn two_routers(lab: &mut Lab) -> (Host, Host, Host, [Responder; 2]) {
+    let (a, b) = (lab.host("a").unwrap(), lab.host("b").unwrap());
+    let client = lab.host("client").unwrap();
+    let answer = [&a, &b].map(Responder::start);
+    (a, b, client, answer)
+}
+
+/// Three routers a, b and c, each with a [`Responder`], and a client, in `lab`.
+pub fn three_routers(lab: &mut Lab) -> (Host, Host, Host, Host, [Responder; 3]) {
+    let (a, b, c) = (
+        lab.host("a").unwrap(),
+        lab.host("b").unwrap(),
+        lab.host("c").unwrap(),
+    );
+    let client = lab.host("client").unwrap();
+    let answer = [&a, &b, &c].map(Responder::start);
+    (a, b, c, client, answer)
+}
+
+/// Samples something from its own thread every few milliseconds until stopped: the client's
+/// connections to a VIP (who answered each), or who holds it.
+pub struct Sampler<T: Send + 'static> {
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Vec<(Instant, T)>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl<T: Send + 'static> Sampler<T> {
+    /// Starts sampling with `sample`, about every 5 ms.
+    pub fn start(mut sample: impl FnMut() -> T + Send + 'static) -> Sampler<T> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (done, log) = (stop.clone(), seen.clone());
+        let thread = std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let s = sample();
+                log.lock().unwrap().push((Instant::now(), s));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        Sampler {
+            stop,
+            seen,
+            thread: Some(thread),
+        }
+    }
+
+    /// How many samples so far.
+    pub fn count(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+
+    /// Stops and returns every sample with its time.
+    pub fn stop(mut self) -> Vec<(Instant, T)> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        std::mem::take(&mut *self.seen.lock().unwrap())
+    }
+}
+
+/// The client's connections to `vip`, each allowed 900 ms: far above a connection's time in
+/// the lab on a loaded box, and below TCP's first SYN retransmission (1 s), so a SYN dropped
+/// because the VIP was away even for a moment fails its attempt.
+pub fn connections(client: &Host, vip: IpAddr) -> Sampler<Option<String>> {
+    let client = client.clone();
+    Sampler::start(move || answers_within(&client, vip, Duration::from_millis(900)))
 }
