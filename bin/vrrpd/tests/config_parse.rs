@@ -250,3 +250,62 @@ fn the_check_config_command() {
         .unwrap()
         .contains("nope.conf: cannot read it"));
 }
+
+/// One instance block of the VRID tests: `mode` is what follows the VIP (unicast lines).
+fn vrid_instance(name: &str, vip: &str, mode: &str) -> String {
+    format!(
+        "vrrp_instance {name} {{\n    interface eth0\n    virtual_router_id 7\n    \
+         virtual_ipaddress {{\n        {vip}\n    }}\n{mode}}}\n"
+    )
+}
+
+/// keepalived's rule (vrrp.c): unicast and multicast are separate VRID spaces, and so are
+/// unicast instances with different sources; vrrpd refuses what would share one socket.
+#[test]
+fn a_vrid_is_shared_between_sockets_but_not_within_one() {
+    let unicast = |src: &str, peer: &str| {
+        format!("    unicast_src_ip {src}\n    unicast_peer {{\n        {peer}\n    }}\n")
+    };
+    let accepted = [
+        vrid_instance("M", "198.51.100.7", ""),
+        vrid_instance("U1", "203.0.113.7", &unicast("192.0.2.1", "192.0.2.2")),
+        vrid_instance("U2", "203.0.113.8", &unicast("192.0.2.3", "192.0.2.2")),
+        vrid_instance("M6", "2001:db8:1::7", ""),
+        vrid_instance(
+            "U6",
+            "2001:db8:2::7",
+            &unicast("2001:db8::1", "2001:db8::2"),
+        ),
+    ]
+    .concat();
+    let c = config::parse_str(&accepted, "ok.conf").unwrap();
+    assert_eq!(c.instances.len(), 5);
+
+    let refused = [
+        vrid_instance("M", "198.51.100.7", ""),
+        vrid_instance("M2", "198.51.100.8", ""),
+        vrid_instance("U1", "203.0.113.7", &unicast("192.0.2.1", "192.0.2.2")),
+        vrid_instance("U2", "203.0.113.8", &unicast("192.0.2.1", "192.0.2.3")),
+        vrid_instance(
+            "N",
+            "203.0.113.9",
+            "    unicast_peer {\n        192.0.2.4\n    }\n",
+        ),
+    ]
+    .concat();
+    let errors = config::parse_str(&refused, "bad.conf")
+        .unwrap_err()
+        .to_string();
+    let want = [
+        "bad.conf:8: vrrp_instance M2: virtual_router_id 7 on eth0 (IPv4, multicast socket) is \
+         already used by vrrp_instance M",
+        "bad.conf:26: vrrp_instance U2: virtual_router_id 7 on eth0 (IPv4, unicast from \
+         192.0.2.1) is already used by vrrp_instance U1",
+        "bad.conf:37: vrrp_instance N: virtual_router_id 7 on eth0 (IPv4, multicast socket) is \
+         already used by vrrp_instance M",
+    ];
+    for w in want {
+        assert!(errors.contains(w), "missing {w:?} in:\n{errors}");
+    }
+    assert_eq!(errors.matches("already used").count(), 3, "{errors}");
+}

@@ -1,6 +1,7 @@
 //! Checks across blocks: what every block can be alone but not together.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 
 use ipi_core::vrrp::Version;
 
@@ -41,18 +42,39 @@ fn family(i: &VrrpInstance) -> &'static str {
     }
 }
 
-/// The instances seen so far by interface, family and VRID.
-type Vrids<'a> = BTreeMap<(&'a String, &'static str, u8), &'a String>;
+/// The instances seen so far by interface, family, socket (the unicast source of a unicast
+/// instance that names one; `None`: the interface's multicast socket) and VRID.
+type Vrids<'a> = BTreeMap<(&'a String, &'static str, Option<IpAddr>, u8), &'a String>;
 
-/// RFC 5798 5.2.3: a VRID names one virtual router per interface and family.
+/// The unicast source that gives instance `i` a socket of its own (as the daemon opens them):
+/// `unicast_src_ip`, else `mcast_src_ip`, of a unicast instance. `None`: `i` receives on the
+/// interface's multicast socket (multicast, or unicast without a configured source).
+fn own_socket(i: &VrrpInstance) -> Option<IpAddr> {
+    i.unicast_src_ip
+        .or(i.mcast_src_ip)
+        .filter(|_| i.is_unicast())
+}
+
+/// RFC 5798 5.2.3: a VRID names one virtual router per interface and family. As in
+/// keepalived, unicast and multicast are separate VRID spaces (each has its socket, and a
+/// datagram goes to the instance of its destination's mode), and so are unicast instances
+/// with different sources. Refused: two instances that would receive on one socket with one
+/// VRID (two multicast instances; two unicast ones with the same source, even with disjoint
+/// peers, which keepalived tells apart by sender and vrrpd does not; a multicast one and a
+/// unicast one without a source, which shares the multicast socket).
 fn vrid<'a>(i: &'a VrrpInstance, seen: &mut Vrids<'a>, errors: &mut ConfigErrors) {
     let family = family(i);
-    if let Some(first) = seen.insert((&i.interface, family, i.vrid), &i.name) {
+    let socket = own_socket(i);
+    if let Some(first) = seen.insert((&i.interface, family, socket, i.vrid), &i.name) {
+        let how = match socket {
+            Some(source) => format!("unicast from {source}"),
+            None => "multicast socket".to_string(),
+        };
         errors.push(
             &i.location,
             format!(
-                "vrrp_instance {}: virtual_router_id {} on {} ({family}) is already used by \
-                 vrrp_instance {first}",
+                "vrrp_instance {}: virtual_router_id {} on {} ({family}, {how}) is already used \
+                 by vrrp_instance {first}",
                 i.name, i.vrid, i.interface
             ),
         );

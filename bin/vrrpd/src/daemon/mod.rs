@@ -420,9 +420,14 @@ impl Daemon {
         };
         self.index.refresh(&self.parts.vrs);
         let Some(vr) = self.index.by_vrid(&self.parts.vrs, socket, repr.vrid) else {
-            self.count("", rx::Reject::Vrid.name());
+            if rx::addressed(d.dst, self.parts.is_unicast(socket)) {
+                self.count("", rx::Reject::Vrid.name());
+            }
             return;
         };
+        if !rx::addressed(d.dst, self.parts.vrs[vr].cfg.is_unicast()) {
+            return; // for the instance of this VRID on another socket
+        }
         match rx::check(&d, &repr, &self.parts.vrs[vr].expect) {
             Ok(event) => {
                 let (u, m) = (self.parts.vrs[vr].unit, self.parts.vrs[vr].member);

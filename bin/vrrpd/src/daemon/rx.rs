@@ -156,6 +156,16 @@ impl Expect {
     }
 }
 
+/// Whether a datagram sent to `dst` is meant for a receiver in unicast mode (`unicast`) or in
+/// multicast mode. A raw socket bound to the interface receives every VRRP datagram on it: the
+/// multicast socket also sees the unicast adverts sent to us, a unicast socket the group's.
+/// Those belong to the instance of the same VRID on the other socket (keepalived keeps
+/// unicast and multicast apart the same way); they are dropped silently, neither counted nor
+/// taken for a foreign router.
+pub fn addressed(dst: IpAddr, unicast: bool) -> bool {
+    dst.is_multicast() != unicast
+}
+
 /// Parses the message (version, type, length, checksum) and returns its VRID, or why not.
 pub fn parse(d: &Datagram<'_>) -> Result<Repr, Reject> {
     if d.dst.is_multicast() && d.hop_limit != vrrp::HOP_LIMIT {
@@ -334,5 +344,20 @@ mod tests {
             payload: &payload,
         };
         assert!(parse(&d).is_ok());
+    }
+
+    #[test]
+    fn each_socket_takes_the_datagrams_of_its_mode() {
+        for group in ["224.0.0.18", "ff02::12"] {
+            assert!(
+                addressed(ip(group), false),
+                "{group} on the multicast socket"
+            );
+            assert!(!addressed(ip(group), true), "{group} on a unicast socket");
+        }
+        for us in ["192.0.2.1", "2001:db8::1", "fe80::1"] {
+            assert!(addressed(ip(us), true), "{us} on a unicast socket");
+            assert!(!addressed(ip(us), false), "{us} on the multicast socket");
+        }
     }
 }

@@ -149,6 +149,14 @@ impl Parts {
     pub fn source(&self, vr: &Vr) -> IpAddr {
         self.sockets[vr.socket].source()
     }
+
+    /// Whether socket `socket` serves unicast instances only (it has a unicast source). The
+    /// interface's multicast socket also serves unicast instances without a source.
+    pub fn is_unicast(&self, socket: usize) -> bool {
+        self.socket_keys
+            .get(socket)
+            .is_some_and(|(_, _, source)| source.is_some())
+    }
 }
 
 /// The fsm parameters of an instance whose primary address is `primary`.
