@@ -425,8 +425,8 @@ impl Daemon {
             }
             return;
         };
-        if !rx::addressed(d.dst, self.parts.vrs[vr].cfg.is_unicast()) {
-            return; // for the instance of this VRID on another socket
+        if !rx::addressed(d.dst, self.parts.vrs[vr].cfg.is_unicast()) && self.parts.has_twin(vr) {
+            return; // for the instance of this VRID in the other mode, on its own socket
         }
         match rx::check(&d, &repr, &self.parts.vrs[vr].expect) {
             Ok(event) => {

@@ -159,9 +159,10 @@ impl Expect {
 /// Whether a datagram sent to `dst` is meant for a receiver in unicast mode (`unicast`) or in
 /// multicast mode. A raw socket bound to the interface receives every VRRP datagram on it: the
 /// multicast socket also sees the unicast adverts sent to us, a unicast socket the group's.
-/// Those belong to the instance of the same VRID on the other socket (keepalived keeps
-/// unicast and multicast apart the same way); they are dropped silently, neither counted nor
-/// taken for a foreign router.
+/// When an instance of the same VRID runs in the other mode (keepalived keeps unicast and
+/// multicast apart the same way), they are its: dropped here silently, neither counted nor
+/// taken for a foreign router. Without one they are checked as any advert (a peer that
+/// unicasts to a multicast instance is heard, or named if it does not match).
 pub fn addressed(dst: IpAddr, unicast: bool) -> bool {
     dst.is_multicast() != unicast
 }

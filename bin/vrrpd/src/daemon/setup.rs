@@ -157,6 +157,19 @@ impl Parts {
             .get(socket)
             .is_some_and(|(_, _, source)| source.is_some())
     }
+
+    /// Whether another instance on `vr`'s interface and family has `vr`'s VRID in the other
+    /// mode (unicast and multicast are separate VRID spaces): then a datagram of that mode
+    /// belongs to it, not to `vr`. Without such a twin it is `vr`'s to check, as before.
+    pub fn has_twin(&self, vr: usize) -> bool {
+        let link = |v: &Vr| self.socket_keys.get(v.socket).map(|(i, f, _)| (i, *f));
+        let v = &self.vrs[vr];
+        self.vrs.iter().any(|o| {
+            o.cfg.vrid == v.cfg.vrid
+                && o.cfg.is_unicast() != v.cfg.is_unicast()
+                && link(o) == link(v)
+        })
+    }
 }
 
 /// The fsm parameters of an instance whose primary address is `primary`.
