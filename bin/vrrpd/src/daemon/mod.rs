@@ -148,6 +148,10 @@ const STATUS_DELAY: Duration = Duration::from_millis(100);
 /// STATUS_DELAY.
 const STATUS_REFRESH: Duration = Duration::from_secs(5);
 
+/// How many waiting datagrams are handled in one go, per queue: a burst of 1,000 instances'
+/// adverts within a few rounds, and a flood cannot hold the timers back for long.
+const AT_MOST_PENDING: usize = 1024;
+
 impl Daemon {
     async fn start(config: Config, state_dir: PathBuf, reload: Loader) -> Result<Daemon, Error> {
         let netlink = Netlink::connect()?;
@@ -332,7 +336,7 @@ impl Daemon {
     /// The datagrams the socket readers queued meanwhile, handled in one go (bounded, so that
     /// a flood cannot hold the timers back).
     async fn take_queued(&mut self) {
-        for _ in 0..1024 {
+        for _ in 0..AT_MOST_PENDING {
             let Ok((socket, r)) = self.rx.try_recv() else {
                 break;
             };
@@ -345,15 +349,9 @@ impl Daemon {
     /// that took the timer first would declare a live master down (RFC 5798 6.4.2: an advert
     /// resets Master_Down_Timer). Bounded, so that a flood cannot hold the timers back.
     async fn take_pending(&mut self) {
-        const AT_MOST: usize = 256;
-        for _ in 0..AT_MOST {
-            let Ok((socket, r)) = self.rx.try_recv() else {
-                break;
-            };
-            self.received(socket, r).await;
-        }
+        self.take_queued().await;
         for socket in 0..self.parts.sockets.len() {
-            for _ in 0..AT_MOST {
+            for _ in 0..AT_MOST_PENDING {
                 let Some(r) = self.parts.sockets[socket].try_recv() else {
                     break;
                 };
@@ -508,9 +506,7 @@ impl Daemon {
                     to.as_str(),
                     reason.name()
                 );
-                let text = format!("{}\n", status::keepalived_state(to));
-                self.files
-                    .write(self.state_dir.join(name), text.into_bytes());
+                self.write_state(name, to);
                 let notify = &self.parts.vrs[vr].cfg.notify;
                 run_notify(notify, "INSTANCE", name, to, priority, self.parts.notify_as);
                 self.status_dirty.set(true);
@@ -581,6 +577,13 @@ impl Daemon {
             return;
         };
         run_notify(&g.notify, "GROUP", group, state, 0, self.parts.notify_as);
+    }
+
+    /// Writes `STATE_DIR/INSTANCE` (off the event loop, see `files`: the writes to one file keep
+    /// their order, so every state file is written this way).
+    fn write_state(&self, instance: &str, state: State) {
+        let path = self.state_dir.join(instance);
+        self.files.write(path, status::state_file(state));
     }
 
     /// Writes the status file (off the event loop, see `files`).

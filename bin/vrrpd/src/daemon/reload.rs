@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use super::plan::{self, Plan, Step, UnitKey};
 use super::scripts::{self, Identity};
 use super::setup::{self, Unit, VipKey};
-use super::{handle_all, status, Daemon};
+use super::{handle_all, Daemon};
 use crate::config::{Config, VrrpScript};
 use crate::fsm::{Event, State};
 use crate::net::{AddressWatcher, Netlink};
@@ -313,7 +313,7 @@ impl Daemon {
     pub(super) fn report_waiting(&self) {
         for w in &self.parts.waiting {
             tracing::error!("{}: FAULT: {}", w.name, w.reason);
-            status::write_state(&self.state_dir, &w.name, State::Fault);
+            self.write_state(&w.name, State::Fault);
         }
     }
 

@@ -27,13 +27,9 @@ pub fn keepalived_state(state: State) -> &'static str {
     }
 }
 
-/// Writes `STATE_DIR/INSTANCE` atomically; an unchanged state leaves the file alone.
-pub fn write_state(dir: &Path, instance: &str, state: State) {
-    let path = dir.join(instance);
-    let text = format!("{}\n", keepalived_state(state));
-    if let Err(e) = ipi_core::atomic::write(&path, text.as_bytes()) {
-        tracing::error!("state file {}: {e}", path.display());
-    }
+/// What `STATE_DIR/INSTANCE` holds in `state`: keepalived's name and a newline.
+pub fn state_file(state: State) -> Vec<u8> {
+    format!("{}\n", keepalived_state(state)).into_bytes()
 }
 
 /// The status of every instance, as JSON.
