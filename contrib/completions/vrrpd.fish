@@ -84,7 +84,7 @@ complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s q -l quiet -d 'Les
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s h -l help -d 'Print help'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l interface -d 'Listen on this interface (IPv4 and IPv6, VRRPv2 and v3)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l pcap -d 'Read this pcap file instead' -r -F
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l for -d 'How long to listen: a number with ms, s or m (at least three advert intervals: OpenShift\'s are 1 s)' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l for -d 'How long to listen: 5s, 500ms, 1.5s, 1m, 1h (a bare number is seconds; at least three advert intervals: OpenShift\'s are 1 s)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l cluster-name -d 'The cluster name (metadata.name of install-config.yaml) whose VRIDs to check' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -l json -d 'Print JSON instead of text'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -s v -l verbose -d 'More log output (repeat for more)'

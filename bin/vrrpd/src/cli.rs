@@ -120,9 +120,9 @@ pub enum Command {
         /// Where the adverts come from.
         #[command(flatten)]
         input: Input,
-        /// How long to listen: a number with ms, s or m (at least three advert intervals:
-        /// OpenShift's are 1 s).
-        #[arg(long = "for", value_name = "DURATION", default_value = "5s", value_parser = duration)]
+        /// How long to listen: 5s, 500ms, 1.5s, 1m, 1h (a bare number is seconds; at least three
+        /// advert intervals: OpenShift's are 1 s).
+        #[arg(long = "for", value_name = "DURATION", default_value = "5s", value_parser = ipi_core::duration::parse)]
         listen_for: Duration,
         /// The cluster name (metadata.name of install-config.yaml) whose VRIDs to check.
         #[arg(long, value_name = "NAME")]
@@ -159,24 +159,6 @@ pub struct Metrics {
     /// Let --metrics listen on an address other than loopback.
     #[arg(long = "metrics-allow-remote", requires = "listen")]
     pub allow_remote: bool,
-}
-
-/// A duration: a whole number with `ms`, `s` or `m`.
-fn duration(text: &str) -> Result<Duration, String> {
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((text, ""), |at| text.split_at(at));
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}`: a whole number with ms, s or m, as 500ms, 5s, 1m"))?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        _ => Err(format!(
-            "`{text}`: the unit must be ms, s or m, as 500ms, 5s, 1m"
-        )),
-    }
 }
 
 /// A keepalived.conf, or the cluster description OpenShift would render one from.
@@ -336,8 +318,8 @@ mod tests {
             ],
             &["vrrpd", "watch"],
             &["vrrpd", "survey"],
-            &["vrrpd", "survey", "--interface", "e", "--for", "5"],
-            &["vrrpd", "survey", "--interface", "e", "--for", "5h"],
+            &["vrrpd", "survey", "--interface", "e", "--for", "0s"],
+            &["vrrpd", "survey", "--interface", "e", "--for", "5d"],
             &["vrrpd", "run", "-f", "k", "--metrics", "localhost:9650"],
             &["vrrpd", "run", "-f", "k", "--metrics-allow-remote"],
             &[

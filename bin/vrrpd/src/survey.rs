@@ -176,7 +176,11 @@ fn dns_label(name: &str) -> bool {
 pub async fn listen(interface: &str, listen_for: Duration) -> Result<Survey, crate::net::Error> {
     let sockets = watch::open(interface).await?;
     let mut survey = Survey::default();
-    let deadline = tokio::time::Instant::now() + listen_for;
+    // A duration past the clock's range listens until stopped.
+    let now = tokio::time::Instant::now();
+    let deadline = now
+        .checked_add(listen_for)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
     loop {
         match tokio::time::timeout_at(deadline, watch::next(&sockets)).await {
             Ok(seen) => survey.add_seen(&seen?),

@@ -62,13 +62,21 @@ impl Groups {
     /// no instance runs that VRID.
     pub fn foreign(&self, advert: &Advert, interface: Option<&str>) -> Option<Foreign> {
         let d = &advert.datagram;
-        let (name, _, expect) = self.instances.iter().find(|(_, on, e)| {
+        let runs = |on: &String, e: &Expect| {
             e.vrid == d.repr.vrid
                 && interface.is_none_or(|i| i == on)
                 && e.addresses
                     .first()
                     .is_none_or(|a| a.is_ipv4() == d.src.is_ipv4())
-        })?;
+        };
+        // Unicast and multicast are separate VRID spaces (as the daemon has it): the instance
+        // of the datagram's mode first, any other only when none runs that VRID.
+        let mode = |e: &Expect| rx::addressed(d.dst, !e.peers.is_empty());
+        let (name, _, expect) = self
+            .instances
+            .iter()
+            .find(|(_, on, e)| runs(on, e) && mode(e))
+            .or_else(|| self.instances.iter().find(|(_, on, e)| runs(on, e)))?;
         let raw = vrrp::RawDatagram {
             src: d.src,
             dst: d.dst,

@@ -381,3 +381,52 @@ fn a_reload_keeps_a_track_script_running_on_its_rhythm_with_its_last_result() {
     // interval 2 s: no gap under 1.8 s (a run started again by the reload would make one).
     assert!(gaps.iter().all(|g| *g >= 1.8), "{gaps:?}\n{}", logs(&all));
 }
+
+#[test]
+fn a_file_that_parses_but_cannot_run_here_is_refused_and_nothing_changes() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (a, b, client, _answer) = support::two_routers(&mut lab);
+    let ra = start(&a, Speaker::Vrrpd, &multicast(150, &[VIP]));
+    let rb = start(&b, Speaker::Vrrpd, &multicast(100, &[VIP]));
+    let all = [&ra, &rb];
+    until("a master", Duration::from_secs(15), &all, || {
+        holds(&a, VIP) && !holds(&b, VIP)
+    });
+    let before = settled(&a, Speaker::Vrrpd);
+    let seen = connections(&client, ip(VIP));
+    until("the first attempt", Duration::from_secs(3), &all, || {
+        seen.count() > 0
+    });
+    // It parses (check-config has no way to know the users of this host), but the scripts'
+    // user does not exist here: starting it fails, so the running configuration stays, whole.
+    let unknown_user = multicast(150, &[VIP, ADDED]).replacen(
+        "vrrp_version 3\n",
+        "vrrp_version 3\n    script_user no-such-user-ipi-net\n",
+        1,
+    );
+    let at = Instant::now();
+    reload(&ra, &unknown_user);
+    // Longer than b's Master_Down_Interval (3 x 1 s + Skew_Time): a master that stopped
+    // advertising would have lost the VIP to b by then.
+    std::thread::sleep(Duration::from_secs(5));
+    let seen = seen.stop();
+    assert!(
+        seen.iter().all(|(_, who)| who.as_deref() == Some("a")),
+        "{:?}\n{}",
+        seen.iter()
+            .map(|(t, w)| (t.duration_since(at), w))
+            .collect::<Vec<_>>(),
+        logs(&all)
+    );
+    assert!(!holds(&b, VIP) && !holds(&a, ADDED), "{}", logs(&all));
+    assert_eq!(status(&a)["instances"][0]["transitions"], before);
+    assert!(ra.daemon.log().contains("reload refused"), "{}", logs(&all));
+    // And it still takes a good file.
+    reload(&ra, &multicast(150, &[VIP, ADDED]));
+    until("the added VIP at a", Duration::from_secs(3), &all, || {
+        answers(&client, ip(ADDED)).as_deref() == Some("a")
+    });
+}

@@ -183,8 +183,8 @@ impl Daemon {
             status_written: Cell::new(tokio::time::Instant::now()),
         };
         d.spawn_tasks().await?;
+        d.parts_changed();
         d.start_units().await;
-        d.rearm_all();
         ipi_core::service::notify_systemd("READY=1");
         d.write_status();
         Ok(d)
@@ -272,7 +272,6 @@ impl Daemon {
                 _ = hup.recv() => {
                     self.telemetry.cause(telemetry::Cause::Reload);
                     self.reload().await;
-                    self.rearm_all();
                 }
                 Some(scrape) = self.telemetry.scrapes.recv() => self.scrape(scrape),
                 _ = status_tick.tick() => {
@@ -325,8 +324,11 @@ impl Daemon {
         }
     }
 
-    /// Every unit armed with its next deadline (at start, and after a reload rebuilt them).
-    fn rearm_all(&mut self) {
+    /// The instances or units were built anew or added to (start, reload, an interface that
+    /// appeared or was created again): the dispatch maps are rebuilt and every unit armed with
+    /// its next deadline.
+    fn parts_changed(&mut self) {
+        self.index = sched::Index::new(&self.parts.vrs);
         self.timers.clear();
         for u in 0..self.parts.units.len() {
             self.timers.arm(u, unit_timeout(&self.parts.units[u]));
@@ -416,8 +418,7 @@ impl Daemon {
                 return;
             }
         };
-        self.index.refresh(&self.parts.vrs);
-        let Some(vr) = self.index.by_vrid(&self.parts.vrs, socket, repr.vrid) else {
+        let Some(vr) = self.index.by_vrid(socket, repr.vrid) else {
             if rx::addressed(d.dst, self.parts.is_unicast(socket)) {
                 self.count("", rx::Reject::Vrid.name());
             }
@@ -474,7 +475,6 @@ impl Daemon {
     }
 
     async fn carry_out(&mut self, unit: usize, actions: Vec<(usize, Action)>) {
-        self.index.refresh(&self.parts.vrs);
         let group_before = group_state(&self.parts.units[unit]);
         for (member, action) in actions {
             if let Some(vr) = self.vr_of(unit, member) {
@@ -599,7 +599,7 @@ impl Daemon {
 
     /// The index in `parts.vrs` of member `member` of unit `unit`.
     fn vr_of(&self, unit: usize, member: usize) -> Option<usize> {
-        self.index.by_member(&self.parts.vrs, unit, member)
+        self.index.by_member(unit, member)
     }
 
     /// SIGTERM: every master resigns with priority 0 (RFC 5798 6.4.3: a backup takes over

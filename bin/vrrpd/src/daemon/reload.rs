@@ -51,13 +51,20 @@ impl Daemon {
             tracing::info!("reload: the configuration did not change");
             return;
         }
-        self.apply(new).await;
+        if let Err(e) = self.apply(new).await {
+            tracing::error!("reload refused, the running configuration stays: {e}");
+        }
     }
 
     /// Replaces the running configuration by `new` as [`plan::plan`] decides. With the running
     /// configuration itself, every unit goes on as it is while sockets and interfaces are
     /// looked up again (an interface created again under its name has another index).
-    async fn apply(&mut self, new: Config) {
+    ///
+    /// A trial build comes first: a configuration that cannot run here (a socket that will not
+    /// open, a script user gone) is refused before anything running is touched, rather than
+    /// after the units were taken out (which left a daemon without state machines).
+    async fn apply(&mut self, new: Config) -> Result<(), setup::SetupError> {
+        setup::build(&new, &self.netlink, BTreeMap::new()).await?;
         let plan = plan::plan(&self.config, &new);
         log_plan(&plan);
         let old_vips: BTreeMap<String, BTreeSet<VipKey>> = self
@@ -75,11 +82,16 @@ impl Daemon {
             Ok(parts) => {
                 self.parts = parts;
                 self.config = new;
+                self.parts_changed();
                 tracing::info!("reloaded");
             }
             Err(e) => {
+                // The trial build passed a moment ago: the host changed in between.
                 tracing::error!("reload failed while starting the new configuration: {e}");
-                return;
+                self.parts.units.clear();
+                self.parts.vrs.clear();
+                self.parts_changed();
+                return Ok(());
             }
         }
         self.reconfigure_units(&plan, &old_vips).await;
@@ -88,6 +100,7 @@ impl Daemon {
         }
         self.start_units().await;
         self.write_status();
+        Ok(())
     }
 
     /// Takes the running units out: those `plan` keeps are returned by key, the others resign
@@ -332,26 +345,30 @@ impl Daemon {
             // Deleted and created again: the sockets and addresses of its instances name the
             // old index. They are built again on the new one, every unit keeping its state,
             // once the configuration can be built there (a new interface may have no address
-            // yet: then at its next change); a trial build first, so that a failure leaves
-            // everything running as it is.
-            if let Err(e) = setup::build(&self.config, &self.netlink, BTreeMap::new()).await {
+            // yet: then at its next change); `apply` builds on trial first, so that a failure
+            // leaves everything running as it is.
+            if let Err(e) = self.apply(self.config.clone()).await {
                 tracing::info!("interface {name} was created again, not usable yet: {e}");
                 return;
             }
             tracing::info!("interface {name} was created again: its instances follow it");
-            self.apply(self.config.clone()).await;
             self.reclaim(name).await;
             return;
         }
         if !self.parts.waiting.iter().any(|w| w.interface == name) {
             return;
         }
+        // Only appends: the running parts go on. Tasks are started again only when a unit did
+        // start (a unit that still cannot start, say up before its address, would otherwise
+        // have every task restarted, which reports the interface's state again, for ever).
+        let started = setup::start_waiting(&self.config, &self.netlink, &mut self.parts).await;
+        if started.is_empty() {
+            return;
+        }
+        self.parts_changed();
+        tracing::info!("interface {name} appeared: {} start", started.join(", "));
         for t in self.tasks.drain(..) {
             t.abort();
-        }
-        let started = setup::start_waiting(&self.config, &self.netlink, &mut self.parts).await;
-        if !started.is_empty() {
-            tracing::info!("interface {name} appeared: {} start", started.join(", "));
         }
         if let Err(e) = self.spawn_tasks().await {
             tracing::error!("interface {name}: {e}");

@@ -82,56 +82,39 @@ impl Timers {
     }
 }
 
-/// Which instance a datagram or a unit's member is: maps built from `Parts::vrs`, rebuilt
-/// when the instances change (a reload builds new parts).
+/// Which instance a datagram or a unit's member is: maps built from `Parts::vrs`, built again
+/// whenever the instances change (the daemon's `parts_changed`).
 #[derive(Debug, Default)]
 pub struct Index {
-    /// The `vrs` it was built for: its address and length.
-    built_for: (usize, usize),
     by_vrid: HashMap<(usize, u8), usize>,
     by_member: HashMap<(usize, usize), usize>,
 }
 
 impl Index {
-    /// Whether the index describes `vrs`.
-    pub fn fits(&self, vrs: &[Vr]) -> bool {
-        self.built_for == (vrs.as_ptr() as usize, vrs.len())
-    }
-
-    /// Rebuilds the maps for `vrs` unless they describe it already.
-    pub fn refresh(&mut self, vrs: &[Vr]) {
-        if self.fits(vrs) {
-            return;
+    /// The maps of `vrs`.
+    pub fn new(vrs: &[Vr]) -> Index {
+        Index {
+            by_vrid: vrs
+                .iter()
+                .enumerate()
+                .map(|(n, v)| ((v.socket, v.cfg.vrid), n))
+                .collect(),
+            by_member: vrs
+                .iter()
+                .enumerate()
+                .map(|(n, v)| ((v.unit, v.member), n))
+                .collect(),
         }
-        self.built_for = (vrs.as_ptr() as usize, vrs.len());
-        self.by_vrid = vrs
-            .iter()
-            .enumerate()
-            .map(|(n, v)| ((v.socket, v.cfg.vrid), n))
-            .collect();
-        self.by_member = vrs
-            .iter()
-            .enumerate()
-            .map(|(n, v)| ((v.unit, v.member), n))
-            .collect();
     }
 
     /// The instance on socket `socket` with VRID `vrid`.
-    pub fn by_vrid(&self, vrs: &[Vr], socket: usize, vrid: u8) -> Option<usize> {
-        if self.fits(vrs) {
-            return self.by_vrid.get(&(socket, vrid)).copied();
-        }
-        vrs.iter()
-            .position(|v| v.socket == socket && v.cfg.vrid == vrid)
+    pub fn by_vrid(&self, socket: usize, vrid: u8) -> Option<usize> {
+        self.by_vrid.get(&(socket, vrid)).copied()
     }
 
     /// The instance that is member `member` of unit `unit`.
-    pub fn by_member(&self, vrs: &[Vr], unit: usize, member: usize) -> Option<usize> {
-        if self.fits(vrs) {
-            return self.by_member.get(&(unit, member)).copied();
-        }
-        vrs.iter()
-            .position(|v| v.unit == unit && v.member == member)
+    pub fn by_member(&self, unit: usize, member: usize) -> Option<usize> {
+        self.by_member.get(&(unit, member)).copied()
     }
 }
 

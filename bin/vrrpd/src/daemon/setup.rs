@@ -433,19 +433,12 @@ async fn vr(
             parts.tracked_interfaces.insert(t.name.clone());
         }
     }
-    let version = params.version;
     let instance = Instance::new(params)?;
     let announcer = Announcer::new(&interface).ok().map(|a| {
         a.router_flag(crate::net::announce::ipv6_forwarding(&i.interface).unwrap_or(false))
     });
     let vr = Vr {
-        expect: Expect {
-            vrid: i.vrid,
-            version,
-            auth: i.auth(),
-            addresses: i.vips.iter().map(|v| v.address).collect(),
-            peers: i.unicast_peers.clone(),
-        },
+        expect: Expect::of(c, i),
         cfg: i.clone(),
         interface,
         socket,

@@ -108,21 +108,6 @@ fn script_status(s: ScriptStatus) -> &'static str {
     }
 }
 
-/// Writes the status file (atomically).
-pub fn write(
-    dir: &Path,
-    parts: &Parts,
-    invalid: &BTreeMap<String, BTreeMap<&'static str, u64>>,
-    foreign: Foreign<'_>,
-) {
-    let mut text = snapshot(parts, invalid, foreign).to_string();
-    text.push('\n');
-    let path = dir.join(STATUS_FILE);
-    if let Err(e) = ipi_core::atomic::write(&path, text.as_bytes()) {
-        tracing::error!("status file {}: {e}", path.display());
-    }
-}
-
 /// Why there is no status to show.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
