@@ -7,9 +7,10 @@
 //! - idle CPU of the backup over 10 s once settled;
 //! - RSS of the backup and of the master.
 //!
-//! 10, 100 and 500 instances: 500 (250 IPv4, 250 IPv6) is the most multicast instances one
-//! interface carries (VRIDs are 1-255 per family). `cargo bench -p vrrpd --bench scale` as root;
-//! `SCALE=10,100` picks the sizes.
+//! 10, 100, 500 and 1,000 instances. VRIDs are 1-255 per interface, family and mode: up to 500
+//! they are multicast (IPv4, then IPv6 from 250), 1,000 adds 500 unicast instances from a
+//! configured source ([`Many`]). `cargo bench -p vrrpd --bench scale` as root; `SCALE=10,100`
+//! picks the sizes.
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -40,7 +41,7 @@ fn main() {
     let sizes: Vec<usize> = std::env::var("SCALE")
         .ok()
         .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![10, 100, 500]);
+        .unwrap_or_else(|| vec![10, 100, 500, 1000]);
     let mut rows = Vec::new();
     for &n in &sizes {
         let mut got = Vec::new();

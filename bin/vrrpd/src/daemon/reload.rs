@@ -5,6 +5,7 @@
 //! address leaves its interface is FAULT until the address is back.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use tokio::task::JoinHandle;
@@ -302,9 +303,19 @@ impl Daemon {
                 return;
             }
         };
+        // Our own VIPs coming and going tell nothing about an interface's readiness.
+        let vips: BTreeSet<IpAddr> = self
+            .parts
+            .vrs
+            .iter()
+            .flat_map(|v| v.vips.iter().map(|(_, vip)| vip.address))
+            .collect();
         let tx = self.links_tx.clone();
         self.tasks.push(tokio::spawn(async move {
-            while watcher.changed().await.is_ok() {
+            while let Ok(changed) = watcher.changed().await {
+                if changed.iter().all(|c| c.is_some_and(|c| vips.contains(&c))) {
+                    continue;
+                }
                 for (name, index) in &known {
                     let Ok(now) = netlink.interface(name).await else {
                         continue;
@@ -402,39 +413,58 @@ impl Daemon {
 async fn follow_sources(
     mut watcher: AddressWatcher,
     netlink: Netlink,
-    sources: BTreeSet<(String, String, std::net::IpAddr)>,
+    sources: BTreeSet<(String, String, IpAddr)>,
     tx: tokio::sync::mpsc::UnboundedSender<(String, bool)>,
 ) {
     let mut last: BTreeMap<String, bool> = BTreeMap::new();
+    let mut changed = vec![None];
     loop {
-        for (track, interface, address) in &sources {
-            let on = match netlink.interface(interface).await {
-                Ok(i) => netlink
-                    .addresses(&i)
-                    .await
-                    .is_ok_and(|all| all.iter().any(|a| a.address == *address)),
-                Err(_) => false,
-            };
-            if last.get(track) == Some(&on) {
-                continue;
-            }
-            if on {
-                tracing::info!("{track}: the address is there");
-            } else {
-                tracing::error!(
-                    "{track}: the address is no longer on {interface}: FAULT, no advert from it \
-                     until it is back"
-                );
-            }
-            last.insert(track.clone(), on);
-            if tx.send((track.clone(), on)).is_err() {
-                return;
-            }
-        }
-        if watcher.changed().await.is_err() {
+        // Only a change of a source address (or one that could not be read) is looked into:
+        // the VIPs coming and going are not.
+        let ours = |c: &Option<IpAddr>| c.is_none_or(|c| sources.iter().any(|s| s.2 == c));
+        if changed.iter().any(ours) && !look_at_sources(&netlink, &sources, &mut last, &tx).await {
             return;
         }
+        match watcher.changed().await {
+            Ok(c) => changed = c,
+            Err(_) => return,
+        }
     }
+}
+
+/// Sends each source whose presence on its interface changed since `last`; false once nobody
+/// listens.
+async fn look_at_sources(
+    netlink: &Netlink,
+    sources: &BTreeSet<(String, String, IpAddr)>,
+    last: &mut BTreeMap<String, bool>,
+    tx: &tokio::sync::mpsc::UnboundedSender<(String, bool)>,
+) -> bool {
+    for (track, interface, address) in sources {
+        let on = match netlink.interface(interface).await {
+            Ok(i) => netlink
+                .addresses(&i)
+                .await
+                .is_ok_and(|all| all.iter().any(|a| a.address == *address)),
+            Err(_) => false,
+        };
+        if last.get(track) == Some(&on) {
+            continue;
+        }
+        if on {
+            tracing::info!("{track}: the address is there");
+        } else {
+            tracing::error!(
+                "{track}: the address is no longer on {interface}: FAULT, no advert from it \
+                 until it is back"
+            );
+        }
+        last.insert(track.clone(), on);
+        if tx.send((track.clone(), on)).is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// What the reload does to each unit, in the log.

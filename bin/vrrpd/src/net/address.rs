@@ -336,23 +336,31 @@ fn interface_from(link: rtnetlink::packet_route::link::LinkMessage) -> Interface
     }
 }
 
+/// The address an address message is about (`IFA_LOCAL`, else `IFA_ADDRESS`).
+pub(super) fn address_of(message: &AddressMessage) -> Option<IpAddr> {
+    message
+        .attributes
+        .iter()
+        .fold(None, |found, attribute| match attribute {
+            AddressAttribute::Local(a) => Some(*a),
+            AddressAttribute::Address(a) => found.or(Some(*a)),
+            _ => found,
+        })
+}
+
 fn address_from(message: &AddressMessage) -> Option<InterfaceAddress> {
-    let mut local = None;
-    let mut address = None;
+    // IFA_LOCAL is the interface's own address; IFA_ADDRESS is the peer on point-to-point
+    // links. IPv6 sends only IFA_ADDRESS unless a peer is configured.
+    let address = address_of(message)?;
     let mut label = None;
     let mut flags = None;
     for attribute in &message.attributes {
         match attribute {
-            AddressAttribute::Local(a) => local = Some(*a),
-            AddressAttribute::Address(a) => address = Some(*a),
             AddressAttribute::Label(l) => label = Some(l.clone()),
             AddressAttribute::Flags(f) => flags = Some(*f),
             _ => {}
         }
     }
-    // IFA_LOCAL is the interface's own address; IFA_ADDRESS is the peer on point-to-point
-    // links. IPv6 sends only IFA_ADDRESS unless a peer is configured.
-    let address = local.or(address)?;
     // IFA_FLAGS carries all 32 bits; the header only the low 8 (older kernels send only that).
     let bits = flags.map_or_else(|| u32::from(message.header.flags.bits()), |f| f.bits());
     let has = |flag: NlAddressFlags| bits & flag.bits() != 0;

@@ -11,7 +11,9 @@
 //! [`LinkState::present`] false; an interface created again under the same name is followed
 //! (under its new index).
 
-use futures_util::{Stream, StreamExt, TryStreamExt};
+use std::net::IpAddr;
+
+use futures_util::{FutureExt, Stream, StreamExt, TryStreamExt};
 use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
 use rtnetlink::packet_route::link::{LinkAttribute, LinkFlags, LinkMessage, State};
 use rtnetlink::packet_route::RouteNetlinkMessage;
@@ -224,11 +226,16 @@ fn oper_state_name(state: State) -> String {
     }
 }
 
-/// Address changes on any interface (rtnetlink's IPv4 and IPv6 address groups), as a bare
-/// "something changed" signal: the caller looks again at what it cares about. For an address
-/// that moves from one interface to another (a bridge such as br-ex taking the node's address
-/// from its port), so that a source address the interface lost is noticed at once. Dropping it
-/// closes the netlink socket.
+/// Address changes on any interface (rtnetlink's IPv4 and IPv6 address groups), reported as
+/// the addresses that changed: the caller looks again at what it cares about, and only when a
+/// change concerns it. For an address that moves from one interface to another (a bridge such
+/// as br-ex taking the node's address from its port), so that a source address the interface
+/// lost is noticed at once. Dropping it closes the netlink socket.
+///
+/// A master taking over 1,000 instances adds 1,000 VIPs, one event each: looking again at
+/// every interface's addresses on each of them would be a million addresses parsed on the
+/// daemon's one thread, holding its adverts and timers back (a backup that took over, a
+/// master that missed its advert deadline).
 pub struct AddressWatcher {
     messages: Messages,
     task: JoinHandle<()>,
@@ -262,19 +269,34 @@ impl AddressWatcher {
         })
     }
 
-    /// Waits until an address is added or removed anywhere.
-    pub async fn changed(&mut self) -> Result<(), Error> {
+    /// Waits until an address is added or removed anywhere; returns the addresses that changed
+    /// (`None`: a change whose address could not be read; look at everything), with the ones
+    /// already waiting behind the first.
+    pub async fn changed(&mut self) -> Result<Vec<Option<IpAddr>>, Error> {
+        let mut changed = Vec::new();
         loop {
-            let Some((message, _)) = self.messages.next().await else {
-                return Err(Error::WatchClosed {
-                    interface: "*".to_owned(),
-                });
+            let next = if changed.is_empty() {
+                self.messages.next().await
+            } else {
+                match self.messages.next().now_or_never() {
+                    Some(next) => next,
+                    None => return Ok(changed),
+                }
+            };
+            let Some((message, _)) = next else {
+                return if changed.is_empty() {
+                    Err(Error::WatchClosed {
+                        interface: "*".to_owned(),
+                    })
+                } else {
+                    Ok(changed)
+                };
             };
             if let NetlinkPayload::InnerMessage(
-                RouteNetlinkMessage::NewAddress(_) | RouteNetlinkMessage::DelAddress(_),
-            ) = message.payload
+                RouteNetlinkMessage::NewAddress(m) | RouteNetlinkMessage::DelAddress(m),
+            ) = &message.payload
             {
-                return Ok(());
+                changed.push(super::address::address_of(m));
             }
         }
     }
