@@ -49,7 +49,9 @@ pub fn effective_weight(weight: u32, up_for: Option<Duration>, slowstart: Option
     let full = weight * WEIGHT_SCALE;
     match slowstart {
         Some(s) if !s.is_zero() && up_for < s && full > 0 => {
-            let ramped = (u128::from(full) * up_for.as_millis()).div_ceil(s.as_millis());
+            // Microseconds: whole milliseconds would hold the weight back by a step for up to
+            // a millisecond past each boundary of the ramp.
+            let ramped = (u128::from(full) * up_for.as_micros()).div_ceil(s.as_micros());
             u32::try_from(ramped).unwrap_or(full).clamp(1, full)
         }
         _ => full,
