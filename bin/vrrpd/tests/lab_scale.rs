@@ -202,6 +202,25 @@ fn run(speaker: Speaker, count: usize) -> Outcome {
     let swept = client_reaches_all(&client, &vips, "b", Duration::from_secs(3));
     std::thread::sleep(Duration::from_millis(1500));
     capture.stop();
+    // Every announcement left: a send that failed is logged, and would be missing below.
+    let log = rb.daemon.log();
+    let failed: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("gratuitous ARP / NA:"))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{speaker:?}: announcements failed: {failed:?}"
+    );
+    // tcpdump's own count of frames it could not keep: a capture that lost frames cannot show
+    // what was sent, and says so rather than blaming the router.
+    let dropped = capture.stderr();
+    assert!(
+        dropped
+            .lines()
+            .any(|l| l.trim() == "0 packets dropped by kernel"),
+        "{speaker:?}: the capture lost frames: {dropped}"
+    );
     let first = first_announcements(&file, &mac(&b), cut_at);
     let missing: Vec<_> = vips
         .iter()
