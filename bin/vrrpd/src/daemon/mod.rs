@@ -591,7 +591,7 @@ impl Daemon {
         self.status_dirty.set(false);
         self.status_written.set(tokio::time::Instant::now());
         let clashes = (&self.telemetry.clashes, self.now());
-        let mut text = status::snapshot(&self.parts, &self.invalid, clashes).to_string();
+        let mut text = status::snapshot(&self.parts, &self.invalid, clashes);
         text.push('\n');
         self.files
             .write(self.state_dir.join(status::STATUS_FILE), text.into_bytes());
