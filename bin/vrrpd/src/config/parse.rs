@@ -14,17 +14,11 @@ use super::model::{
 use super::tree::Node;
 use crate::fsm::{GarpParams, InitialState};
 
-/// Keywords accepted and deliberately without effect in vrrpd (mail alerts, keepalived's own
-/// process tuning). Anything else unknown is an error.
-const IGNORED_GLOBALS: &[&str] = &[
-    "notification_email",
-    "notification_email_from",
-    "smtp_server",
-    "smtp_connect_timeout",
-    "smtp_alert",
-    "max_auto_priority",
-    "vrrp_skip_check_adv_addr",
-];
+/// Keywords accepted and without effect because vrrpd always does what they ask for
+/// (`vrrp_skip_check_adv_addr`: vrrpd checks every advert's addresses, which keepalived's
+/// keyword only makes cheaper). What is not vrrpd's job is set aside earlier, with a warning
+/// ([`super::ignored`]); anything else unknown is an error.
+const IGNORED_GLOBALS: &[&str] = &["vrrp_skip_check_adv_addr"];
 
 /// Reads the statements of a whole file into a model; problems go to `errors`.
 pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
