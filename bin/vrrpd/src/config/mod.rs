@@ -12,6 +12,7 @@ pub mod checks;
 pub mod error;
 mod glob;
 pub mod ignored;
+mod known;
 pub mod lexer;
 pub mod model;
 pub mod openshift;

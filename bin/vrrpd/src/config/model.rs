@@ -56,6 +56,16 @@ pub struct GlobalDefs {
     /// `vrrp_preempt_on_lower_priority`: the default of every instance's
     /// `preempt_on_lower_priority` (vrrpd's; off unless set).
     pub preempt_on_lower_priority: bool,
+    /// `vrrp_lower_prio_no_advert`: the default of every instance's `lower_prio_no_advert`.
+    pub lower_prio_no_advert: bool,
+    /// `vrrp_startup_delay` in centiseconds: how long vrrpd waits before it starts its
+    /// instances (keepalived's: for a network that is slow to come up after a boot).
+    pub startup_delay_cs: u32,
+    /// `vrrp_garp_interval` in microseconds: the pause between two gratuitous ARPs on an
+    /// interface (0: none, keepalived's default).
+    pub garp_interval_us: u32,
+    /// `vrrp_gna_interval` in microseconds: the same for unsolicited neighbour advertisements.
+    pub gna_interval_us: u32,
 }
 
 impl Default for GlobalDefs {
@@ -67,6 +77,10 @@ impl Default for GlobalDefs {
             vrrp_version: Version::V2,
             garp: GarpParams::default(),
             preempt_on_lower_priority: false,
+            lower_prio_no_advert: false,
+            startup_delay_cs: 0,
+            garp_interval_us: 0,
+            gna_interval_us: 0,
         }
     }
 }
@@ -189,6 +203,9 @@ pub struct VrrpInstance {
     pub auth_pass: Option<String>,
     /// `virtual_ipaddress`.
     pub vips: Vec<VirtualAddress>,
+    /// `virtual_ipaddress_excluded`: held with the state like the VIPs, but not carried in
+    /// adverts (so any number, of either family).
+    pub vips_excluded: Vec<VirtualAddress>,
     /// `mcast_src_ip`: the source address of multicast adverts.
     pub mcast_src_ip: Option<IpAddr>,
     /// `unicast_src_ip`.
@@ -232,6 +249,7 @@ impl VrrpInstance {
             preempt_delay_cs: 0,
             auth_pass: None,
             vips: Vec::new(),
+            vips_excluded: Vec::new(),
             mcast_src_ip: None,
             unicast_src_ip: None,
             unicast_peers: Vec::new(),
@@ -264,6 +282,11 @@ impl VrrpInstance {
     /// count, as in keepalived.
     pub fn auth(&self) -> Auth {
         self.auth_pass.as_deref().map_or(Auth::None, Auth::pass)
+    }
+
+    /// Every address held with the state: the VIPs, then the excluded ones.
+    pub fn held(&self) -> impl Iterator<Item = &VirtualAddress> {
+        self.vips.iter().chain(&self.vips_excluded)
     }
 
     /// Whether adverts go to the unicast peers rather than the multicast group.

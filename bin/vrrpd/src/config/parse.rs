@@ -33,13 +33,16 @@ pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
             "vrrp_script" => c.scripts.extend(vrrp_script(node, errors)),
             "vrrp_instance" => c.instances.extend(vrrp_instance(node, &c.global, errors)),
             "vrrp_sync_group" => c.sync_groups.extend(sync_group(node, errors)),
-            other => errors.push(
-                &node.location,
-                format!(
-                    "unknown keyword `{other}` at the top level (vrrpd reads global_defs, \
-                     vrrp_script, vrrp_instance, vrrp_sync_group and include)"
+            other => match super::known::refusal(other) {
+                Some(why) => errors.push(&node.location, why),
+                None => errors.push(
+                    &node.location,
+                    format!(
+                        "unknown keyword `{other}` at the top level (vrrpd reads global_defs, \
+                         vrrp_script, vrrp_instance, vrrp_sync_group and include)"
+                    ),
                 ),
-            ),
+            },
         }
     }
     c
@@ -47,11 +50,14 @@ pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
 
 // ---- argument helpers --------------------------------------------------------------------
 
+/// A keyword vrrpd does not read here: keepalived's (refused, with the reason where there
+/// is one), or unknown to keepalived too.
 fn unknown(node: &Node, within: &str, errors: &mut ConfigErrors) {
-    errors.push(
-        &node.location,
-        format!("unknown keyword `{}` in {within}", node.keyword),
-    );
+    let message = match super::known::refusal(&node.keyword) {
+        Some(why) => format!("{why} (in {within})"),
+        None => format!("unknown keyword `{}` in {within}", node.keyword),
+    };
+    errors.push(&node.location, message);
 }
 
 /// The one argument of `node`.
@@ -113,13 +119,23 @@ fn number<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
     }
 }
 
-/// Decimal seconds (`1`, `0.1`, `2.50`) in centiseconds, up to `max_cs`.
+/// Decimal seconds (`1`, `0.1`, `2.50`) in centiseconds.
 pub fn centiseconds(text: &str) -> Option<u32> {
+    decimal(text, 2)
+}
+
+/// Decimal seconds (`0.001`, `1.5`) in microseconds.
+pub fn microseconds(text: &str) -> Option<u32> {
+    decimal(text, 6)
+}
+
+/// A decimal number in units of 10^-`digits` (more decimals only when they are zeros).
+fn decimal(text: &str, digits: usize) -> Option<u32> {
     let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
     if whole.is_empty() && frac.is_empty()
         || !whole.bytes().all(|b| b.is_ascii_digit())
         || !frac.bytes().all(|b| b.is_ascii_digit())
-        || frac.len() > 2 && frac[2..].bytes().any(|b| b != b'0')
+        || frac.len() > digits && frac[digits..].bytes().any(|b| b != b'0')
     {
         return None;
     }
@@ -128,9 +144,15 @@ pub fn centiseconds(text: &str) -> Option<u32> {
     } else {
         whole.parse().ok()?
     };
-    let frac2 = format!("{frac:0<2}");
-    let frac: u32 = frac2[..2].parse().ok()?;
-    whole.checked_mul(100)?.checked_add(frac)
+    let frac = format!("{frac:0<digits$}");
+    let frac: u32 = if digits == 0 {
+        0
+    } else {
+        frac[..digits].parse().ok()?
+    };
+    whole
+        .checked_mul(10u32.checked_pow(u32::try_from(digits).ok()?)?)?
+        .checked_add(frac)
 }
 
 fn seconds_cs(node: &Node, max_cs: u32, errors: &mut ConfigErrors) -> Option<u32> {
@@ -316,6 +338,7 @@ fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) {
                  PASS authentication and unicast)",
             ),
             "vrrp_preempt_on_lower_priority" => g.preempt_on_lower_priority = flag(n, errors),
+            _ if global_vrrp(n, g, errors) => {}
             _ if kw.starts_with("vrrp_garp_") && garp(n, &kw[5..], &mut g.garp, errors) => {}
             _ if IGNORED_GLOBALS.contains(&kw) => {}
             _ => unknown(n, "global_defs", errors),
@@ -329,6 +352,59 @@ fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) {
     }
     if !set("vrrp_garp_lower_prio_delay") {
         g.garp.lower_prio_delay_cs = g.garp.master_delay_cs;
+    }
+}
+
+/// The global VRRP keywords beyond the version and the GARP bursts. False when `n` is none.
+fn global_vrrp(n: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) -> bool {
+    match n.keyword.as_str() {
+        "vrrp_lower_prio_no_advert" => g.lower_prio_no_advert = flag(n, errors),
+        "vrrp_startup_delay" => {
+            g.startup_delay_cs = seconds_cs(n, 360_000, errors).unwrap_or(0);
+        }
+        "vrrp_garp_interval" => g.garp_interval_us = interval_us(n, errors),
+        "vrrp_gna_interval" => g.gna_interval_us = interval_us(n, errors),
+        // vrrpd always waits for an instance's interface to appear and follows it going and
+        // coming back (FAULT meanwhile): what keepalived does with this keyword.
+        "dynamic_interfaces" => {
+            if !matches!(n.args.as_slice(), [] | [_])
+                || n.args.first().is_some_and(|a| a != "allow_if_changes")
+            {
+                errors.push(
+                    &n.location,
+                    "`dynamic_interfaces` takes nothing or `allow_if_changes`",
+                );
+            }
+        }
+        // keepalived's interface for static addresses, which vrrpd does not manage; an
+        // instance names its own.
+        "default_interface" => {
+            one(n, errors);
+        }
+        // vrrpd always accepts unicast adverts only from the listed peers.
+        "vrrp_check_unicast_src" => {
+            no_args(n, errors);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// Decimal seconds to the microsecond (keepalived's `vrrp_garp_interval`), at least 1 us.
+fn interval_us(n: &Node, errors: &mut ConfigErrors) -> u32 {
+    let text = one(n, errors).unwrap_or("");
+    match microseconds(text) {
+        Some(us) if us > 0 => us,
+        _ => {
+            errors.push(
+                &n.location,
+                format!(
+                    "`{} {text}`: must be seconds with at most six decimals, from 0.000001 to 4294",
+                    n.keyword
+                ),
+            );
+            0
+        }
     }
 }
 
@@ -402,6 +478,7 @@ fn vrrp_instance(
     let within = format!("vrrp_instance {name}");
     let mut i = VrrpInstance::new(name, global.garp, node.location.clone());
     i.preempt_on_lower_priority = global.preempt_on_lower_priority;
+    i.lower_prio_no_advert = global.lower_prio_no_advert;
     // advert_int is checked once the version is known, which may be written after it.
     let mut advert_int_text = None;
     for n in block(node, errors) {
@@ -463,6 +540,10 @@ fn election(
         "preempt_delay" => i.preempt_delay_cs = seconds_cs(n, 100_000, errors).unwrap_or(0),
         "authentication" => i.auth_pass = authentication(n, errors),
         "lower_prio_no_advert" => i.lower_prio_no_advert = flag(n, errors),
+        // keepalived's accept mode, vrrpd's only one (it installs no firewall rules).
+        "accept" => {
+            no_args(n, errors);
+        }
         "preempt_on_lower_priority" => i.preempt_on_lower_priority = flag(n, errors),
         _ => return false,
     }
@@ -508,6 +589,18 @@ fn addresses(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool 
             for v in block(n, errors) {
                 i.vips.extend(virtual_address(v, errors));
             }
+        }
+        "virtual_ipaddress_excluded" => {
+            for v in block(n, errors) {
+                i.vips_excluded.extend(virtual_address(v, errors));
+            }
+        }
+        // What vrrpd always does: a configured source address that leaves its interface puts
+        // the instance in FAULT (track_src_ip); unicast adverts are accepted only from the
+        // listed peers (check_unicast_src); every advert's addresses are checked
+        // (skip_check_adv_addr only makes keepalived's check cheaper).
+        "track_src_ip" | "check_unicast_src" | "skip_check_adv_addr" => {
+            no_args(n, errors);
         }
         "mcast_src_ip" => i.mcast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),
         "unicast_src_ip" => i.unicast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),

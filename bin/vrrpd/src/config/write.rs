@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use ipi_core::vrrp::Version;
 
-use super::model::{Command, Config, Notify, User, VrrpInstance, VrrpScript};
+use super::model::{Command, Config, Notify, User, VirtualAddress, VrrpInstance, VrrpScript};
 use crate::fsm::{GarpParams, InitialState};
 
 /// keepalived.conf text for `c`.
@@ -59,6 +59,12 @@ fn command(c: &Command) -> String {
         "\"{}\"",
         words.join(" ").replace('\\', "\\\\").replace('"', "\\\"")
     )
+}
+
+/// Microseconds as keepalived's decimal seconds (`0.000001`, `0.5`, `2`).
+fn microseconds(us: u32) -> String {
+    let text = format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn seconds(cs: u32) -> String {
@@ -144,6 +150,24 @@ fn global(out: &mut String, c: &Config) {
     if g.preempt_on_lower_priority {
         line(out, 4, "vrrp_preempt_on_lower_priority");
     }
+    if g.lower_prio_no_advert {
+        line(out, 4, "vrrp_lower_prio_no_advert");
+    }
+    if g.startup_delay_cs != 0 {
+        line(
+            out,
+            4,
+            &format!("vrrp_startup_delay {}", seconds(g.startup_delay_cs)),
+        );
+    }
+    for (kw, us) in [
+        ("vrrp_garp_interval", g.garp_interval_us),
+        ("vrrp_gna_interval", g.gna_interval_us),
+    ] {
+        if us != 0 {
+            line(out, 4, &format!("{kw} {}", microseconds(us)));
+        }
+    }
     // keepalived: unset, the lower-priority burst is the global master burst.
     let base = GarpParams {
         lower_prio_repeat: g.garp.master_repeat,
@@ -199,8 +223,9 @@ fn instance(out: &mut String, c: &Config, i: &VrrpInstance) {
     election(out, i);
     addresses(out, i);
     tracking(out, i);
-    if i.lower_prio_no_advert {
-        line(out, 4, "lower_prio_no_advert");
+    if i.lower_prio_no_advert != c.global.lower_prio_no_advert {
+        let on = if i.lower_prio_no_advert { "on" } else { "off" };
+        line(out, 4, &format!("lower_prio_no_advert {on}"));
     }
     if i.preempt_on_lower_priority != c.global.preempt_on_lower_priority {
         let on = if i.preempt_on_lower_priority {
@@ -273,8 +298,15 @@ fn addresses(out: &mut String, i: &VrrpInstance) {
         }
         out.push_str("    }\n");
     }
-    out.push_str("    virtual_ipaddress {\n");
-    for v in &i.vips {
+    vips(out, "virtual_ipaddress", &i.vips);
+    if !i.vips_excluded.is_empty() {
+        vips(out, "virtual_ipaddress_excluded", &i.vips_excluded);
+    }
+}
+
+fn vips(out: &mut String, keyword: &str, vips: &[VirtualAddress]) {
+    let _ = writeln!(out, "    {keyword} {{");
+    for v in vips {
         let mut text = format!("{}/{}", v.address, v.prefix_len);
         if let Some(d) = &v.dev {
             let _ = write!(text, " dev {d}");

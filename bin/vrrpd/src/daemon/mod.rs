@@ -28,7 +28,7 @@ mod http;
 pub mod metrics;
 mod telemetry;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -96,6 +96,13 @@ pub fn run(
     })?;
     let runtime = ipi_core::service::runtime().map_err(Error::Runtime)?;
     runtime.block_on(async move {
+        // keepalived's vrrp_startup_delay: nothing runs until it has passed (a network slow to
+        // come up after a boot must not make this router master of a VRID it cannot hear).
+        let delay = Duration::from_millis(u64::from(config.global.startup_delay_cs) * 10);
+        if !delay.is_zero() {
+            tracing::info!("vrrp_startup_delay: the instances start in {delay:?}");
+            tokio::time::sleep(delay).await;
+        }
         let mut d = Daemon::start(config, state_dir.to_path_buf(), reload).await?;
         if let Some(listener) = metrics {
             let scrapes = d.telemetry.scrape_tx.clone();
@@ -137,6 +144,8 @@ struct Daemon {
     status_dirty: Cell<bool>,
     /// When the status file was last written.
     status_written: Cell<tokio::time::Instant>,
+    /// Spaced GARP / NA bursts still sending, by instance (`vrrp_garp_interval`).
+    paced: RefCell<BTreeMap<String, JoinHandle<()>>>,
 }
 
 /// How soon a state change shows in the status file, at the latest (unless the 1 s tick
@@ -181,6 +190,7 @@ impl Daemon {
             files: files::Files::start(),
             status_dirty: Cell::new(false),
             status_written: Cell::new(tokio::time::Instant::now()),
+            paced: RefCell::new(BTreeMap::new()),
         };
         d.spawn_tasks().await?;
         d.parts_changed();
@@ -543,9 +553,20 @@ impl Daemon {
         }
     }
 
+    /// A spaced burst of instance `name` still sending, stopped.
+    fn stop_paced(&self, name: &str) {
+        if let Some(task) = self.paced.borrow_mut().remove(name) {
+            task.abort();
+        }
+    }
+
     /// Adds (`add`) or removes the instance's VIPs; a failure is logged and the others go on.
     async fn vips(&self, vr: usize, add: bool) {
         let v = &self.parts.vrs[vr];
+        if !add {
+            // No more announcements for addresses this router gives up.
+            self.stop_paced(&v.cfg.name);
+        }
         for (interface, vip) in &v.vips {
             let r = if add {
                 self.netlink.add_address(interface, vip).await
@@ -558,14 +579,35 @@ impl Daemon {
         }
     }
 
-    /// `repeat` gratuitous ARPs / unsolicited NAs for the VIPs, stopping at the first failure.
+    /// `repeat` gratuitous ARPs / unsolicited NAs for every address held (VIPs and excluded
+    /// ones, as keepalived), stopping at the first failure. With `vrrp_garp_interval` or
+    /// `vrrp_gna_interval`, the messages are spaced by a task of their own, which a later burst
+    /// or the VIPs' removal stops.
     fn garp(&self, vr: usize, repeat: u32) {
         let v = &self.parts.vrs[vr];
         let Some(a) = &v.announcer else {
             return;
         };
+        let held: Vec<std::net::IpAddr> = v.vips.iter().map(|(_, vip)| vip.address).collect();
+        let g = &self.config.global;
+        let (garp, gna) = (
+            Duration::from_micros(u64::from(g.garp_interval_us)),
+            Duration::from_micros(u64::from(g.gna_interval_us)),
+        );
+        self.stop_paced(&v.cfg.name);
+        if !garp.is_zero() || !gna.is_zero() {
+            let (a, name) = (a.clone(), v.cfg.name.clone());
+            let task = tokio::spawn(async move {
+                let pause = |address: &std::net::IpAddr| if address.is_ipv4() { garp } else { gna };
+                if let Err(e) = a.paced(&held, repeat, pause).await {
+                    tracing::warn!("{name}: gratuitous ARP / NA: {e}");
+                }
+            });
+            self.paced.borrow_mut().insert(v.cfg.name.clone(), task);
+            return;
+        }
         for _ in 0..repeat {
-            if let Err(e) = a.announce(&v.expect.addresses) {
+            if let Err(e) = a.announce(&held) {
                 tracing::warn!("{}: gratuitous ARP / NA: {e}", v.cfg.name);
                 break;
             }

@@ -285,6 +285,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         preempt_delay_cs,
         auth_pass,
         vips,
+        vips_excluded,
         mcast_src_ip,
         unicast_src_ip,
         unicast_peers,
@@ -309,6 +310,10 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         ("preempt_delay", *preempt_delay_cs != b.preempt_delay_cs),
         ("authentication", *auth_pass != b.auth_pass),
         ("virtual_ipaddress", *vips != b.vips),
+        (
+            "virtual_ipaddress_excluded",
+            *vips_excluded != b.vips_excluded,
+        ),
         ("mcast_src_ip", *mcast_src_ip != b.mcast_src_ip),
         ("unicast_src_ip", *unicast_src_ip != b.unicast_src_ip),
         ("unicast_peer", *unicast_peers != b.unicast_peers),

@@ -279,8 +279,7 @@ fn at(i: &VrrpInstance) -> impl Fn(InstanceError) -> SetupError + '_ {
 async fn waiting(c: &Config, netlink: &Netlink) -> Result<Vec<Waiting>, SetupError> {
     let mut missing: BTreeMap<String, (String, String)> = BTreeMap::new();
     for i in &c.instances {
-        let devs =
-            std::iter::once(&i.interface).chain(i.vips.iter().filter_map(|v| v.dev.as_ref()));
+        let devs = std::iter::once(&i.interface).chain(i.held().filter_map(|v| v.dev.as_ref()));
         for dev in devs {
             match netlink.interface(dev).await {
                 Ok(_) => {}
@@ -480,14 +479,15 @@ async fn socket(
     Ok(parts.sockets.len() - 1)
 }
 
-/// The VIPs of `i`, each with the interface it goes on (`dev`, else the instance's).
+/// The addresses `i` holds (VIPs, then excluded ones), each with the interface it goes on
+/// (`dev`, else the instance's).
 async fn vips(
     i: &VrrpInstance,
     interface: &Interface,
     netlink: &Netlink,
 ) -> Result<Vec<(Interface, Vip)>, InstanceError> {
     let mut vips = Vec::new();
-    for v in &i.vips {
+    for v in i.held() {
         let on = match &v.dev {
             Some(dev) => netlink.interface(dev).await?,
             None => interface.clone(),
@@ -531,11 +531,10 @@ pub fn sources(c: &Config) -> BTreeSet<(String, String, IpAddr)> {
 /// length and its label.
 pub type VipKey = (String, IpAddr, u8, Option<String>);
 
-/// The VIPs `i` configures, each with the name of the interface it goes on (`dev`, else the
-/// instance's).
+/// The addresses `i` holds (VIPs and excluded ones), each with the name of the interface it
+/// goes on (`dev`, else the instance's).
 pub fn vip_keys(i: &VrrpInstance) -> BTreeSet<VipKey> {
-    i.vips
-        .iter()
+    i.held()
         .map(|v| {
             let on = v.dev.clone().unwrap_or_else(|| i.interface.clone());
             (on, v.address, v.prefix_len, v.label.clone())
