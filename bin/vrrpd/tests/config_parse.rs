@@ -491,3 +491,90 @@ fn what_is_not_vrrpds_job_is_accepted_with_a_warning() {
         "{err}"
     );
 }
+
+/// keepalived's `vrrp_track_process` with its defaults, an instance's `track_process`, and
+/// render's text reading back the same.
+#[test]
+fn track_processes_with_keepalived_defaults() {
+    let text = "\
+vrrp_track_process haproxy {
+    process haproxy
+}
+vrrp_track_process nginx {
+    process /usr/sbin/nginx -g
+    param_match partial
+    weight -20
+    quorum 2
+    quorum_max 4
+    delay 1.5
+    terminate_delay 0.5
+}
+vrrp_instance A {
+    interface eth0
+    virtual_router_id 51
+    virtual_ipaddress {
+        192.0.2.1
+    }
+    track_process {
+        haproxy
+        nginx weight 10
+    }
+}
+vrrp_instance B {
+    interface eth0
+    virtual_router_id 52
+    virtual_ipaddress {
+        192.0.2.2
+    }
+    track_process {
+        ghost
+    }
+}
+";
+    let errors = config::parse_str(text, "p.conf").unwrap_err().to_string();
+    assert_eq!(
+        errors,
+        "p.conf:24: vrrp_instance B: track_process `ghost` names no vrrp_track_process"
+    );
+    let text = text.replace("        ghost\n", "        haproxy\n");
+    let c = config::parse_str(&text, "p.conf").unwrap();
+    let haproxy = c.process("haproxy").unwrap();
+    assert_eq!(haproxy.process, ["haproxy"]);
+    assert_eq!(haproxy.param_match, config::ParamMatch::Any);
+    assert!(!haproxy.full_command);
+    assert_eq!(
+        (haproxy.weight, haproxy.quorum, haproxy.quorum_max),
+        (1, 1, u32::MAX)
+    );
+    let nginx = c.process("nginx").unwrap();
+    assert!(nginx.full_command, "parameters compare the command line");
+    assert_eq!(nginx.param_match, config::ParamMatch::Partial);
+    assert_eq!((nginx.weight, nginx.quorum, nginx.quorum_max), (-20, 2, 4));
+    assert_eq!((nginx.fork_delay_cs, nginx.terminate_delay_cs), (150, 50));
+    let a = c.instance("A").unwrap();
+    assert_eq!(a.track_processes[1].weight, Some(10));
+    let written = config::write::write(&c);
+    let again = config::parse_str(&written, "w.conf").unwrap();
+    assert_eq!(again.processes, c.processes, "{written}");
+    assert_eq!(again.instances[0].track_processes, a.track_processes);
+}
+
+/// Excluded VIPs are held but never advertised: the adverts an instance sends and expects
+/// carry its VIPs only.
+#[test]
+fn excluded_vips_are_not_in_adverts() {
+    let text = "vrrp_instance A {\n    interface eth0\n    virtual_router_id 51\n    \
+                virtual_ipaddress {\n        192.0.2.1\n    }\n    \
+                virtual_ipaddress_excluded {\n        192.0.2.2\n        2001:db8::2\n    }\n}\n";
+    let c = config::parse_str(text, "x.conf").unwrap();
+    let expect = vrrpd::daemon::rx::Expect::of(&c, &c.instances[0]);
+    assert_eq!(
+        expect.addresses,
+        ["192.0.2.1".parse::<std::net::IpAddr>().unwrap()]
+    );
+    assert_eq!(
+        vrrpd::daemon::setup::vip_keys(&c.instances[0]).len(),
+        3,
+        "all three held"
+    );
+}

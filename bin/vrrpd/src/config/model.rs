@@ -22,12 +22,19 @@ pub struct Config {
     pub instances: Vec<VrrpInstance>,
     /// Every `vrrp_sync_group`, in file order.
     pub sync_groups: Vec<SyncGroup>,
+    /// Every `vrrp_track_process`, in file order.
+    pub processes: Vec<TrackProcess>,
 }
 
 impl Config {
     /// The script called `name`.
     pub fn script(&self, name: &str) -> Option<&VrrpScript> {
         self.scripts.iter().find(|s| s.name == name)
+    }
+
+    /// The `vrrp_track_process` called `name`.
+    pub fn process(&self, name: &str) -> Option<&TrackProcess> {
+        self.processes.iter().find(|p| p.name == name)
     }
 
     /// The instance called `name`.
@@ -129,6 +136,58 @@ pub struct VrrpScript {
     pub location: Location,
 }
 
+/// How a `vrrp_track_process` compares the parameters it names with a process's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamMatch {
+    /// Any parameters (keepalived's default when none are given and no `param_match`).
+    Any,
+    /// The same parameters, no more (keepalived's default when parameters are given).
+    Exact,
+    /// The parameters given are the process's first ones (`param_match partial`).
+    Partial,
+    /// As partial, and the last one given may be the start of the process's
+    /// (`param_match initial`).
+    Initial,
+}
+
+/// `vrrp_track_process NAME { ... }`: how many processes of a name run, as keepalived counts
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackProcess {
+    /// Its name.
+    pub name: String,
+    /// `process NAME [PARAMS...]`: the process name (its `comm`, at most 15 bytes compared)
+    /// or, with parameters or `full_command`, its command line's first word, then its
+    /// parameters.
+    pub process: Vec<String>,
+    /// `param_match` (any without parameters, exact with them, unless set).
+    pub param_match: ParamMatch,
+    /// `full_command`, or parameters given: the command line is compared, not the name.
+    pub full_command: bool,
+    /// `weight` (default 1): as a track script's, added while the quorum holds (positive) or
+    /// while it does not (negative); 0 puts the instance in FAULT while it does not.
+    pub weight: i32,
+    /// `quorum` (default 1): the fewest matching processes that count as up.
+    pub quorum: u32,
+    /// `quorum_max` (default none): the most.
+    pub quorum_max: u32,
+    /// `fork_delay` (or `delay`) in centiseconds: how long the quorum must hold before it
+    /// counts as up.
+    pub fork_delay_cs: u32,
+    /// `terminate_delay` (or `delay`) in centiseconds: how long it must be lost before it counts
+    /// as down.
+    pub terminate_delay_cs: u32,
+}
+
+/// An instance's `track_process` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackedProcess {
+    /// The `vrrp_track_process` it names.
+    pub name: String,
+    /// `weight N` given here, overriding the process's.
+    pub weight: Option<i32>,
+}
+
 /// One address of `virtual_ipaddress`: `ADDR[/LEN] [dev IF] [label LABEL]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VirtualAddress {
@@ -216,6 +275,8 @@ pub struct VrrpInstance {
     pub track_scripts: Vec<TrackedScript>,
     /// `track_interface`.
     pub track_interfaces: Vec<TrackedInterface>,
+    /// `track_process`.
+    pub track_processes: Vec<TrackedProcess>,
     /// `dont_track_primary`: the instance's own interface going down is ignored.
     pub dont_track_primary: bool,
     /// The notify scripts.
@@ -255,6 +316,7 @@ impl VrrpInstance {
             unicast_peers: Vec::new(),
             track_scripts: Vec::new(),
             track_interfaces: Vec::new(),
+            track_processes: Vec::new(),
             dont_track_primary: false,
             notify: Notify::default(),
             garp,

@@ -8,8 +8,9 @@ use ipi_core::vrrp::Version;
 
 use super::error::ConfigErrors;
 use super::model::{
-    Command, Config, GlobalDefs, Location, Notify, SyncGroup, TrackedInterface, TrackedScript,
-    User, VirtualAddress, VrrpInstance, VrrpScript,
+    Command, Config, GlobalDefs, Location, Notify, ParamMatch, SyncGroup, TrackProcess,
+    TrackedInterface, TrackedProcess, TrackedScript, User, VirtualAddress, VrrpInstance,
+    VrrpScript,
 };
 use super::tree::Node;
 use crate::fsm::{GarpParams, InitialState};
@@ -33,6 +34,7 @@ pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
             "vrrp_script" => c.scripts.extend(vrrp_script(node, errors)),
             "vrrp_instance" => c.instances.extend(vrrp_instance(node, &c.global, errors)),
             "vrrp_sync_group" => c.sync_groups.extend(sync_group(node, errors)),
+            "vrrp_track_process" => c.processes.extend(track_process(node, errors)),
             other => match super::known::refusal(other) {
                 Some(why) => errors.push(&node.location, why),
                 None => errors.push(
@@ -469,6 +471,83 @@ fn vrrp_script(node: &Node, errors: &mut ConfigErrors) -> Option<VrrpScript> {
     Some(s)
 }
 
+/// `vrrp_track_process NAME { process ...; quorum N; ... }`, keepalived's defaults (weight 1,
+/// quorum 1, no maximum, no delays).
+fn track_process(node: &Node, errors: &mut ConfigErrors) -> Option<TrackProcess> {
+    let name = name(node, errors)?;
+    let mut p = TrackProcess {
+        name,
+        process: Vec::new(),
+        param_match: ParamMatch::Any,
+        full_command: false,
+        weight: 1,
+        quorum: 1,
+        quorum_max: u32::MAX,
+        fork_delay_cs: 0,
+        terminate_delay_cs: 0,
+    };
+    for n in block(node, errors) {
+        match n.keyword.as_str() {
+            "process" if !n.args.is_empty() && n.block.is_none() => p.process.clone_from(&n.args),
+            "process" => errors.push(&n.location, "`process` takes a name and its parameters"),
+            // Alone: the process must have no parameters.
+            "param_match" if n.args.is_empty() && n.block.is_none() => {
+                p.param_match = ParamMatch::Exact;
+            }
+            "param_match" => {
+                p.param_match = match one(n, errors) {
+                    Some("partial") => ParamMatch::Partial,
+                    Some("initial") => ParamMatch::Initial,
+                    Some(other) => {
+                        errors.push(
+                            &n.location,
+                            format!("`param_match {other}`: must be partial or initial"),
+                        );
+                        ParamMatch::Any
+                    }
+                    None => ParamMatch::Any,
+                }
+            }
+            "full_command" => p.full_command = no_args(n, errors),
+            // keepalived allows 254; vrrpd's tracking weights stop at 253, as scripts'.
+            "weight" => p.weight = number(n, -253..=253, errors).unwrap_or(1),
+            "quorum" => p.quorum = number(n, 1..=65_535, errors).unwrap_or(1),
+            "quorum_max" => p.quorum_max = number(n, 0..=65_535, errors).unwrap_or(u32::MAX),
+            "delay" => {
+                let cs = seconds_cs(n, 360_000, errors).unwrap_or(0);
+                (p.fork_delay_cs, p.terminate_delay_cs) = (cs, cs);
+            }
+            "fork_delay" => p.fork_delay_cs = seconds_cs(n, 360_000, errors).unwrap_or(0),
+            "terminate_delay" => p.terminate_delay_cs = seconds_cs(n, 360_000, errors).unwrap_or(0),
+            _ => unknown(n, &format!("vrrp_track_process {}", p.name), errors),
+        }
+    }
+    if p.process.is_empty() {
+        errors.push(
+            &node.location,
+            format!("vrrp_track_process {}: `process` is required", p.name),
+        );
+        return None;
+    }
+    // keepalived: parameters mean the command line is compared, exactly unless said.
+    if p.process.len() > 1 {
+        p.full_command = true;
+        if p.param_match == ParamMatch::Any {
+            p.param_match = ParamMatch::Exact;
+        }
+    }
+    if p.quorum > p.quorum_max {
+        errors.push(
+            &node.location,
+            format!(
+                "vrrp_track_process {}: quorum {} is above quorum_max {}",
+                p.name, p.quorum, p.quorum_max
+            ),
+        );
+    }
+    Some(p)
+}
+
 fn vrrp_instance(
     node: &Node,
     global: &GlobalDefs,
@@ -639,6 +718,14 @@ fn tracking(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool {
                 i.track_interfaces.push(TrackedInterface {
                     name: t.keyword.clone(),
                     weight: weight(t, &t.args, errors).unwrap_or(0),
+                });
+            }
+        }
+        "track_process" => {
+            for t in block(n, errors) {
+                i.track_processes.push(TrackedProcess {
+                    name: t.keyword.clone(),
+                    weight: weight(t, &t.args, errors),
                 });
             }
         }

@@ -6,7 +6,10 @@ use std::fmt::Write as _;
 
 use ipi_core::vrrp::Version;
 
-use super::model::{Command, Config, Notify, User, VirtualAddress, VrrpInstance, VrrpScript};
+use super::model::{
+    Command, Config, Notify, ParamMatch, TrackProcess, User, VirtualAddress, VrrpInstance,
+    VrrpScript,
+};
 use crate::fsm::{GarpParams, InitialState};
 
 /// keepalived.conf text for `c`.
@@ -15,6 +18,9 @@ pub fn write(c: &Config) -> String {
     global(&mut out, c);
     for s in &c.scripts {
         script(&mut out, s);
+    }
+    for p in &c.processes {
+        process(&mut out, p);
     }
     for i in &c.instances {
         instance(&mut out, c, i);
@@ -319,17 +325,28 @@ fn vips(out: &mut String, keyword: &str, vips: &[VirtualAddress]) {
     out.push_str("    }\n");
 }
 
-fn tracking(out: &mut String, i: &VrrpInstance) {
-    if !i.track_scripts.is_empty() {
-        out.push_str("    track_script {\n");
-        for t in &i.track_scripts {
-            match t.weight {
-                Some(w) => line(out, 8, &format!("{} weight {w}", t.name)),
-                None => line(out, 8, &t.name),
-            }
-        }
-        out.push_str("    }\n");
+/// A `track_script` or `track_process` block: names, each with its own weight if it has one.
+fn weighted<'a>(
+    out: &mut String,
+    keyword: &str,
+    entries: impl ExactSizeIterator<Item = (&'a String, Option<i32>)>,
+) {
+    if entries.len() == 0 {
+        return;
     }
+    let _ = writeln!(out, "    {keyword} {{");
+    for (name, weight) in entries {
+        match weight {
+            Some(w) => line(out, 8, &format!("{name} weight {w}")),
+            None => line(out, 8, name),
+        }
+    }
+    out.push_str("    }\n");
+}
+
+fn tracking(out: &mut String, i: &VrrpInstance) {
+    let scripts = i.track_scripts.iter().map(|t| (&t.name, t.weight));
+    weighted(out, "track_script", scripts);
     if !i.track_interfaces.is_empty() {
         out.push_str("    track_interface {\n");
         for t in &i.track_interfaces {
@@ -337,7 +354,47 @@ fn tracking(out: &mut String, i: &VrrpInstance) {
         }
         out.push_str("    }\n");
     }
+    let processes = i.track_processes.iter().map(|t| (&t.name, t.weight));
+    weighted(out, "track_process", processes);
     if i.dont_track_primary {
         line(out, 4, "dont_track_primary");
+    }
+}
+
+fn process(out: &mut String, p: &TrackProcess) {
+    let _ = writeln!(out, "\nvrrp_track_process {} {{", p.name);
+    let words: Vec<String> = p.process.iter().map(|w| quoted(w)).collect();
+    line(out, 4, &format!("process {}", words.join(" ")));
+    match p.param_match {
+        ParamMatch::Exact if p.process.len() == 1 => line(out, 4, "param_match"),
+        ParamMatch::Any | ParamMatch::Exact => {}
+        ParamMatch::Partial => line(out, 4, "param_match partial"),
+        ParamMatch::Initial => line(out, 4, "param_match initial"),
+    }
+    if p.full_command && p.process.len() == 1 {
+        line(out, 4, "full_command");
+    }
+    line(out, 4, &format!("weight {}", p.weight));
+    line(out, 4, &format!("quorum {}", p.quorum));
+    if p.quorum_max != u32::MAX {
+        line(out, 4, &format!("quorum_max {}", p.quorum_max));
+    }
+    for (kw, cs) in [
+        ("fork_delay", p.fork_delay_cs),
+        ("terminate_delay", p.terminate_delay_cs),
+    ] {
+        if cs != 0 {
+            line(out, 4, &format!("{kw} {}", seconds(cs)));
+        }
+    }
+    out.push_str("}\n");
+}
+
+/// A word as one keepalived word: quoted when it holds blanks, quotes or braces.
+fn quoted(w: &str) -> String {
+    if w.is_empty() || w.contains([' ', '\t', '"', '\\', '{', '}', '#', '!']) {
+        format!("\"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        w.to_string()
     }
 }

@@ -16,6 +16,7 @@
 
 mod files;
 pub mod plan;
+mod processes;
 mod reload;
 pub mod rx;
 pub mod sched;
@@ -146,6 +147,8 @@ struct Daemon {
     status_written: Cell<tokio::time::Instant>,
     /// Spaced GARP / NA bursts still sending, by instance (`vrrp_garp_interval`).
     paced: RefCell<BTreeMap<String, JoinHandle<()>>>,
+    /// The `vrrp_track_process` watcher, when an instance tracks a process.
+    process_watch: Option<JoinHandle<()>>,
 }
 
 /// How soon a state change shows in the status file, at the latest (unless the 1 s tick
@@ -191,6 +194,7 @@ impl Daemon {
             status_dirty: Cell::new(false),
             status_written: Cell::new(tokio::time::Instant::now()),
             paced: RefCell::new(BTreeMap::new()),
+            process_watch: None,
         };
         d.spawn_tasks().await?;
         d.parts_changed();
@@ -219,6 +223,7 @@ impl Daemon {
             }));
         }
         self.start_runners();
+        self.watch_processes();
         for name in self.parts.tracked_interfaces.clone() {
             let mut watcher = LinkWatcher::new_or_absent(&name).await.map_err(|source| {
                 Error::TrackInterface {
@@ -268,7 +273,7 @@ impl Daemon {
                     self.take_queued().await;
                 }
                 Some((name, ok)) = self.results.recv() => {
-                    self.each_tracking(|vr| vr.cfg.track_scripts.iter().any(|t| t.name == name),
+                    self.each_tracking(|vr| tracks_script(vr, &name),
                         Event::ScriptResult { name: name.clone(), ok }).await;
                 }
                 Some((name, up)) = self.links.recv() => {
@@ -691,6 +696,16 @@ fn group_state(unit: &Unit) -> Option<(String, State)> {
         Unit::Group(g, name) => Some((name.clone(), g.state())),
         Unit::One(_) => None,
     }
+}
+
+/// Whether `vr` tracks the script, or the process ([`processes::key`]), results come for.
+fn tracks_script(vr: &Vr, name: &str) -> bool {
+    vr.cfg.track_scripts.iter().any(|t| t.name == name)
+        || vr
+            .cfg
+            .track_processes
+            .iter()
+            .any(|t| processes::key(&t.name) == name)
 }
 
 fn tracks_interface(vr: &Vr, name: &str) -> bool {

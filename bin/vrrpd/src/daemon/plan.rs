@@ -248,6 +248,12 @@ fn instance_differences(
             out.push(Difference::Script(t.name.clone()));
         }
     }
+    if a.track_processes
+        .iter()
+        .any(|t| old.process(&t.name) != new.process(&t.name))
+    {
+        out.push(Difference::Keyword("vrrp_track_process"));
+    }
     if old.global != new.global {
         out.push(Difference::Global);
     }
@@ -291,6 +297,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         unicast_peers,
         track_scripts,
         track_interfaces,
+        track_processes,
         dont_track_primary,
         notify,
         garp,
@@ -319,6 +326,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         ("unicast_peer", *unicast_peers != b.unicast_peers),
         ("track_script", *track_scripts != b.track_scripts),
         ("track_interface", *track_interfaces != b.track_interfaces),
+        ("track_process", *track_processes != b.track_processes),
         (
             "dont_track_primary",
             *dont_track_primary != b.dont_track_primary,

@@ -259,6 +259,30 @@ impl Daemon {
 }
 
 impl Daemon {
+    /// (Re)starts the `vrrp_track_process` watcher for the processes instances track: it
+    /// reports each one's state at once, which a kept instance already has (no change).
+    pub(super) fn watch_processes(&mut self) {
+        if let Some(task) = self.process_watch.take() {
+            task.abort();
+        }
+        let tracked: Vec<_> = self
+            .config
+            .processes
+            .iter()
+            .filter(|p| {
+                self.config
+                    .instances
+                    .iter()
+                    .any(|i| i.track_processes.iter().any(|t| t.name == p.name))
+            })
+            .cloned()
+            .collect();
+        if !tracked.is_empty() {
+            let task = super::processes::watch(tracked, self.results_tx.clone());
+            self.process_watch = Some(tokio::spawn(task));
+        }
+    }
+
     /// Every configured source address (`unicast_src_ip`, `mcast_src_ip`) is followed: while
     /// it is not on its instance's interface (a bridge such as br-ex took it, or it is gone),
     /// the instance is FAULT ([`setup::source_track`]), so that it never advertises from an

@@ -57,6 +57,9 @@ pub enum InstanceError {
     /// A track_script without its vrrp_script.
     #[error("track_script {0} names no vrrp_script")]
     UnknownScript(String),
+    /// A track_process without its vrrp_track_process.
+    #[error("track_process {0} names no vrrp_track_process")]
+    UnknownProcess(String),
     /// Parameters the state machine refuses.
     #[error(transparent)]
     Params(#[from] ParamsError),
@@ -206,6 +209,15 @@ pub fn params(
         ts.fall = s.fall;
         ts.init_fail = s.init_fail;
         p.track_scripts.push(ts);
+    }
+    for t in &i.track_processes {
+        let process = c
+            .process(&t.name)
+            .ok_or_else(|| InstanceError::UnknownProcess(t.name.clone()))?;
+        p.track_scripts.push(TrackScript::new(
+            super::processes::key(&t.name),
+            t.weight.unwrap_or(process.weight),
+        ));
     }
     if !i.dont_track_primary && !i.track_interfaces.iter().any(|t| t.name == i.interface) {
         p.track_interfaces
