@@ -79,7 +79,8 @@ pub enum Command {
         #[command(flatten)]
         source: Source,
     },
-    /// Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise.
+    /// Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise; warnings
+    /// (what vrrpd accepts and leaves aside: LVS, SMTP, DBus, SNMP, ...) go to stderr either way.
     CheckConfig {
         /// The file to check (`-` for standard input).
         #[arg(short = 'f', long = "config", value_name = "FILE")]
