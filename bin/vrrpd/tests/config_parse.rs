@@ -578,3 +578,65 @@ fn excluded_vips_are_not_in_adverts() {
         "all three held"
     );
 }
+
+/// keepalived's `track_file` (and its older name `vrrp_track_file`), an instance's
+/// `track_file`, what is refused in them, and render's text reading back the same.
+#[test]
+fn track_files_with_keepalived_defaults() {
+    let text = "\
+track_file maintenance {
+    file /run/maintenance
+    init_file 0 overwrite
+}
+vrrp_track_file load {
+    file \"/var/run/load weight\"
+    weight -5
+}
+vrrp_instance A {
+    interface eth0
+    virtual_router_id 51
+    virtual_ipaddress {
+        192.0.2.1
+    }
+    track_file {
+        maintenance weight 0
+        load
+    }
+}
+";
+    let c = config::parse_str(text, "f.conf").unwrap();
+    let m = c.file("maintenance").unwrap();
+    assert_eq!((m.path.as_str(), m.weight), ("/run/maintenance", 1));
+    assert_eq!(
+        m.init,
+        Some(config::FileInit {
+            value: 0,
+            overwrite: true
+        })
+    );
+    assert_eq!(c.file("load").unwrap().path, "/var/run/load weight");
+    let a = c.instance("A").unwrap();
+    assert_eq!(a.track_files[0].weight, Some(0));
+    assert_eq!(a.track_files[1].weight, None);
+    let written = config::write::write(&c);
+    let again = config::parse_str(&written, "w.conf").unwrap();
+    assert_eq!(again.files, c.files, "{written}");
+    assert_eq!(again.instances[0].track_files, a.track_files);
+
+    let bad = text
+        .replace(
+            "        load\n",
+            "        load weight 2 reverse\n        ghost\n",
+        )
+        .replace("    weight -5\n", "    weight -5 reverse\n");
+    let errors = config::parse_str(&bad, "f.conf").unwrap_err().to_string();
+    let want = [
+        "f.conf:7: `weight` takes a number (`reverse` is not supported by vrrpd)",
+        "f.conf:17: `load weight 2 reverse`: only `weight N` may follow the name (`reverse` is \
+         not supported by vrrpd)",
+        "f.conf:9: vrrp_instance A: track_file `ghost` names no track_file block",
+    ];
+    for w in want {
+        assert!(errors.contains(w), "missing {w:?} in:\n{errors}");
+    }
+}

@@ -135,6 +135,12 @@ fn instance(c: &Config, i: &VrrpInstance, errors: &mut ConfigErrors) {
                 .iter()
                 .filter(|t| c.process(&t.name).is_none())
                 .map(|t| ("track_process", &t.name, "vrrp_track_process")),
+        )
+        .chain(
+            i.track_files
+                .iter()
+                .filter(|t| c.file(&t.name).is_none())
+                .map(|t| ("track_file", &t.name, "track_file block")),
         );
     for (keyword, name, block) in missing {
         errors.push(

@@ -286,16 +286,6 @@ const REFUSED: &[(&str, &str)] = &[
         "BFD is not part of vrrpd; track the peer with a track_script",
     ),
     (
-        "track_file",
-        "track files are not implemented in vrrpd; a vrrp_script that reads the file gives \
-         the same weight (or FAULT with weight 0) from its exit status",
-    ),
-    (
-        "vrrp_track_file",
-        "track files are not implemented in vrrpd; a vrrp_script that reads the file gives \
-         the same weight (or FAULT with weight 0) from its exit status",
-    ),
-    (
         "vrrp_mcast_group4",
         "vrrpd sends multicast adverts to 224.0.0.18 only (RFC 5798 5.1.1.2)",
     ),

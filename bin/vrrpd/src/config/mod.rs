@@ -26,9 +26,9 @@ use std::path::Path;
 pub use error::{ConfigErrors, ConfigWarnings};
 pub use lexer::LexOptions;
 pub use model::{
-    Command, Config, GlobalDefs, Location, Notify, ParamMatch, SyncGroup, TrackProcess,
-    TrackedInterface, TrackedProcess, TrackedScript, User, VirtualAddress, VrrpInstance,
-    VrrpScript,
+    Command, Config, FileInit, GlobalDefs, Location, Notify, ParamMatch, SyncGroup, TrackFile,
+    TrackProcess, TrackedFile, TrackedInterface, TrackedProcess, TrackedScript, User,
+    VirtualAddress, VrrpInstance, VrrpScript,
 };
 pub use source::{load_source, Source, SourceError};
 

@@ -24,6 +24,8 @@ pub struct Config {
     pub sync_groups: Vec<SyncGroup>,
     /// Every `vrrp_track_process`, in file order.
     pub processes: Vec<TrackProcess>,
+    /// Every `track_file` (or `vrrp_track_file`), in file order.
+    pub files: Vec<TrackFile>,
 }
 
 impl Config {
@@ -35,6 +37,28 @@ impl Config {
     /// The `vrrp_track_process` called `name`.
     pub fn process(&self, name: &str) -> Option<&TrackProcess> {
         self.processes.iter().find(|p| p.name == name)
+    }
+
+    /// The trackers of `all` (processes or files) that some instance tracks, as
+    /// `entries` lists them.
+    pub fn tracked<T: Named + Clone, E: Named>(
+        &self,
+        all: &[T],
+        entries: impl Fn(&VrrpInstance) -> &[E],
+    ) -> Vec<T> {
+        all.iter()
+            .filter(|t| {
+                self.instances
+                    .iter()
+                    .any(|i| entries(i).iter().any(|e| e.name() == t.name()))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The `track_file` called `name`.
+    pub fn file(&self, name: &str) -> Option<&TrackFile> {
+        self.files.iter().find(|f| f.name == name)
     }
 
     /// The instance called `name`.
@@ -136,6 +160,24 @@ pub struct VrrpScript {
     pub location: Location,
 }
 
+/// A block or an entry known by its name.
+pub trait Named {
+    /// Its name.
+    fn name(&self) -> &str;
+}
+
+macro_rules! named {
+    ($($t:ty),*) => {
+        $(impl Named for $t {
+            fn name(&self) -> &str {
+                &self.name
+            }
+        })*
+    };
+}
+
+named!(TrackProcess, TrackedProcess, TrackFile, TrackedFile);
+
 /// How a `vrrp_track_process` compares the parameters it names with a process's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamMatch {
@@ -177,6 +219,39 @@ pub struct TrackProcess {
     /// `terminate_delay` (or `delay`) in centiseconds: how long it must be lost before it counts
     /// as down.
     pub terminate_delay_cs: u32,
+}
+
+/// `track_file NAME { file PATH; weight N; init_file [VALUE] [overwrite] }`: an integer in a
+/// file, times the weight, moves the priority of the instances that track it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackFile {
+    /// Its name.
+    pub name: String,
+    /// `file`: the file read (a missing or empty one reads as 0).
+    pub path: String,
+    /// `weight` (default 1).
+    pub weight: i32,
+    /// `init_file [VALUE] [overwrite]`: the value written at start when the file does not
+    /// exist (or always, with `overwrite`).
+    pub init: Option<FileInit>,
+}
+
+/// `init_file`'s value and whether it overwrites an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileInit {
+    /// The value written (default 0).
+    pub value: i32,
+    /// `overwrite`.
+    pub overwrite: bool,
+}
+
+/// An instance's `track_file` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackedFile {
+    /// The `track_file` it names.
+    pub name: String,
+    /// `weight N` given here, overriding the file's.
+    pub weight: Option<i32>,
 }
 
 /// An instance's `track_process` entry.
@@ -277,6 +352,8 @@ pub struct VrrpInstance {
     pub track_interfaces: Vec<TrackedInterface>,
     /// `track_process`.
     pub track_processes: Vec<TrackedProcess>,
+    /// `track_file`.
+    pub track_files: Vec<TrackedFile>,
     /// `dont_track_primary`: the instance's own interface going down is ignored.
     pub dont_track_primary: bool,
     /// The notify scripts.
@@ -317,6 +394,7 @@ impl VrrpInstance {
             track_scripts: Vec::new(),
             track_interfaces: Vec::new(),
             track_processes: Vec::new(),
+            track_files: Vec::new(),
             dont_track_primary: false,
             notify: Notify::default(),
             garp,

@@ -8,9 +8,9 @@ use ipi_core::vrrp::Version;
 
 use super::error::ConfigErrors;
 use super::model::{
-    Command, Config, GlobalDefs, Location, Notify, ParamMatch, SyncGroup, TrackProcess,
-    TrackedInterface, TrackedProcess, TrackedScript, User, VirtualAddress, VrrpInstance,
-    VrrpScript,
+    Command, Config, FileInit, GlobalDefs, Location, Notify, ParamMatch, SyncGroup, TrackFile,
+    TrackProcess, TrackedFile, TrackedInterface, TrackedProcess, TrackedScript, User,
+    VirtualAddress, VrrpInstance, VrrpScript,
 };
 use super::tree::Node;
 use crate::fsm::{GarpParams, InitialState};
@@ -35,6 +35,8 @@ pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
             "vrrp_instance" => c.instances.extend(vrrp_instance(node, &c.global, errors)),
             "vrrp_sync_group" => c.sync_groups.extend(sync_group(node, errors)),
             "vrrp_track_process" => c.processes.extend(track_process(node, errors)),
+            // vrrp_track_file: keepalived's older name, still read.
+            "track_file" | "vrrp_track_file" => c.files.extend(track_file(node, errors)),
             other => match super::known::refusal(other) {
                 Some(why) => errors.push(&node.location, why),
                 None => errors.push(
@@ -188,24 +190,40 @@ fn address(node: &Node, text: &str, errors: &mut ConfigErrors) -> Option<IpAddr>
     }
 }
 
-fn weight(node: &Node, args: &[String], errors: &mut ConfigErrors) -> Option<i32> {
+/// An entry's `weight N` after its name, within `range`; keepalived's `reverse` is refused.
+fn weight(
+    node: &Node,
+    args: &[String],
+    range: std::ops::RangeInclusive<i32>,
+    errors: &mut ConfigErrors,
+) -> Option<i32> {
     match args {
         [] => None,
         [kw, w] if kw == "weight" => match w.parse::<i32>() {
-            Ok(w) if (-253..=253).contains(&w) => Some(w),
+            Ok(w) if range.contains(&w) => Some(w),
             _ => {
                 errors.push(
                     &node.location,
-                    format!("`{}`: weight `{w}` must be from -253 to 253", node.keyword),
+                    format!(
+                        "`{}`: weight `{w}` must be from {} to {}",
+                        node.keyword,
+                        range.start(),
+                        range.end()
+                    ),
                 );
                 None
             }
         },
         _ => {
+            let reverse = if args.iter().any(|a| a == "reverse") {
+                " (`reverse` is not supported by vrrpd)"
+            } else {
+                ""
+            };
             errors.push(
                 &node.location,
                 format!(
-                    "`{} {}`: only `weight N` may follow the name",
+                    "`{} {}`: only `weight N` may follow the name{reverse}",
                     node.keyword,
                     args.join(" ")
                 ),
@@ -548,6 +566,66 @@ fn track_process(node: &Node, errors: &mut ConfigErrors) -> Option<TrackProcess>
     Some(p)
 }
 
+/// `track_file NAME { file PATH; weight N; init_file [VALUE] [overwrite] }`.
+fn track_file(node: &Node, errors: &mut ConfigErrors) -> Option<TrackFile> {
+    let name = name(node, errors)?;
+    let (mut path, mut weight, mut init) = (None, 1, None);
+    for n in block(node, errors) {
+        match n.keyword.as_str() {
+            "file" => path = one(n, errors).map(str::to_string),
+            "weight" => {
+                weight = match n.args.as_slice() {
+                    [_] => number(n, -2_147_483_647..=2_147_483_647, errors).unwrap_or(1),
+                    _ => {
+                        errors.push(
+                            &n.location,
+                            "`weight` takes a number (`reverse` is not supported by vrrpd)",
+                        );
+                        1
+                    }
+                }
+            }
+            "init_file" => init = file_init(n, errors),
+            _ => unknown(n, &format!("track_file {name}"), errors),
+        }
+    }
+    let Some(path) = path else {
+        errors.push(
+            &node.location,
+            format!("track_file {name}: `file` is required"),
+        );
+        return None;
+    };
+    Some(TrackFile {
+        name,
+        path,
+        weight,
+        init,
+    })
+}
+
+/// `init_file [VALUE] [overwrite]`: keepalived's value range for VRRP, -254 to 254.
+fn file_init(n: &Node, errors: &mut ConfigErrors) -> Option<FileInit> {
+    let mut init = FileInit {
+        value: 0,
+        overwrite: false,
+    };
+    for arg in &n.args {
+        match arg.parse::<i32>() {
+            _ if arg == "overwrite" => init.overwrite = true,
+            Ok(v) if (-254..=254).contains(&v) => init.value = v,
+            _ => {
+                errors.push(
+                    &n.location,
+                    format!("`init_file {arg}`: give a value from -254 to 254 and/or `overwrite`"),
+                );
+                return None;
+            }
+        }
+    }
+    Some(init)
+}
+
 fn vrrp_instance(
     node: &Node,
     global: &GlobalDefs,
@@ -709,7 +787,7 @@ fn tracking(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool {
             for t in block(n, errors) {
                 i.track_scripts.push(TrackedScript {
                     name: t.keyword.clone(),
-                    weight: weight(t, &t.args, errors),
+                    weight: weight(t, &t.args, -253..=253, errors),
                 });
             }
         }
@@ -717,7 +795,15 @@ fn tracking(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool {
             for t in block(n, errors) {
                 i.track_interfaces.push(TrackedInterface {
                     name: t.keyword.clone(),
-                    weight: weight(t, &t.args, errors).unwrap_or(0),
+                    weight: weight(t, &t.args, -253..=253, errors).unwrap_or(0),
+                });
+            }
+        }
+        "track_file" => {
+            for t in block(n, errors) {
+                i.track_files.push(TrackedFile {
+                    name: t.keyword.clone(),
+                    weight: weight(t, &t.args, -254..=254, errors),
                 });
             }
         }
@@ -725,7 +811,7 @@ fn tracking(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool {
             for t in block(n, errors) {
                 i.track_processes.push(TrackedProcess {
                     name: t.keyword.clone(),
-                    weight: weight(t, &t.args, errors),
+                    weight: weight(t, &t.args, -253..=253, errors),
                 });
             }
         }

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use ipi_core::vrrp::Version;
 
 use super::model::{
-    Command, Config, Notify, ParamMatch, TrackProcess, User, VirtualAddress, VrrpInstance,
-    VrrpScript,
+    Command, Config, Notify, ParamMatch, TrackFile, TrackProcess, User, VirtualAddress,
+    VrrpInstance, VrrpScript,
 };
 use crate::fsm::{GarpParams, InitialState};
 
@@ -21,6 +21,9 @@ pub fn write(c: &Config) -> String {
     }
     for p in &c.processes {
         process(&mut out, p);
+    }
+    for f in &c.files {
+        file(&mut out, f);
     }
     for i in &c.instances {
         instance(&mut out, c, i);
@@ -356,6 +359,8 @@ fn tracking(out: &mut String, i: &VrrpInstance) {
     }
     let processes = i.track_processes.iter().map(|t| (&t.name, t.weight));
     weighted(out, "track_process", processes);
+    let files = i.track_files.iter().map(|t| (&t.name, t.weight));
+    weighted(out, "track_file", files);
     if i.dont_track_primary {
         line(out, 4, "dont_track_primary");
     }
@@ -386,6 +391,17 @@ fn process(out: &mut String, p: &TrackProcess) {
         if cs != 0 {
             line(out, 4, &format!("{kw} {}", seconds(cs)));
         }
+    }
+    out.push_str("}\n");
+}
+
+fn file(out: &mut String, f: &TrackFile) {
+    let _ = writeln!(out, "\ntrack_file {} {{", f.name);
+    line(out, 4, &format!("file {}", quoted(&f.path)));
+    line(out, 4, &format!("weight {}", f.weight));
+    if let Some(init) = f.init {
+        let overwrite = if init.overwrite { " overwrite" } else { "" };
+        line(out, 4, &format!("init_file {}{overwrite}", init.value));
     }
     out.push_str("}\n");
 }

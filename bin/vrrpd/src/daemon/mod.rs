@@ -23,6 +23,7 @@ pub mod sched;
 pub mod scripts;
 pub mod setup;
 pub mod status;
+mod track_files;
 
 pub mod clash;
 mod http;
@@ -149,6 +150,10 @@ struct Daemon {
     paced: RefCell<BTreeMap<String, JoinHandle<()>>>,
     /// The `vrrp_track_process` watcher, when an instance tracks a process.
     process_watch: Option<JoinHandle<()>>,
+    /// The `track_file` reader, when an instance tracks a file, and its values.
+    file_watch: Option<JoinHandle<()>>,
+    values_tx: mpsc::UnboundedSender<(String, i64)>,
+    values: mpsc::UnboundedReceiver<(String, i64)>,
 }
 
 /// How soon a state change shows in the status file, at the latest (unless the 1 s tick
@@ -171,6 +176,7 @@ impl Daemon {
         let (rx_tx, rx) = mpsc::unbounded_channel();
         let (results_tx, results) = mpsc::unbounded_channel();
         let (links_tx, links) = mpsc::unbounded_channel();
+        let (values_tx, values) = mpsc::unbounded_channel();
         let mut d = Daemon {
             config,
             state_dir,
@@ -195,6 +201,9 @@ impl Daemon {
             status_written: Cell::new(tokio::time::Instant::now()),
             paced: RefCell::new(BTreeMap::new()),
             process_watch: None,
+            file_watch: None,
+            values_tx,
+            values,
         };
         d.spawn_tasks().await?;
         d.parts_changed();
@@ -224,6 +233,7 @@ impl Daemon {
         }
         self.start_runners();
         self.watch_processes();
+        self.watch_files();
         for name in self.parts.tracked_interfaces.clone() {
             let mut watcher = LinkWatcher::new_or_absent(&name).await.map_err(|source| {
                 Error::TrackInterface {
@@ -275,6 +285,10 @@ impl Daemon {
                 Some((name, ok)) = self.results.recv() => {
                     self.each_tracking(|vr| tracks_script(vr, &name),
                         Event::ScriptResult { name: name.clone(), ok }).await;
+                }
+                Some((name, value)) = self.values.recv() => {
+                    self.each_tracking(|vr| vr.cfg.track_files.iter().any(|t| t.name == name),
+                        Event::FileValue { name: name.clone(), value }).await;
                 }
                 Some((name, up)) = self.links.recv() => {
                     tracing::info!("interface {name} is {}", if up { "up" } else { "down" });

@@ -254,6 +254,12 @@ fn instance_differences(
     {
         out.push(Difference::Keyword("vrrp_track_process"));
     }
+    if a.track_files
+        .iter()
+        .any(|t| old.file(&t.name) != new.file(&t.name))
+    {
+        out.push(Difference::Keyword("track_file block"));
+    }
     if old.global != new.global {
         out.push(Difference::Global);
     }
@@ -298,6 +304,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         track_scripts,
         track_interfaces,
         track_processes,
+        track_files,
         dont_track_primary,
         notify,
         garp,
@@ -327,6 +334,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         ("track_script", *track_scripts != b.track_scripts),
         ("track_interface", *track_interfaces != b.track_interfaces),
         ("track_process", *track_processes != b.track_processes),
+        ("track_file", *track_files != b.track_files),
         (
             "dont_track_primary",
             *dont_track_primary != b.dont_track_primary,

@@ -15,7 +15,8 @@ use super::rx::Expect;
 use super::scripts::{self, Identity, IdentityError};
 use crate::config::{Config, Location, VrrpInstance};
 use crate::fsm::{
-    InitialState, Instance, InstanceParams, ParamsError, SyncGroup, TrackInterface, TrackScript,
+    InitialState, Instance, InstanceParams, ParamsError, SyncGroup, TrackFile, TrackInterface,
+    TrackScript,
 };
 use crate::net::{multicast_group, Announcer, Interface, Netlink, SocketConfig, Vip, VrrpSocket};
 
@@ -57,6 +58,9 @@ pub enum InstanceError {
     /// A track_script without its vrrp_script.
     #[error("track_script {0} names no vrrp_script")]
     UnknownScript(String),
+    /// A track_file entry without its track_file block.
+    #[error("track_file {0} names no track_file block")]
+    UnknownFile(String),
     /// A track_process without its vrrp_track_process.
     #[error("track_process {0} names no vrrp_track_process")]
     UnknownProcess(String),
@@ -218,6 +222,15 @@ pub fn params(
             super::processes::key(&t.name),
             t.weight.unwrap_or(process.weight),
         ));
+    }
+    for t in &i.track_files {
+        let file = c
+            .file(&t.name)
+            .ok_or_else(|| InstanceError::UnknownFile(t.name.clone()))?;
+        p.track_files.push(TrackFile {
+            name: t.name.clone(),
+            weight: t.weight.unwrap_or(file.weight),
+        });
     }
     if !i.dont_track_primary && !i.track_interfaces.iter().any(|t| t.name == i.interface) {
         p.track_interfaces

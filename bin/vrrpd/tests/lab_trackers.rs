@@ -1,6 +1,7 @@
-//! keepalived's `vrrp_track_process` and `virtual_ipaddress_excluded` in the daemon: an
-//! instance tracking a process with weight 0 is FAULT while no such process runs, takes its
-//! VIPs (the excluded one too) once one does, and gives them up when it ends.
+//! keepalived's trackers in the daemon. `vrrp_track_process` (with `virtual_ipaddress_excluded`):
+//! an instance tracking a process with weight 0 is FAULT while no such process runs, takes its
+//! VIPs (the excluded one too) once one does, and gives them up when it ends. `track_file`: the
+//! value in the file, times its weight, moves the priority; below -253 it is FAULT.
 
 // Helpers outside #[test] functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -60,4 +61,42 @@ fn a_tracked_process_holds_the_instance_in_fault_until_it_runs() {
         || state(&a) == "FAULT" && !holds(&a, vip) && !holds(&a, excluded),
     );
     eprintln!("the process ended; FAULT and both VIPs gone {took:?} later");
+}
+
+#[test]
+fn a_tracked_file_moves_the_priority_by_its_value_and_faults_below_minus_253() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = ipi_lab::Lab::new().unwrap();
+    let a = lab.host("a").unwrap();
+    let file = a.dir().join("weight");
+    let conf = format!(
+        "track_file w {{\n    file {}\n    weight -10\n    init_file 2\n}}\n\
+         vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 72\n    \
+         priority 100\n    advert_int 1\n    virtual_ipaddress {{\n        198.51.100.72/32\n    \
+         }}\n    track_file {{\n        w\n    }}\n}}\n",
+        file.display()
+    );
+    let d = vrrpd(&a, &conf);
+    let priority = || support::status(&a)["instances"][0]["priority"].as_u64();
+    // init_file wrote 2: 100 - 2 * 10.
+    until(
+        "priority 80 from init_file",
+        Duration::from_secs(5),
+        &[&d],
+        || priority() == Some(80),
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), "2");
+    std::fs::write(&file, "-3\n").unwrap();
+    until("priority 130", Duration::from_secs(5), &[&d], || {
+        priority() == Some(130)
+    });
+    until("MASTER", Duration::from_secs(10), &[&d], || {
+        state(&a) == "MASTER"
+    });
+    std::fs::write(&file, "26").unwrap();
+    until("FAULT at -260", Duration::from_secs(5), &[&d], || {
+        state(&a) == "FAULT"
+    });
 }
