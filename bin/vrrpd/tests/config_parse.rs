@@ -410,7 +410,7 @@ vrrp_instance A {
     virtual_router_id 51
     no_accept
     virtual_routes {
-        192.0.2.0/24 via 198.51.100.1
+        192.0.2.0/24 via 198.51.100.1 or 198.51.100.2
     }
     promote_secondaries
     authentication {
@@ -426,8 +426,8 @@ vrrp_instance A {
     let want = [
         "r.conf:1: `static_routes` is not supported by vrrpd: vrrpd manages no static routes",
         "r.conf:7: `no_accept` is not supported by vrrpd: vrrpd installs no firewall rules",
-        "r.conf:8: `virtual_routes` is not supported by vrrpd: routes added and removed with \
-         the state are not implemented",
+        "r.conf:9: virtual_routes `192.0.2.0/24 via 198.51.100.1 or 198.51.100.2`: `or` is not \
+         supported",
         "r.conf:11: `promote_secondaries` (keepalived's) is not supported by vrrpd (in \
          vrrp_instance A)",
         "r.conf:13: `auth_type AH` is not supported by vrrpd",
@@ -639,4 +639,23 @@ vrrp_instance A {
     for w in want {
         assert!(errors.contains(w), "missing {w:?} in:\n{errors}");
     }
+}
+
+/// keepalived's `virtual_routes`, and render's text reading back the same.
+#[test]
+fn virtual_routes_read_and_written_back() {
+    let text = "vrrp_instance A {\n    interface eth0\n    virtual_router_id 51\n    \
+                virtual_ipaddress {\n        192.0.2.1\n    }\n    virtual_routes {\n        \
+                src 192.0.2.1 to 198.51.100.0/24 via 192.0.2.254 dev eth1\n        \
+                0.0.0.0/0 gw 192.0.2.254 table 100 metric 5\n        \
+                unreachable 2001:db8:9::/48\n    }\n}\n";
+    let c = config::parse_str(text, "r.conf").unwrap();
+    let routes = &c.instances[0].virtual_routes;
+    assert_eq!(routes.len(), 3);
+    assert_eq!(routes[0].dev.as_deref(), Some("eth1"));
+    assert_eq!(routes[1].table, Some(100));
+    assert_eq!(routes[2].kind, config::RouteType::Unreachable);
+    let written = config::write::write(&c);
+    let again = config::parse_str(&written, "w.conf").unwrap();
+    assert_eq!(&again.instances[0].virtual_routes, routes, "{written}");
 }

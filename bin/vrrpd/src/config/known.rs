@@ -246,11 +246,6 @@ const KEEPALIVED: &[&str] = &[
 /// keepalived's keywords that vrrpd refuses, and why (what to do instead).
 const REFUSED: &[(&str, &str)] = &[
     (
-        "virtual_routes",
-        "routes added and removed with the state are not implemented in vrrpd; add them from \
-         notify_master and remove them from notify_backup / notify_fault",
-    ),
-    (
         "virtual_rules",
         "rules added and removed with the state are not implemented in vrrpd; add them from \
          notify_master and remove them from notify_backup / notify_fault",

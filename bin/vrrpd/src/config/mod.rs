@@ -17,6 +17,7 @@ pub mod lexer;
 pub mod model;
 pub mod openshift;
 pub mod parse;
+mod route;
 pub mod source;
 pub mod tree;
 pub mod write;
@@ -26,9 +27,9 @@ use std::path::Path;
 pub use error::{ConfigErrors, ConfigWarnings};
 pub use lexer::LexOptions;
 pub use model::{
-    Command, Config, FileInit, GlobalDefs, Location, Notify, ParamMatch, SyncGroup, TrackFile,
-    TrackProcess, TrackedFile, TrackedInterface, TrackedProcess, TrackedScript, User,
-    VirtualAddress, VrrpInstance, VrrpScript,
+    Command, Config, FileInit, GlobalDefs, Location, Notify, ParamMatch, RouteType, SyncGroup,
+    TrackFile, TrackProcess, TrackedFile, TrackedInterface, TrackedProcess, TrackedScript, User,
+    VirtualAddress, VirtualRoute, VrrpInstance, VrrpScript,
 };
 pub use source::{load_source, Source, SourceError};
 

@@ -276,6 +276,41 @@ pub struct VirtualAddress {
     pub label: Option<String>,
 }
 
+/// What a `virtual_routes` entry does with what it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteType {
+    /// Forwards (the default).
+    Unicast,
+    /// `blackhole`: drops silently.
+    Blackhole,
+    /// `unreachable`: ICMP unreachable.
+    Unreachable,
+    /// `prohibit`: ICMP prohibited.
+    Prohibit,
+}
+
+/// One entry of `virtual_routes`: `[src ADDR] [to] [TYPE] DEST[/LEN] [via|gw ADDR] [dev IF]
+/// [metric N] [table N] [no_track]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VirtualRoute {
+    /// The destination.
+    pub destination: IpAddr,
+    /// Its prefix length (default /32 or /128).
+    pub prefix_len: u8,
+    /// `via` (or `gw`): the next hop.
+    pub via: Option<IpAddr>,
+    /// `src`: the preferred source address.
+    pub src: Option<IpAddr>,
+    /// `dev`: the output interface.
+    pub dev: Option<String>,
+    /// `metric` (`preference`, `priority`).
+    pub metric: Option<u32>,
+    /// `table` (a number).
+    pub table: Option<u32>,
+    /// `blackhole`, `unreachable`, `prohibit`.
+    pub kind: RouteType,
+}
+
 /// An instance's `track_script` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrackedScript {
@@ -340,6 +375,8 @@ pub struct VrrpInstance {
     /// `virtual_ipaddress_excluded`: held with the state like the VIPs, but not carried in
     /// adverts (so any number, of either family).
     pub vips_excluded: Vec<VirtualAddress>,
+    /// `virtual_routes`: added with the VIPs, removed with them.
+    pub virtual_routes: Vec<VirtualRoute>,
     /// `mcast_src_ip`: the source address of multicast adverts.
     pub mcast_src_ip: Option<IpAddr>,
     /// `unicast_src_ip`.
@@ -388,6 +425,7 @@ impl VrrpInstance {
             auth_pass: None,
             vips: Vec::new(),
             vips_excluded: Vec::new(),
+            virtual_routes: Vec::new(),
             mcast_src_ip: None,
             unicast_src_ip: None,
             unicast_peers: Vec::new(),

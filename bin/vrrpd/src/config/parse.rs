@@ -747,6 +747,12 @@ fn addresses(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool 
                 i.vips.extend(virtual_address(v, errors));
             }
         }
+        "virtual_routes" => {
+            for r in block(n, errors) {
+                i.virtual_routes
+                    .extend(super::route::virtual_route(r, errors));
+            }
+        }
         "virtual_ipaddress_excluded" => {
             for v in block(n, errors) {
                 i.vips_excluded.extend(virtual_address(v, errors));

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use ipi_core::vrrp::Version;
 
 use super::model::{
-    Command, Config, Notify, ParamMatch, TrackFile, TrackProcess, User, VirtualAddress,
-    VrrpInstance, VrrpScript,
+    Command, Config, Notify, ParamMatch, RouteType, TrackFile, TrackProcess, User, VirtualAddress,
+    VirtualRoute, VrrpInstance, VrrpScript,
 };
 use crate::fsm::{GarpParams, InitialState};
 
@@ -311,6 +311,40 @@ fn addresses(out: &mut String, i: &VrrpInstance) {
     if !i.vips_excluded.is_empty() {
         vips(out, "virtual_ipaddress_excluded", &i.vips_excluded);
     }
+    if !i.virtual_routes.is_empty() {
+        out.push_str("    virtual_routes {\n");
+        for r in &i.virtual_routes {
+            line(out, 8, &route(r));
+        }
+        out.push_str("    }\n");
+    }
+}
+
+fn route(r: &VirtualRoute) -> String {
+    let mut text = String::new();
+    if let Some(s) = r.src {
+        let _ = write!(text, "src {s} ");
+    }
+    match r.kind {
+        RouteType::Unicast => {}
+        RouteType::Blackhole => text.push_str("blackhole "),
+        RouteType::Unreachable => text.push_str("unreachable "),
+        RouteType::Prohibit => text.push_str("prohibit "),
+    }
+    let _ = write!(text, "{}/{}", r.destination, r.prefix_len);
+    if let Some(v) = r.via {
+        let _ = write!(text, " via {v}");
+    }
+    if let Some(d) = &r.dev {
+        let _ = write!(text, " dev {d}");
+    }
+    if let Some(m) = r.metric {
+        let _ = write!(text, " metric {m}");
+    }
+    if let Some(t) = r.table {
+        let _ = write!(text, " table {t}");
+    }
+    text
 }
 
 fn vips(out: &mut String, keyword: &str, vips: &[VirtualAddress]) {

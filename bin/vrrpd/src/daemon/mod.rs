@@ -579,12 +579,14 @@ impl Daemon {
         }
     }
 
-    /// Adds (`add`) or removes the instance's VIPs; a failure is logged and the others go on.
+    /// Adds (`add`) or removes the instance's VIPs, and its `virtual_routes` after them (a
+    /// route's `src` may be a VIP) or before them; a failure is logged and the others go on.
     async fn vips(&self, vr: usize, add: bool) {
         let v = &self.parts.vrs[vr];
         if !add {
             // No more announcements for addresses this router gives up.
             self.stop_paced(&v.cfg.name);
+            self.routes(vr, false).await;
         }
         for (interface, vip) in &v.vips {
             let r = if add {
@@ -594,6 +596,24 @@ impl Daemon {
             };
             if let Err(e) = r {
                 tracing::error!("{}: {vip} on {}: {e}", v.cfg.name, interface.name);
+            }
+        }
+        if add {
+            self.routes(vr, true).await;
+        }
+    }
+
+    /// Adds or removes the instance's `virtual_routes`; a failure is logged.
+    async fn routes(&self, vr: usize, add: bool) {
+        let v = &self.parts.vrs[vr];
+        for route in &v.routes {
+            let r = if add {
+                self.netlink.add_route(route).await
+            } else {
+                self.netlink.remove_route(route).await
+            };
+            if let Err(e) = r {
+                tracing::error!("{}: {e}", v.cfg.name);
             }
         }
     }

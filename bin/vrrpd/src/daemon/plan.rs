@@ -91,12 +91,15 @@ pub enum Difference {
 /// defaults) is applied in place.
 pub fn restarts(d: &Difference) -> bool {
     match d {
+        // virtual_routes: the routes of the running instance are removed with its VIPs and the
+        // new ones added when it holds them again (no route diff in place yet).
         Difference::Keyword(k) => [
             "interface",
             "virtual_router_id",
             "version",
             "vrrp_version",
             "native_ipv6",
+            "virtual_routes",
         ]
         .contains(k),
         Difference::Family | Difference::Group | Difference::Member(_) => true,
@@ -298,6 +301,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         auth_pass,
         vips,
         vips_excluded,
+        virtual_routes,
         mcast_src_ip,
         unicast_src_ip,
         unicast_peers,
@@ -328,6 +332,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
             "virtual_ipaddress_excluded",
             *vips_excluded != b.vips_excluded,
         ),
+        ("virtual_routes", *virtual_routes != b.virtual_routes),
         ("mcast_src_ip", *mcast_src_ip != b.mcast_src_ip),
         ("unicast_src_ip", *unicast_src_ip != b.unicast_src_ip),
         ("unicast_peer", *unicast_peers != b.unicast_peers),

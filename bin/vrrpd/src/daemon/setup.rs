@@ -18,7 +18,9 @@ use crate::fsm::{
     InitialState, Instance, InstanceParams, ParamsError, SyncGroup, TrackFile, TrackInterface,
     TrackScript,
 };
-use crate::net::{multicast_group, Announcer, Interface, Netlink, SocketConfig, Vip, VrrpSocket};
+use crate::net::{
+    multicast_group, Announcer, Interface, Netlink, Route, SocketConfig, Vip, VrrpSocket,
+};
 
 /// Why a configuration cannot run. Each names the block at fault.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +85,8 @@ pub struct Vr {
     pub socket: usize,
     /// The VIPs with the interface each goes on.
     pub vips: Vec<(Interface, Vip)>,
+    /// `virtual_routes`, added after the VIPs and removed before them.
+    pub routes: Vec<Route>,
     /// Where adverts go: the group or the unicast peers.
     pub destinations: Vec<IpAddr>,
     /// What its group's adverts must look like.
@@ -450,6 +454,7 @@ async fn vr(
     let socket = socket(i, family, netlink, parts).await?;
     let primary = parts.sockets[socket].source();
     let vips = vips(i, &interface, netlink).await?;
+    let routes = routes(i, netlink).await?;
     let params = params(c, i, primary, &parts.scripts)?;
     let source = source_track(i);
     for t in &params.track_interfaces {
@@ -467,6 +472,7 @@ async fn vr(
         interface,
         socket,
         vips,
+        routes,
         destinations: destinations(i, primary, family),
         announcer,
         unit: 0,
@@ -527,6 +533,28 @@ async fn vips(
         ));
     }
     Ok(vips)
+}
+
+/// The `virtual_routes` of `i` as the kernel takes them (`dev` looked up).
+async fn routes(i: &VrrpInstance, netlink: &Netlink) -> Result<Vec<Route>, InstanceError> {
+    let mut routes = Vec::new();
+    for r in &i.virtual_routes {
+        let interface = match &r.dev {
+            Some(dev) => Some((netlink.interface(dev).await?.index, dev.clone())),
+            None => None,
+        };
+        routes.push(Route {
+            destination: r.destination,
+            prefix_len: r.prefix_len,
+            gateway: r.via,
+            source: r.src,
+            interface,
+            metric: r.metric,
+            table: r.table,
+            kind: r.kind,
+        });
+    }
+    Ok(routes)
 }
 
 /// What an instance with a configured source (`unicast_src_ip`, else `mcast_src_ip`) tracks:
