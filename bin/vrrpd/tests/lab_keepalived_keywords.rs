@@ -1,7 +1,8 @@
-//! keepalived's trackers in the daemon. `vrrp_track_process` (with `virtual_ipaddress_excluded`):
-//! an instance tracking a process with weight 0 is FAULT while no such process runs, takes its
-//! VIPs (the excluded one too) once one does, and gives them up when it ends. `track_file`: the
-//! value in the file, times its weight, moves the priority; below -253 it is FAULT.
+//! keepalived's keywords in the daemon. `vrrp_startup_delay`: nothing runs until it has
+//! passed. `vrrp_track_process` (with `virtual_ipaddress_excluded`): an instance tracking a
+//! process with weight 0 is FAULT while no such process runs, takes its VIPs (the excluded one
+//! too) once one does, and gives them up when it ends. `track_file`: the value in the file,
+//! times its weight, moves the priority; below -253 it is FAULT.
 
 // Helpers outside #[test] functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -99,4 +100,26 @@ fn a_tracked_file_moves_the_priority_by_its_value_and_faults_below_minus_253() {
     until("FAULT at -260", Duration::from_secs(5), &[&d], || {
         state(&a) == "FAULT"
     });
+}
+
+#[test]
+fn vrrp_startup_delay_holds_the_instances_back() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = ipi_lab::Lab::new().unwrap();
+    let a = lab.host("a").unwrap();
+    let conf = "global_defs {\n    vrrp_startup_delay 2\n}\nvrrp_instance VI_1 {\n    \
+                interface eth0\n    virtual_router_id 74\n    advert_int 1\n    \
+                virtual_ipaddress {\n        198.51.100.74/32\n    }\n}\n";
+    let started = std::time::Instant::now();
+    let d = vrrpd(&a, conf);
+    until("BACKUP", Duration::from_secs(6), &[&d], || {
+        state(&a) == "BACKUP"
+    });
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(2),
+        "the instance started {took:?} after vrrpd, before vrrp_startup_delay 2"
+    );
 }
