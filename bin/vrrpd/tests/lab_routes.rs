@@ -1,6 +1,6 @@
-//! keepalived's `virtual_routes` in the daemon: routes added when the instance takes its VIPs
-//! (after them), removed when it gives them up (before them), with keepalived's routing
-//! protocol number 18.
+//! keepalived's `virtual_routes` and `virtual_rules` in the daemon: routes, then rules, added
+//! when the instance takes its VIPs (after them), removed when it gives them up (before them),
+//! with keepalived's routing protocol number 18.
 
 // Helpers outside #[test] functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -25,6 +25,15 @@ fn routes(host: &ipi_lab::Host, table: &str) -> String {
     out.stdout
 }
 
+/// The rules of `host` that vrrpd adds (priority 1000).
+fn rules(host: &ipi_lab::Host) -> String {
+    let out = host
+        .run("ip", ["rule", "show", "priority", "1000"])
+        .unwrap();
+    assert!(out.success, "ip rule: {}", out.stderr);
+    out.stdout
+}
+
 #[test]
 fn virtual_routes_come_and_go_with_the_vips() {
     if !ipi_lab::available() {
@@ -37,13 +46,15 @@ fn virtual_routes_come_and_go_with_the_vips() {
                 198.51.100.73/32\n    }\n    virtual_routes {\n        \
                 198.51.100.0/25 via 192.0.2.254 dev eth0 table 100\n        \
                 src 198.51.100.73 203.0.113.0/24 dev eth0\n        \
-                blackhole 203.0.113.128/25 metric 7\n    }\n}\n";
+                blackhole 203.0.113.128/25 metric 7\n    }\n    virtual_rules {\n        \
+                from 198.51.100.0/25 table 100 priority 1000\n    }\n}\n";
     let mut d = vrrpd(&a, conf);
     until("BACKUP", Duration::from_secs(5), &[&d], || {
         state(&a) == "BACKUP"
     });
     assert_eq!(routes(&a, "100"), "", "a backup holds no route");
     assert_eq!(routes(&a, "main"), "");
+    assert_eq!(rules(&a), "");
     until("MASTER", Duration::from_secs(10), &[&d], || {
         state(&a) == "MASTER"
     });
@@ -51,8 +62,10 @@ fn virtual_routes_come_and_go_with_the_vips() {
         routes(&a, "100").contains("198.51.100.0/25 via 192.0.2.254 dev eth0")
             && routes(&a, "main").contains("203.0.113.0/24 dev eth0 scope link src 198.51.100.73")
             && routes(&a, "main").contains("blackhole 203.0.113.128/25 metric 7")
+            && rules(&a).contains("from 198.51.100.0/25 lookup 100")
     });
     d.stop();
     assert_eq!(routes(&a, "100"), "", "gone with the VIPs: {}", d.log());
     assert_eq!(routes(&a, "main"), "");
+    assert_eq!(rules(&a), "", "the rule gone too");
 }

@@ -246,11 +246,6 @@ const KEEPALIVED: &[&str] = &[
 /// keepalived's keywords that vrrpd refuses, and why (what to do instead).
 const REFUSED: &[(&str, &str)] = &[
     (
-        "virtual_rules",
-        "rules added and removed with the state are not implemented in vrrpd; add them from \
-         notify_master and remove them from notify_backup / notify_fault",
-    ),
-    (
         "static_ipaddress",
         "vrrpd manages no static addresses; configure them with the system's network \
          configuration",

@@ -29,7 +29,7 @@ pub use lexer::LexOptions;
 pub use model::{
     Command, Config, FileInit, GlobalDefs, Location, Notify, ParamMatch, RouteType, SyncGroup,
     TrackFile, TrackProcess, TrackedFile, TrackedInterface, TrackedProcess, TrackedScript, User,
-    VirtualAddress, VirtualRoute, VrrpInstance, VrrpScript,
+    VirtualAddress, VirtualRoute, VirtualRule, VrrpInstance, VrrpScript,
 };
 pub use source::{load_source, Source, SourceError};
 

@@ -311,6 +311,28 @@ pub struct VirtualRoute {
     pub kind: RouteType,
 }
 
+/// One entry of `virtual_rules`: `[inet6] [from PREFIX|all] [to PREFIX] [iif IF] [oif IF]
+/// [fwmark N] [priority N] table N [no_track]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VirtualRule {
+    /// IPv6 (`inet6`, or an IPv6 prefix); IPv4 otherwise, keepalived's default.
+    pub ipv6: bool,
+    /// `from`: the source prefix.
+    pub from: Option<(IpAddr, u8)>,
+    /// `to`: the destination prefix.
+    pub to: Option<(IpAddr, u8)>,
+    /// `iif`.
+    pub iif: Option<String>,
+    /// `oif`.
+    pub oif: Option<String>,
+    /// `fwmark`.
+    pub fwmark: Option<u32>,
+    /// `priority` (`preference`, `pref`).
+    pub priority: Option<u32>,
+    /// `table` (`lookup`): required.
+    pub table: u32,
+}
+
 /// An instance's `track_script` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrackedScript {
@@ -377,6 +399,8 @@ pub struct VrrpInstance {
     pub vips_excluded: Vec<VirtualAddress>,
     /// `virtual_routes`: added with the VIPs, removed with them.
     pub virtual_routes: Vec<VirtualRoute>,
+    /// `virtual_rules`: added with the VIPs, removed with them.
+    pub virtual_rules: Vec<VirtualRule>,
     /// `mcast_src_ip`: the source address of multicast adverts.
     pub mcast_src_ip: Option<IpAddr>,
     /// `unicast_src_ip`.
@@ -426,6 +450,7 @@ impl VrrpInstance {
             vips: Vec::new(),
             vips_excluded: Vec::new(),
             virtual_routes: Vec::new(),
+            virtual_rules: Vec::new(),
             mcast_src_ip: None,
             unicast_src_ip: None,
             unicast_peers: Vec::new(),

@@ -753,6 +753,12 @@ fn addresses(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool 
                     .extend(super::route::virtual_route(r, errors));
             }
         }
+        "virtual_rules" => {
+            for r in block(n, errors) {
+                i.virtual_rules
+                    .extend(super::route::virtual_rule(r, errors));
+            }
+        }
         "virtual_ipaddress_excluded" => {
             for v in block(n, errors) {
                 i.vips_excluded.extend(virtual_address(v, errors));

@@ -8,7 +8,7 @@ use ipi_core::vrrp::Version;
 
 use super::model::{
     Command, Config, Notify, ParamMatch, RouteType, TrackFile, TrackProcess, User, VirtualAddress,
-    VirtualRoute, VrrpInstance, VrrpScript,
+    VirtualRoute, VirtualRule, VrrpInstance, VrrpScript,
 };
 use crate::fsm::{GarpParams, InitialState};
 
@@ -318,6 +318,38 @@ fn addresses(out: &mut String, i: &VrrpInstance) {
         }
         out.push_str("    }\n");
     }
+    if !i.virtual_rules.is_empty() {
+        out.push_str("    virtual_rules {\n");
+        for r in &i.virtual_rules {
+            line(out, 8, &rule(r));
+        }
+        out.push_str("    }\n");
+    }
+}
+
+fn rule(r: &VirtualRule) -> String {
+    let mut words = Vec::new();
+    if r.ipv6 {
+        words.push("inet6".to_string());
+    }
+    for (kw, p) in [("from", r.from), ("to", r.to)] {
+        if let Some((a, len)) = p {
+            words.push(format!("{kw} {a}/{len}"));
+        }
+    }
+    for (kw, v) in [("iif", &r.iif), ("oif", &r.oif)] {
+        if let Some(v) = v {
+            words.push(format!("{kw} {v}"));
+        }
+    }
+    if let Some(m) = r.fwmark {
+        words.push(format!("fwmark {m}"));
+    }
+    if let Some(p) = r.priority {
+        words.push(format!("priority {p}"));
+    }
+    words.push(format!("table {}", r.table));
+    words.join(" ")
 }
 
 fn route(r: &VirtualRoute) -> String {

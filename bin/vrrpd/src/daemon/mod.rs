@@ -603,9 +603,17 @@ impl Daemon {
         }
     }
 
-    /// Adds or removes the instance's `virtual_routes`; a failure is logged.
+    /// Adds the instance's `virtual_routes` then its `virtual_rules`, or removes them in the
+    /// other order; a failure is logged.
     async fn routes(&self, vr: usize, add: bool) {
         let v = &self.parts.vrs[vr];
+        if !add {
+            for rule in &v.rules {
+                if let Err(e) = self.netlink.remove_rule(rule).await {
+                    tracing::error!("{}: {e}", v.cfg.name);
+                }
+            }
+        }
         for route in &v.routes {
             let r = if add {
                 self.netlink.add_route(route).await
@@ -614,6 +622,13 @@ impl Daemon {
             };
             if let Err(e) = r {
                 tracing::error!("{}: {e}", v.cfg.name);
+            }
+        }
+        if add {
+            for rule in &v.rules {
+                if let Err(e) = self.netlink.add_rule(rule).await {
+                    tracing::error!("{}: {e}", v.cfg.name);
+                }
             }
         }
     }

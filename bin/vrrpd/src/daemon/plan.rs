@@ -91,8 +91,8 @@ pub enum Difference {
 /// defaults) is applied in place.
 pub fn restarts(d: &Difference) -> bool {
     match d {
-        // virtual_routes: the routes of the running instance are removed with its VIPs and the
-        // new ones added when it holds them again (no route diff in place yet).
+        // virtual_routes / virtual_rules: those of the running instance are removed with its
+        // VIPs and the new ones added when it holds them again (no diff in place yet).
         Difference::Keyword(k) => [
             "interface",
             "virtual_router_id",
@@ -100,6 +100,7 @@ pub fn restarts(d: &Difference) -> bool {
             "vrrp_version",
             "native_ipv6",
             "virtual_routes",
+            "virtual_rules",
         ]
         .contains(k),
         Difference::Family | Difference::Group | Difference::Member(_) => true,
@@ -302,6 +303,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         vips,
         vips_excluded,
         virtual_routes,
+        virtual_rules,
         mcast_src_ip,
         unicast_src_ip,
         unicast_peers,
@@ -333,6 +335,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
             *vips_excluded != b.vips_excluded,
         ),
         ("virtual_routes", *virtual_routes != b.virtual_routes),
+        ("virtual_rules", *virtual_rules != b.virtual_rules),
         ("mcast_src_ip", *mcast_src_ip != b.mcast_src_ip),
         ("unicast_src_ip", *unicast_src_ip != b.unicast_src_ip),
         ("unicast_peer", *unicast_peers != b.unicast_peers),

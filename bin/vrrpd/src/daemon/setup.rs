@@ -19,7 +19,7 @@ use crate::fsm::{
     TrackScript,
 };
 use crate::net::{
-    multicast_group, Announcer, Interface, Netlink, Route, SocketConfig, Vip, VrrpSocket,
+    multicast_group, Announcer, Interface, Netlink, Route, Rule, SocketConfig, Vip, VrrpSocket,
 };
 
 /// Why a configuration cannot run. Each names the block at fault.
@@ -87,6 +87,8 @@ pub struct Vr {
     pub vips: Vec<(Interface, Vip)>,
     /// `virtual_routes`, added after the VIPs and removed before them.
     pub routes: Vec<Route>,
+    /// `virtual_rules`, added after the routes and removed before them.
+    pub rules: Vec<Rule>,
     /// Where adverts go: the group or the unicast peers.
     pub destinations: Vec<IpAddr>,
     /// What its group's adverts must look like.
@@ -473,6 +475,7 @@ async fn vr(
         socket,
         vips,
         routes,
+        rules: i.virtual_rules.clone(),
         destinations: destinations(i, primary, family),
         announcer,
         unit: 0,

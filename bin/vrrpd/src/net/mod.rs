@@ -25,5 +25,5 @@ pub use address::{AddressFlags, Interface, InterfaceAddress, Netlink, Outcome, V
 pub use announce::Announcer;
 pub use error::Error;
 pub use link::{AddressWatcher, LinkState, LinkWatcher};
-pub use route::Route;
+pub use route::{Route, Rule};
 pub use vrrp_socket::{multicast_group, Received, SocketConfig, VrrpSocket};

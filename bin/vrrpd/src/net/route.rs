@@ -1,4 +1,5 @@
-//! Routes held with an instance's state (keepalived's `virtual_routes`) over rtnetlink, added
+//! Routes and rules held with an instance's state (keepalived's `virtual_routes` and
+//! `virtual_rules`) over rtnetlink, added
 //! and removed as addresses are ([`super::address`]): idempotently, with keepalived's routing
 //! protocol number (`RTPROT_KEEPALIVED`, 18, so `ip route show proto 18` lists them).
 
@@ -8,11 +9,13 @@ use std::net::IpAddr;
 use rtnetlink::packet_route::route::{
     RouteMessage, RouteProtocol, RouteScope, RouteType as NlRouteType,
 };
+use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
+use rtnetlink::packet_route::AddressFamily;
 use rtnetlink::RouteMessageBuilder;
 
 use super::address::{Netlink, Outcome};
 use super::error::{netlink_errno, Error};
-use crate::config::RouteType;
+use crate::config::{RouteType, VirtualRule};
 
 /// keepalived's routing protocol number (rtnetlink.h's `RTPROT_KEEPALIVED`).
 const RTPROT_KEEPALIVED: u8 = 18;
@@ -141,6 +144,88 @@ impl Netlink {
             Err(e) => Err(Error::netlink(route.on(), format!("remove route {route}"))(
                 e,
             )),
+        }
+    }
+}
+
+/// A policy routing rule held with an instance's state: keepalived's `virtual_rules` entry as
+/// read, which names nothing the kernel must resolve first.
+pub use crate::config::VirtualRule as Rule;
+
+impl fmt::Display for VirtualRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.ipv6 { "inet6" } else { "inet" })?;
+        for (kw, p) in [("from", self.from), ("to", self.to)] {
+            if let Some((a, len)) = p {
+                write!(f, " {kw} {a}/{len}")?;
+            }
+        }
+        for (kw, v) in [("iif", &self.iif), ("oif", &self.oif)] {
+            if let Some(v) = v {
+                write!(f, " {kw} {v}")?;
+            }
+        }
+        if let Some(m) = self.fwmark {
+            write!(f, " fwmark {m}")?;
+        }
+        if let Some(p) = self.priority {
+            write!(f, " priority {p}")?;
+        }
+        write!(f, " table {}", self.table)
+    }
+}
+
+impl VirtualRule {
+    /// The rtnetlink message: a lookup of `table`, keepalived's protocol.
+    fn message(&self) -> RuleMessage {
+        let mut m = RuleMessage::default();
+        m.header.family = if self.ipv6 {
+            AddressFamily::Inet6
+        } else {
+            AddressFamily::Inet
+        };
+        m.header.action = RuleAction::ToTable;
+        // The table goes in FRA_TABLE; the header's 8 bits say "see the attribute".
+        m.header.table = 0;
+        let a = &mut m.attributes;
+        if let Some((address, len)) = self.from {
+            m.header.src_len = len;
+            a.push(RuleAttribute::Source(address));
+        }
+        if let Some((address, len)) = self.to {
+            m.header.dst_len = len;
+            a.push(RuleAttribute::Destination(address));
+        }
+        a.extend(self.iif.clone().map(RuleAttribute::Iifname));
+        a.extend(self.oif.clone().map(RuleAttribute::Oifname));
+        a.extend(self.fwmark.map(RuleAttribute::FwMark));
+        a.extend(self.priority.map(RuleAttribute::Priority));
+        a.push(RuleAttribute::Table(self.table));
+        a.push(RuleAttribute::Protocol(RouteProtocol::Other(
+            RTPROT_KEEPALIVED,
+        )));
+        m
+    }
+}
+
+impl Netlink {
+    /// Adds `rule`. Already there: [`Outcome::Unchanged`].
+    pub async fn add_rule(&self, rule: &Rule) -> Result<Outcome, Error> {
+        let mut request = self.handle.rule().add();
+        *request.message_mut() = rule.message();
+        match request.execute().await {
+            Ok(()) => Ok(Outcome::Changed),
+            Err(e) if netlink_errno(&e) == Some(libc::EEXIST) => Ok(Outcome::Unchanged),
+            Err(e) => Err(Error::netlink("(rules)", format!("add rule {rule}"))(e)),
+        }
+    }
+
+    /// Removes `rule`. Already gone: [`Outcome::Unchanged`].
+    pub async fn remove_rule(&self, rule: &Rule) -> Result<Outcome, Error> {
+        match self.handle.rule().del(rule.message()).execute().await {
+            Ok(()) => Ok(Outcome::Changed),
+            Err(e) if netlink_errno(&e) == Some(libc::ENOENT) => Ok(Outcome::Unchanged),
+            Err(e) => Err(Error::netlink("(rules)", format!("remove rule {rule}"))(e)),
         }
     }
 }
