@@ -650,6 +650,56 @@ mod tests {
         assert!(!all.iter().any(restarts), "{all:?}");
     }
 
+    /// keepalived's trackers and routes: a changed tracker definition is applied in place to
+    /// the instances that track it; changed routes or rules restart the instance (removed with
+    /// the old VIPs, added with the new).
+    #[test]
+    fn trackers_change_in_place_and_routes_restart() {
+        let trackers = |quorum: u32, value: i32| {
+            format!(
+                "vrrp_track_process p {{\n process haproxy\n quorum {quorum}\n}}\n\
+                 track_file f {{\n file /run/w\n init_file {value}\n}}\n"
+            )
+        };
+        let tracking = " track_process {\n  p\n }\n track_file {\n  f\n }\n";
+        let old = config(&(trackers(1, 0) + &instance("a", 1, 100, tracking)));
+        let process = config(&(trackers(2, 0) + &instance("a", 1, 100, tracking)));
+        assert_eq!(
+            plan(&old, &process).instances["a"],
+            in_place("vrrp_track_process")
+        );
+        let file = config(&(trackers(1, 5) + &instance("a", 1, 100, tracking)));
+        assert_eq!(
+            plan(&old, &file).instances["a"],
+            in_place("track_file block")
+        );
+        let untracked = config(&(trackers(1, 0) + &instance("a", 1, 100, "")));
+        assert_eq!(
+            plan(&old, &untracked).instances["a"],
+            Step::Reconfigure(vec![
+                Difference::Keyword("track_process"),
+                Difference::Keyword("track_file")
+            ])
+        );
+        let plain = config(&instance("a", 1, 100, ""));
+        for (keyword, block) in [
+            (
+                "virtual_routes",
+                " virtual_routes {\n  198.51.100.0/24 via 192.0.2.254\n }\n",
+            ),
+            (
+                "virtual_rules",
+                " virtual_rules {\n  from 198.51.100.0/24 table 7\n }\n",
+            ),
+        ] {
+            let routed = config(&instance("a", 1, 100, block));
+            assert_eq!(
+                plan(&plain, &routed).instances["a"],
+                Step::Change(vec![Difference::Keyword(keyword)])
+            );
+        }
+    }
+
     #[test]
     fn global_defs_change_every_instance() {
         let old = config(&instance("a", 1, 100, ""));
