@@ -1,5 +1,6 @@
 //! keepalived's keywords in the daemon. `vrrp_startup_delay`: nothing runs until it has
-//! passed. `vrrp_track_process` (with `virtual_ipaddress_excluded`): an instance tracking a
+//! passed. `vrrp_garp_interval`: a master's gratuitous ARPs are spaced by it, the excluded VIP's
+//! too, and adverts carry the VIPs only. `vrrp_track_process` (with `virtual_ipaddress_excluded`): an instance tracking a
 //! process with weight 0 is FAULT while no such process runs, takes its VIPs (the excluded one
 //! too) once one does, and gives them up when it ends. `track_file`: the value in the file,
 //! times its weight, moves the priority; below -253 it is FAULT.
@@ -122,4 +123,48 @@ fn vrrp_startup_delay_holds_the_instances_back() {
         took >= Duration::from_secs(2),
         "the instance started {took:?} after vrrpd, before vrrp_startup_delay 2"
     );
+}
+
+#[test]
+fn gratuitous_arps_are_spaced_by_vrrp_garp_interval_and_excluded_vips_not_advertised() {
+    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
+        return;
+    }
+    let mut lab = ipi_lab::Lab::new().unwrap();
+    let a = lab.host("a").unwrap();
+    let (vip, excluded): (IpAddr, IpAddr) = (
+        "198.51.100.75".parse().unwrap(),
+        "203.0.113.75".parse().unwrap(),
+    );
+    let conf = format!(
+        "global_defs {{\n    vrrp_garp_interval 0.2\n    vrrp_garp_master_repeat 3\n}}\n\
+         vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 75\n    \
+         advert_int 1\n    virtual_ipaddress {{\n        {vip}/32\n    }}\n    \
+         virtual_ipaddress_excluded {{\n        {excluded}/32\n    }}\n}}\n"
+    );
+    let wire = support::Wire::start(&lab, "garp");
+    let d = vrrpd(&a, &conf);
+    until("MASTER", Duration::from_secs(10), &[&d], || {
+        state(&a) == "MASTER" && holds(&a, excluded)
+    });
+    // The burst: 3 rounds of both addresses, 0.2 s after each message: 1.2 s.
+    std::thread::sleep(Duration::from_millis(2000));
+    let seen = wire.stop();
+    let mut garps: Vec<_> = seen.garps(vip);
+    garps.extend(seen.garps(excluded));
+    garps.sort_by_key(|g| g.at);
+    assert_eq!(garps.len(), 6, "3 rounds of 2 addresses:\n{seen}");
+    for pair in garps.windows(2) {
+        let gap = pair[1].at.saturating_sub(pair[0].at);
+        assert!(
+            gap >= Duration::from_millis(190),
+            "{gap:?} between two gratuitous ARPs, under vrrp_garp_interval 0.2:\n{seen}"
+        );
+    }
+    let a_ip = a.ipv4().to_string();
+    let adverts: Vec<_> = seen.adverts_from(&a_ip).collect();
+    assert!(!adverts.is_empty(), "{seen}");
+    for advert in adverts {
+        assert_eq!(advert.addresses, [vip.to_string()], "{seen}");
+    }
 }
