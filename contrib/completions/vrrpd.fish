@@ -44,6 +44,7 @@ worker\t'A compute node; runs the Ingress routers'"
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l interface -d 'The interface that holds the VIPs' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s i -l config-id -d 'The configuration id that the file\'s `@ID` and `@^ID` lines are compared with (keepalived\'s -i; default: the host name up to its first dot)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l state-dir -d 'Where one state file per instance (MASTER, BACKUP or FAULT) is written' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l metrics -d 'Serve Prometheus metrics at http://ADDR:PORT/metrics (a loopback address unless --metrics-allow-remote; the endpoint has no authentication)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l unicast -d 'Send adverts to the other nodes (from --nodes) instead of multicast'
@@ -59,11 +60,13 @@ worker\t'A compute node; runs the Ingress routers'"
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l interface -d 'The interface that holds the VIPs' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s i -l config-id -d 'The configuration id that the file\'s `@ID` and `@^ID` lines are compared with (keepalived\'s -i; default: the host name up to its first dot)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l unicast -d 'Send adverts to the other nodes (from --nodes) instead of multicast'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s q -l quiet -d 'Less log output'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s f -l config -d 'The file to check (`-` for standard input)' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s i -l config-id -d 'The configuration id that the file\'s `@ID` and `@^ID` lines are compared with (keepalived\'s -i; default: the host name up to its first dot)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s q -l quiet -d 'Less log output'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s h -l help -d 'Print help'

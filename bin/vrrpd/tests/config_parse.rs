@@ -659,3 +659,30 @@ fn virtual_routes_read_and_written_back() {
     let again = config::parse_str(&written, "w.conf").unwrap();
     assert_eq!(&again.instances[0].virtual_routes, routes, "{written}");
 }
+
+/// keepalived's `-i`: `--config-id` says which `@ID` lines a file holds for this node.
+#[test]
+fn check_config_takes_keepalived_s_config_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ids.conf");
+    std::fs::write(
+        &file,
+        "vrrp_instance A {\n    interface eth0\n    virtual_router_id 1\n    \
+         @lb1 priority 150\n    @^lb1 priority 0\n    virtual_ipaddress {\n        \
+         192.0.2.1\n    }\n}\n",
+    )
+    .unwrap();
+    let run = |id: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_vrrpd"))
+            .args(["check-config", "-i", id, "-f"])
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run("lb1").status.code(), Some(0));
+    let other = run("lb2");
+    assert_eq!(other.status.code(), Some(2));
+    assert!(String::from_utf8(other.stderr)
+        .unwrap()
+        .contains("ids.conf:5: `priority 0`: must be a whole number from 1 to 255"));
+}

@@ -25,9 +25,21 @@ const MAX_SUBSTITUTIONS: usize = 256;
 /// What keepalived takes from its command line that changes how a file reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LexOptions {
-    /// The configuration id that `@ID` lines are compared with (keepalived's `-i`; by default
-    /// the host name up to its first dot, as keepalived's).
+    /// The configuration id that `@ID` lines are compared with (keepalived's `-i`, vrrpd's
+    /// `--config-id`; by default the host name up to its first dot, as keepalived's).
     pub config_id: String,
+}
+
+impl LexOptions {
+    /// The options with this configuration id, or keepalived's default (the short host name).
+    pub fn with_id(config_id: Option<&str>) -> Self {
+        match config_id {
+            Some(id) => LexOptions {
+                config_id: id.to_string(),
+            },
+            None => LexOptions::default(),
+        }
+    }
 }
 
 impl Default for LexOptions {

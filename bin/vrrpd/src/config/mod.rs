@@ -74,7 +74,13 @@ pub fn parse_str(text: &str, origin: &str) -> Result<Config, ConfigErrors> {
 
 /// Reads a configuration file (`-`: standard input) as [`parse_str`].
 pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
-    logged(read(path, &LexOptions::default()))
+    load_as(path, &LexOptions::default())
+}
+
+/// Reads a configuration file (`-`: standard input) with these options; the warnings are
+/// logged.
+pub fn load_as(path: &Path, options: &LexOptions) -> Result<Config, ConfigErrors> {
+    logged(read(path, options))
 }
 
 fn logged(read: Read) -> Result<Config, ConfigErrors> {
