@@ -85,7 +85,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__check__subcmd__config)
-            opts="-f -v -q -h --config --verbose --quiet --help"
+            opts="-f -i -v -q -h --config --config-id --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -96,6 +96,14 @@ _vrrpd() {
                     return 0
                     ;;
                 -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -233,7 +241,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__render)
-            opts="-f -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --verbose --quiet --help"
+            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --config-id --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -264,6 +272,14 @@ _vrrpd() {
                     return 0
                     ;;
                 --scripts-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -275,7 +291,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__run)
-            opts="-f -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --state-dir --metrics --metrics-allow-remote --verbose --quiet --help"
+            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --config-id --state-dir --metrics --metrics-allow-remote --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -306,6 +322,14 @@ _vrrpd() {
                     return 0
                     ;;
                 --scripts-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -30,7 +30,7 @@ complete -c vrrpd -n "__fish_vrrpd_needs_command" -s h -l help -d 'Print help (s
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -s V -l version -d 'Print version'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "run" -d 'Run the VRRP instances of a keepalived.conf, or those OpenShift runs on a node'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "render" -d 'Print, as keepalived.conf, the configuration `run` would use'
-complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "check-config" -d 'Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise'
+complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "check-config" -d 'Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise; warnings (what vrrpd accepts and leaves aside: LVS, SMTP, DBus, SNMP, ...) go to stderr either way'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "vrid" -d 'Print the API and Ingress VRRP router ids OpenShift derives from a cluster name'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "status" -d 'Show every running instance: state, priorities, master, scripts, counters'
 complete -c vrrpd -n "__fish_vrrpd_needs_command" -f -a "watch" -d 'Print every VRRP advertisement seen on an interface or in a capture file'
@@ -44,6 +44,7 @@ worker\t'A compute node; runs the Ingress routers'"
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l interface -d 'The interface that holds the VIPs' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s i -l config-id -d 'The configuration id that the file\'s `@ID` and `@^ID` lines are compared with (keepalived\'s -i; default: the host name up to its first dot)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l state-dir -d 'Where one state file per instance (MASTER, BACKUP or FAULT) is written' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l metrics -d 'Serve Prometheus metrics at http://ADDR:PORT/metrics (a loopback address unless --metrics-allow-remote; the endpoint has no authentication)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l unicast -d 'Send adverts to the other nodes (from --nodes) instead of multicast'
@@ -59,11 +60,13 @@ worker\t'A compute node; runs the Ingress routers'"
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l interface -d 'The interface that holds the VIPs' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s i -l config-id -d 'The configuration id that the file\'s `@ID` and `@^ID` lines are compared with (keepalived\'s -i; default: the host name up to its first dot)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l unicast -d 'Send adverts to the other nodes (from --nodes) instead of multicast'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s q -l quiet -d 'Less log output'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s f -l config -d 'The file to check (`-` for standard input)' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s i -l config-id -d 'The configuration id that the file\'s `@ID` and `@^ID` lines are compared with (keepalived\'s -i; default: the host name up to its first dot)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s q -l quiet -d 'Less log output'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand check-config" -s h -l help -d 'Print help'
@@ -92,7 +95,7 @@ complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -s q -l quiet -d 'Le
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand survey" -s h -l help -d 'Print help'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "run" -d 'Run the VRRP instances of a keepalived.conf, or those OpenShift runs on a node'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "render" -d 'Print, as keepalived.conf, the configuration `run` would use'
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "check-config" -d 'Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "check-config" -d 'Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise; warnings (what vrrpd accepts and leaves aside: LVS, SMTP, DBus, SNMP, ...) go to stderr either way'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "vrid" -d 'Print the API and Ingress VRRP router ids OpenShift derives from a cluster name'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "status" -d 'Show every running instance: state, priorities, master, scripts, counters'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand help; and not __fish_seen_subcommand_from run render check-config vrid status watch survey help" -f -a "watch" -d 'Print every VRRP advertisement seen on an interface or in a capture file'

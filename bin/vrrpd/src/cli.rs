@@ -79,11 +79,16 @@ pub enum Command {
         #[command(flatten)]
         source: Source,
     },
-    /// Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise.
+    /// Check a keepalived.conf: exit 0 if it is valid, 2 with every error otherwise; warnings
+    /// (what vrrpd accepts and leaves aside: LVS, SMTP, DBus, SNMP, ...) go to stderr either way.
     CheckConfig {
         /// The file to check (`-` for standard input).
         #[arg(short = 'f', long = "config", value_name = "FILE")]
         config: PathBuf,
+        /// The configuration id that the file's `@ID` and `@^ID` lines are compared with
+        /// (keepalived's -i; default: the host name up to its first dot).
+        #[arg(short = 'i', long = "config-id", value_name = "ID")]
+        config_id: Option<String>,
     },
     /// Print the API and Ingress VRRP router ids OpenShift derives from a cluster name.
     Vrid {
@@ -193,6 +198,15 @@ pub struct Source {
     /// /etc/keepalived's and curl.
     #[arg(long, value_name = "DIR", requires = "cluster")]
     pub scripts_dir: Option<PathBuf>,
+    /// The configuration id that the file's `@ID` and `@^ID` lines are compared with
+    /// (keepalived's -i; default: the host name up to its first dot).
+    #[arg(
+        short = 'i',
+        long = "config-id",
+        value_name = "ID",
+        requires = "config"
+    )]
+    pub config_id: Option<String>,
 }
 
 impl From<&Source> for crate::config::Source {
@@ -205,6 +219,7 @@ impl From<&Source> for crate::config::Source {
             nodes: s.nodes.clone(),
             unicast: s.unicast,
             scripts_dir: s.scripts_dir.clone(),
+            config_id: s.config_id.clone(),
         }
     }
 }

@@ -9,7 +9,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Vrid { name } => vrrpd::commands::vrid(&name),
-        Command::CheckConfig { config } => vrrpd::commands::check_config(&config),
+        Command::CheckConfig { config, config_id } => {
+            vrrpd::commands::check_config(&config, config_id.as_deref())
+        }
         Command::Render { source } => vrrpd::commands::render(&source),
         Command::Run {
             source,

@@ -309,3 +309,380 @@ fn a_vrid_is_shared_between_sockets_but_not_within_one() {
     }
     assert_eq!(errors.matches("already used").count(), 3, "{errors}");
 }
+
+/// keepalived's lexer end to end: braces anywhere, definitions, conditional lines.
+#[test]
+fn keepalived_syntax_braces_definitions_and_conditional_lines() {
+    let text = "\
+$IF=eth0
+$PASS=\"secret1\"
+@^no-such-host global_defs { router_id r1 }
+vrrp_instance A { interface $IF
+    virtual_router_id 51
+    authentication { auth_type PASS
+        auth_pass ${PASS} }
+    virtual_ipaddress { 192.0.2.1/24 }
+    @no-such-host priority 250
+} vrrp_instance B
+{
+    interface ${IF} ! a comment
+    virtual_router_id 52 # another
+    virtual_ipaddress {
+        198.51.100.1
+    }
+}
+";
+    let read = config::read_str(text, "k.conf", &config::LexOptions::default());
+    let c = read.config.unwrap();
+    assert!(read.warnings.is_empty(), "{}", read.warnings);
+    assert_eq!(c.global.router_id.as_deref(), Some("r1"));
+    let a = c.instance("A").unwrap();
+    assert_eq!(
+        (a.interface.as_str(), a.vrid, a.priority),
+        ("eth0", 51, 100)
+    );
+    assert_eq!(a.auth_pass.as_deref(), Some("secret1"));
+    assert_eq!(a.vips[0].prefix_len, 24);
+    let b = c.instance("B").unwrap();
+    assert_eq!((b.interface.as_str(), b.vrid), ("eth0", 52));
+    assert_eq!(b.location.line, 10);
+}
+
+/// The VRRP keywords keepalived documents that vrrpd reads with keepalived's meaning, and
+/// what render writes of them reads back the same.
+#[test]
+fn keepalived_vrrp_keywords_with_their_meaning() {
+    let text = "\
+global_defs {
+    vrrp_startup_delay 5.5
+    vrrp_garp_interval 0.001
+    vrrp_gna_interval 0.000001
+    vrrp_lower_prio_no_advert
+    dynamic_interfaces
+    default_interface eth9
+    vrrp_check_unicast_src
+}
+vrrp_instance A {
+    interface eth0
+    virtual_router_id 51
+    accept
+    track_src_ip
+    mcast_src_ip 192.0.2.5
+    virtual_ipaddress {
+        192.0.2.1/24
+    }
+    virtual_ipaddress_excluded {
+        2001:db8::1/64
+        198.51.100.9 dev eth1
+    }
+}
+";
+    let c = config::parse_str(text, "k.conf").unwrap();
+    assert_eq!(c.global.startup_delay_cs, 550);
+    assert_eq!(
+        (c.global.garp_interval_us, c.global.gna_interval_us),
+        (1000, 1)
+    );
+    let a = c.instance("A").unwrap();
+    assert!(a.lower_prio_no_advert);
+    assert_eq!(a.vips.len(), 1);
+    assert_eq!(a.vips_excluded.len(), 2);
+    assert!(!a.is_ipv6(), "excluded VIPs do not set the family");
+    assert_eq!(a.held().count(), 3);
+    assert_eq!(a.vips_excluded[1].dev.as_deref(), Some("eth1"));
+    let written = config::write::write(&c);
+    let again = config::parse_str(&written, "w.conf").unwrap();
+    assert_eq!(config::write::write(&again), written);
+    assert_eq!(again.instances[0].vips_excluded, a.vips_excluded);
+    assert_eq!(again.global, c.global);
+}
+
+/// What keepalived knows and vrrpd refuses says why, with its place; a word keepalived does
+/// not know either stays an unknown keyword.
+#[test]
+fn refused_keepalived_keywords_say_why() {
+    let text = "\
+static_routes {
+    192.0.2.0/24 via 198.51.100.1
+}
+vrrp_instance A {
+    interface eth0
+    virtual_router_id 51
+    no_accept
+    virtual_routes {
+        192.0.2.0/24 via 198.51.100.1 or 198.51.100.2
+    }
+    promote_secondaries
+    authentication {
+        auth_type AH
+    }
+    virtual_ipaddress {
+        192.0.2.1
+    }
+    no_such_keyword
+}
+";
+    let errors = config::parse_str(text, "r.conf").unwrap_err().to_string();
+    let want = [
+        "r.conf:1: `static_routes` is not supported by vrrpd: vrrpd manages no static routes",
+        "r.conf:7: `no_accept` is not supported by vrrpd: vrrpd installs no firewall rules",
+        "r.conf:9: virtual_routes `192.0.2.0/24 via 198.51.100.1 or 198.51.100.2`: `or` is not \
+         supported",
+        "r.conf:11: `promote_secondaries` (keepalived's) is not supported by vrrpd (in \
+         vrrp_instance A)",
+        "r.conf:13: `auth_type AH` is not supported by vrrpd",
+        "r.conf:18: unknown keyword `no_such_keyword` in vrrp_instance A",
+    ];
+    for w in want {
+        assert!(errors.contains(w), "missing {w:?} in:\n{errors}");
+    }
+}
+
+/// LVS, SMTP, DBus, SNMP, scheduling: accepted, one warning each with its place, printed by
+/// check-config (exit 0).
+#[test]
+fn what_is_not_vrrpds_job_is_accepted_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lvs.conf");
+    std::fs::write(
+        &file,
+        "global_defs {\n    notification_email { root@example.com }\n    smtp_server 192.0.2.9\n    \
+         enable_dbus\n    vrrp_no_swap\n    enable_snmp_vrrp\n}\nvrrp_instance A {\n    \
+         interface eth0\n    virtual_router_id 1\n    smtp_alert\n    virtual_ipaddress {\n        \
+         192.0.2.1\n    }\n}\nvirtual_server 192.0.2.1 80 {\n    real_server 192.0.2.2 80 {\n        \
+         TCP_CHECK { connect_timeout 3 }\n    }\n}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vrrpd"))
+        .args(["check-config", "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains(": warning: ")).collect();
+    let at: Vec<String> = warnings
+        .iter()
+        .map(|l| {
+            l.split(": warning: ")
+                .next()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        at,
+        [
+            "lvs.conf:2",
+            "lvs.conf:3",
+            "lvs.conf:4",
+            "lvs.conf:5",
+            "lvs.conf:6",
+            "lvs.conf:11",
+            "lvs.conf:16"
+        ],
+        "{err}"
+    );
+    assert!(
+        err.contains("lvs.conf:16: warning: ignored: LVS is not part of vrrpd (`virtual_server`)"),
+        "{err}"
+    );
+}
+
+/// keepalived's `vrrp_track_process` with its defaults, an instance's `track_process`, and
+/// render's text reading back the same.
+#[test]
+fn track_processes_with_keepalived_defaults() {
+    let text = "\
+vrrp_track_process haproxy {
+    process haproxy
+}
+vrrp_track_process nginx {
+    process /usr/sbin/nginx -g
+    param_match partial
+    weight -20
+    quorum 2
+    quorum_max 4
+    delay 1.5
+    terminate_delay 0.5
+}
+vrrp_instance A {
+    interface eth0
+    virtual_router_id 51
+    virtual_ipaddress {
+        192.0.2.1
+    }
+    track_process {
+        haproxy
+        nginx weight 10
+    }
+}
+vrrp_instance B {
+    interface eth0
+    virtual_router_id 52
+    virtual_ipaddress {
+        192.0.2.2
+    }
+    track_process {
+        ghost
+    }
+}
+";
+    let errors = config::parse_str(text, "p.conf").unwrap_err().to_string();
+    assert_eq!(
+        errors,
+        "p.conf:24: vrrp_instance B: track_process `ghost` names no vrrp_track_process"
+    );
+    let text = text.replace("        ghost\n", "        haproxy\n");
+    let c = config::parse_str(&text, "p.conf").unwrap();
+    let haproxy = c.process("haproxy").unwrap();
+    assert_eq!(haproxy.process, ["haproxy"]);
+    assert_eq!(haproxy.param_match, config::ParamMatch::Any);
+    assert!(!haproxy.full_command);
+    assert_eq!(
+        (haproxy.weight, haproxy.quorum, haproxy.quorum_max),
+        (1, 1, u32::MAX)
+    );
+    let nginx = c.process("nginx").unwrap();
+    assert!(nginx.full_command, "parameters compare the command line");
+    assert_eq!(nginx.param_match, config::ParamMatch::Partial);
+    assert_eq!((nginx.weight, nginx.quorum, nginx.quorum_max), (-20, 2, 4));
+    assert_eq!((nginx.fork_delay_cs, nginx.terminate_delay_cs), (150, 50));
+    let a = c.instance("A").unwrap();
+    assert_eq!(a.track_processes[1].weight, Some(10));
+    let written = config::write::write(&c);
+    let again = config::parse_str(&written, "w.conf").unwrap();
+    assert_eq!(again.processes, c.processes, "{written}");
+    assert_eq!(again.instances[0].track_processes, a.track_processes);
+}
+
+/// Excluded VIPs are held but never advertised: the adverts an instance sends and expects
+/// carry its VIPs only.
+#[test]
+fn excluded_vips_are_not_in_adverts() {
+    let text = "vrrp_instance A {\n    interface eth0\n    virtual_router_id 51\n    \
+                virtual_ipaddress {\n        192.0.2.1\n    }\n    \
+                virtual_ipaddress_excluded {\n        192.0.2.2\n        2001:db8::2\n    }\n}\n";
+    let c = config::parse_str(text, "x.conf").unwrap();
+    let expect = vrrpd::daemon::rx::Expect::of(&c, &c.instances[0]);
+    assert_eq!(
+        expect.addresses,
+        ["192.0.2.1".parse::<std::net::IpAddr>().unwrap()]
+    );
+    assert_eq!(
+        vrrpd::daemon::setup::vip_keys(&c.instances[0]).len(),
+        3,
+        "all three held"
+    );
+}
+
+/// keepalived's `track_file` (and its older name `vrrp_track_file`), an instance's
+/// `track_file`, what is refused in them, and render's text reading back the same.
+#[test]
+fn track_files_with_keepalived_defaults() {
+    let text = "\
+track_file maintenance {
+    file /run/maintenance
+    init_file 0 overwrite
+}
+vrrp_track_file load {
+    file \"/var/run/load weight\"
+    weight -5
+}
+vrrp_instance A {
+    interface eth0
+    virtual_router_id 51
+    virtual_ipaddress {
+        192.0.2.1
+    }
+    track_file {
+        maintenance weight 0
+        load
+    }
+}
+";
+    let c = config::parse_str(text, "f.conf").unwrap();
+    let m = c.file("maintenance").unwrap();
+    assert_eq!((m.path.as_str(), m.weight), ("/run/maintenance", 1));
+    assert_eq!(
+        m.init,
+        Some(config::FileInit {
+            value: 0,
+            overwrite: true
+        })
+    );
+    assert_eq!(c.file("load").unwrap().path, "/var/run/load weight");
+    let a = c.instance("A").unwrap();
+    assert_eq!(a.track_files[0].weight, Some(0));
+    assert_eq!(a.track_files[1].weight, None);
+    let written = config::write::write(&c);
+    let again = config::parse_str(&written, "w.conf").unwrap();
+    assert_eq!(again.files, c.files, "{written}");
+    assert_eq!(again.instances[0].track_files, a.track_files);
+
+    let bad = text
+        .replace(
+            "        load\n",
+            "        load weight 2 reverse\n        ghost\n",
+        )
+        .replace("    weight -5\n", "    weight -5 reverse\n");
+    let errors = config::parse_str(&bad, "f.conf").unwrap_err().to_string();
+    let want = [
+        "f.conf:7: `weight` takes a number (`reverse` is not supported by vrrpd)",
+        "f.conf:17: `load weight 2 reverse`: only `weight N` may follow the name (`reverse` is \
+         not supported by vrrpd)",
+        "f.conf:9: vrrp_instance A: track_file `ghost` names no track_file block",
+    ];
+    for w in want {
+        assert!(errors.contains(w), "missing {w:?} in:\n{errors}");
+    }
+}
+
+/// keepalived's `virtual_routes`, and render's text reading back the same.
+#[test]
+fn virtual_routes_read_and_written_back() {
+    let text = "vrrp_instance A {\n    interface eth0\n    virtual_router_id 51\n    \
+                virtual_ipaddress {\n        192.0.2.1\n    }\n    virtual_routes {\n        \
+                src 192.0.2.1 to 198.51.100.0/24 via 192.0.2.254 dev eth1\n        \
+                0.0.0.0/0 gw 192.0.2.254 table 100 metric 5\n        \
+                unreachable 2001:db8:9::/48\n    }\n}\n";
+    let c = config::parse_str(text, "r.conf").unwrap();
+    let routes = &c.instances[0].virtual_routes;
+    assert_eq!(routes.len(), 3);
+    assert_eq!(routes[0].dev.as_deref(), Some("eth1"));
+    assert_eq!(routes[1].table, Some(100));
+    assert_eq!(routes[2].kind, config::RouteType::Unreachable);
+    let written = config::write::write(&c);
+    let again = config::parse_str(&written, "w.conf").unwrap();
+    assert_eq!(&again.instances[0].virtual_routes, routes, "{written}");
+}
+
+/// keepalived's `-i`: `--config-id` says which `@ID` lines a file holds for this node.
+#[test]
+fn check_config_takes_keepalived_s_config_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ids.conf");
+    std::fs::write(
+        &file,
+        "vrrp_instance A {\n    interface eth0\n    virtual_router_id 1\n    \
+         @lb1 priority 150\n    @^lb1 priority 0\n    virtual_ipaddress {\n        \
+         192.0.2.1\n    }\n}\n",
+    )
+    .unwrap();
+    let run = |id: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_vrrpd"))
+            .args(["check-config", "-i", id, "-f"])
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run("lb1").status.code(), Some(0));
+    let other = run("lb2");
+    assert_eq!(other.status.code(), Some(2));
+    assert!(String::from_utf8(other.stderr)
+        .unwrap()
+        .contains("ids.conf:5: `priority 0`: must be a whole number from 1 to 255"));
+}

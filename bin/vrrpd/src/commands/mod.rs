@@ -25,9 +25,14 @@ pub fn vrid(name: &str) -> ExitCode {
     Status::Success.into()
 }
 
-/// `vrrpd check-config -f FILE`: 0 when valid, 2 with every error on stderr.
-pub fn check_config(config: &Path) -> ExitCode {
-    match crate::config::load(config) {
+/// `vrrpd check-config -f FILE [-i ID]`: 0 when valid, 2 with every error on stderr; warnings
+/// (what is accepted without effect in vrrpd) on stderr either way.
+pub fn check_config(config: &Path, config_id: Option<&str>) -> ExitCode {
+    let read = crate::config::read(config, &crate::config::LexOptions::with_id(config_id));
+    for (location, message) in &read.warnings.0 {
+        eprintln!("{location}: warning: {message}");
+    }
+    match read.config {
         Ok(c) => {
             eprintln!(
                 "{}: valid: {} instance(s), {} script(s), {} sync group(s)",

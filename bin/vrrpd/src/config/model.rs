@@ -22,12 +22,43 @@ pub struct Config {
     pub instances: Vec<VrrpInstance>,
     /// Every `vrrp_sync_group`, in file order.
     pub sync_groups: Vec<SyncGroup>,
+    /// Every `vrrp_track_process`, in file order.
+    pub processes: Vec<TrackProcess>,
+    /// Every `track_file` (or `vrrp_track_file`), in file order.
+    pub files: Vec<TrackFile>,
 }
 
 impl Config {
     /// The script called `name`.
     pub fn script(&self, name: &str) -> Option<&VrrpScript> {
         self.scripts.iter().find(|s| s.name == name)
+    }
+
+    /// The `vrrp_track_process` called `name`.
+    pub fn process(&self, name: &str) -> Option<&TrackProcess> {
+        self.processes.iter().find(|p| p.name == name)
+    }
+
+    /// The trackers of `all` (processes or files) that some instance tracks, as
+    /// `entries` lists them.
+    pub fn tracked<T: Named + Clone, E: Named>(
+        &self,
+        all: &[T],
+        entries: impl Fn(&VrrpInstance) -> &[E],
+    ) -> Vec<T> {
+        all.iter()
+            .filter(|t| {
+                self.instances
+                    .iter()
+                    .any(|i| entries(i).iter().any(|e| e.name() == t.name()))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The `track_file` called `name`.
+    pub fn file(&self, name: &str) -> Option<&TrackFile> {
+        self.files.iter().find(|f| f.name == name)
     }
 
     /// The instance called `name`.
@@ -56,6 +87,16 @@ pub struct GlobalDefs {
     /// `vrrp_preempt_on_lower_priority`: the default of every instance's
     /// `preempt_on_lower_priority` (vrrpd's; off unless set).
     pub preempt_on_lower_priority: bool,
+    /// `vrrp_lower_prio_no_advert`: the default of every instance's `lower_prio_no_advert`.
+    pub lower_prio_no_advert: bool,
+    /// `vrrp_startup_delay` in centiseconds: how long vrrpd waits before it starts its
+    /// instances (keepalived's: for a network that is slow to come up after a boot).
+    pub startup_delay_cs: u32,
+    /// `vrrp_garp_interval` in microseconds: the pause between two gratuitous ARPs on an
+    /// interface (0: none, keepalived's default).
+    pub garp_interval_us: u32,
+    /// `vrrp_gna_interval` in microseconds: the same for unsolicited neighbour advertisements.
+    pub gna_interval_us: u32,
 }
 
 impl Default for GlobalDefs {
@@ -67,6 +108,10 @@ impl Default for GlobalDefs {
             vrrp_version: Version::V2,
             garp: GarpParams::default(),
             preempt_on_lower_priority: false,
+            lower_prio_no_advert: false,
+            startup_delay_cs: 0,
+            garp_interval_us: 0,
+            gna_interval_us: 0,
         }
     }
 }
@@ -115,6 +160,109 @@ pub struct VrrpScript {
     pub location: Location,
 }
 
+/// A block or an entry known by its name.
+pub trait Named {
+    /// Its name.
+    fn name(&self) -> &str;
+}
+
+macro_rules! named {
+    ($($t:ty),*) => {
+        $(impl Named for $t {
+            fn name(&self) -> &str {
+                &self.name
+            }
+        })*
+    };
+}
+
+named!(TrackProcess, TrackedProcess, TrackFile, TrackedFile);
+
+/// How a `vrrp_track_process` compares the parameters it names with a process's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamMatch {
+    /// Any parameters (keepalived's default when none are given and no `param_match`).
+    Any,
+    /// The same parameters, no more (keepalived's default when parameters are given).
+    Exact,
+    /// The parameters given are the process's first ones (`param_match partial`).
+    Partial,
+    /// As partial, and the last one given may be the start of the process's
+    /// (`param_match initial`).
+    Initial,
+}
+
+/// `vrrp_track_process NAME { ... }`: how many processes of a name run, as keepalived counts
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackProcess {
+    /// Its name.
+    pub name: String,
+    /// `process NAME [PARAMS...]`: the process name (its `comm`, at most 15 bytes compared)
+    /// or, with parameters or `full_command`, its command line's first word, then its
+    /// parameters.
+    pub process: Vec<String>,
+    /// `param_match` (any without parameters, exact with them, unless set).
+    pub param_match: ParamMatch,
+    /// `full_command`, or parameters given: the command line is compared, not the name.
+    pub full_command: bool,
+    /// `weight` (default 1): as a track script's, added while the quorum holds (positive) or
+    /// while it does not (negative); 0 puts the instance in FAULT while it does not.
+    pub weight: i32,
+    /// `quorum` (default 1): the fewest matching processes that count as up.
+    pub quorum: u32,
+    /// `quorum_max` (default none): the most.
+    pub quorum_max: u32,
+    /// `fork_delay` (or `delay`) in centiseconds: how long the quorum must hold before it
+    /// counts as up.
+    pub fork_delay_cs: u32,
+    /// `terminate_delay` (or `delay`) in centiseconds: how long it must be lost before it counts
+    /// as down.
+    pub terminate_delay_cs: u32,
+}
+
+/// `track_file NAME { file PATH; weight N; init_file [VALUE] [overwrite] }`: an integer in a
+/// file, times the weight, moves the priority of the instances that track it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackFile {
+    /// Its name.
+    pub name: String,
+    /// `file`: the file read (a missing or empty one reads as 0).
+    pub path: String,
+    /// `weight` (default 1).
+    pub weight: i32,
+    /// `init_file [VALUE] [overwrite]`: the value written at start when the file does not
+    /// exist (or always, with `overwrite`).
+    pub init: Option<FileInit>,
+}
+
+/// `init_file`'s value and whether it overwrites an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileInit {
+    /// The value written (default 0).
+    pub value: i32,
+    /// `overwrite`.
+    pub overwrite: bool,
+}
+
+/// An instance's `track_file` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackedFile {
+    /// The `track_file` it names.
+    pub name: String,
+    /// `weight N` given here, overriding the file's.
+    pub weight: Option<i32>,
+}
+
+/// An instance's `track_process` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackedProcess {
+    /// The `vrrp_track_process` it names.
+    pub name: String,
+    /// `weight N` given here, overriding the process's.
+    pub weight: Option<i32>,
+}
+
 /// One address of `virtual_ipaddress`: `ADDR[/LEN] [dev IF] [label LABEL]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VirtualAddress {
@@ -126,6 +274,63 @@ pub struct VirtualAddress {
     pub dev: Option<String>,
     /// `label`: the IPv4 address label.
     pub label: Option<String>,
+}
+
+/// What a `virtual_routes` entry does with what it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteType {
+    /// Forwards (the default).
+    Unicast,
+    /// `blackhole`: drops silently.
+    Blackhole,
+    /// `unreachable`: ICMP unreachable.
+    Unreachable,
+    /// `prohibit`: ICMP prohibited.
+    Prohibit,
+}
+
+/// One entry of `virtual_routes`: `[src ADDR] [to] [TYPE] DEST[/LEN] [via|gw ADDR] [dev IF]
+/// [metric N] [table N] [no_track]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VirtualRoute {
+    /// The destination.
+    pub destination: IpAddr,
+    /// Its prefix length (default /32 or /128).
+    pub prefix_len: u8,
+    /// `via` (or `gw`): the next hop.
+    pub via: Option<IpAddr>,
+    /// `src`: the preferred source address.
+    pub src: Option<IpAddr>,
+    /// `dev`: the output interface.
+    pub dev: Option<String>,
+    /// `metric` (`preference`, `priority`).
+    pub metric: Option<u32>,
+    /// `table` (a number).
+    pub table: Option<u32>,
+    /// `blackhole`, `unreachable`, `prohibit`.
+    pub kind: RouteType,
+}
+
+/// One entry of `virtual_rules`: `[inet6] [from PREFIX|all] [to PREFIX] [iif IF] [oif IF]
+/// [fwmark N] [priority N] table N [no_track]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VirtualRule {
+    /// IPv6 (`inet6`, or an IPv6 prefix); IPv4 otherwise, keepalived's default.
+    pub ipv6: bool,
+    /// `from`: the source prefix.
+    pub from: Option<(IpAddr, u8)>,
+    /// `to`: the destination prefix.
+    pub to: Option<(IpAddr, u8)>,
+    /// `iif`.
+    pub iif: Option<String>,
+    /// `oif`.
+    pub oif: Option<String>,
+    /// `fwmark`.
+    pub fwmark: Option<u32>,
+    /// `priority` (`preference`, `pref`).
+    pub priority: Option<u32>,
+    /// `table` (`lookup`): required.
+    pub table: u32,
 }
 
 /// An instance's `track_script` entry.
@@ -189,6 +394,13 @@ pub struct VrrpInstance {
     pub auth_pass: Option<String>,
     /// `virtual_ipaddress`.
     pub vips: Vec<VirtualAddress>,
+    /// `virtual_ipaddress_excluded`: held with the state like the VIPs, but not carried in
+    /// adverts (so any number, of either family).
+    pub vips_excluded: Vec<VirtualAddress>,
+    /// `virtual_routes`: added with the VIPs, removed with them.
+    pub virtual_routes: Vec<VirtualRoute>,
+    /// `virtual_rules`: added with the VIPs, removed with them.
+    pub virtual_rules: Vec<VirtualRule>,
     /// `mcast_src_ip`: the source address of multicast adverts.
     pub mcast_src_ip: Option<IpAddr>,
     /// `unicast_src_ip`.
@@ -199,6 +411,10 @@ pub struct VrrpInstance {
     pub track_scripts: Vec<TrackedScript>,
     /// `track_interface`.
     pub track_interfaces: Vec<TrackedInterface>,
+    /// `track_process`.
+    pub track_processes: Vec<TrackedProcess>,
+    /// `track_file`.
+    pub track_files: Vec<TrackedFile>,
     /// `dont_track_primary`: the instance's own interface going down is ignored.
     pub dont_track_primary: bool,
     /// The notify scripts.
@@ -232,11 +448,16 @@ impl VrrpInstance {
             preempt_delay_cs: 0,
             auth_pass: None,
             vips: Vec::new(),
+            vips_excluded: Vec::new(),
+            virtual_routes: Vec::new(),
+            virtual_rules: Vec::new(),
             mcast_src_ip: None,
             unicast_src_ip: None,
             unicast_peers: Vec::new(),
             track_scripts: Vec::new(),
             track_interfaces: Vec::new(),
+            track_processes: Vec::new(),
+            track_files: Vec::new(),
             dont_track_primary: false,
             notify: Notify::default(),
             garp,
@@ -264,6 +485,11 @@ impl VrrpInstance {
     /// count, as in keepalived.
     pub fn auth(&self) -> Auth {
         self.auth_pass.as_deref().map_or(Auth::None, Auth::pass)
+    }
+
+    /// Every address held with the state: the VIPs, then the excluded ones.
+    pub fn held(&self) -> impl Iterator<Item = &VirtualAddress> {
+        self.vips.iter().chain(&self.vips_excluded)
     }
 
     /// Whether adverts go to the unicast peers rather than the multicast group.

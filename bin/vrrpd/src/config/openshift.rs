@@ -161,7 +161,7 @@ fn global_defs(role: Role) -> GlobalDefs {
         enable_script_security: true,
         vrrp_version: ipi_core::vrrp::Version::V2,
         garp: GarpParams::default(),
-        preempt_on_lower_priority: false,
+        ..GlobalDefs::default()
     }
 }
 

@@ -8,23 +8,18 @@ use ipi_core::vrrp::Version;
 
 use super::error::ConfigErrors;
 use super::model::{
-    Command, Config, GlobalDefs, Location, Notify, SyncGroup, TrackedInterface, TrackedScript,
-    User, VirtualAddress, VrrpInstance, VrrpScript,
+    Command, Config, FileInit, GlobalDefs, Location, Notify, ParamMatch, SyncGroup, TrackFile,
+    TrackProcess, TrackedFile, TrackedInterface, TrackedProcess, TrackedScript, User,
+    VirtualAddress, VrrpInstance, VrrpScript,
 };
 use super::tree::Node;
 use crate::fsm::{GarpParams, InitialState};
 
-/// Keywords accepted and deliberately without effect in vrrpd (mail alerts, keepalived's own
-/// process tuning). Anything else unknown is an error.
-const IGNORED_GLOBALS: &[&str] = &[
-    "notification_email",
-    "notification_email_from",
-    "smtp_server",
-    "smtp_connect_timeout",
-    "smtp_alert",
-    "max_auto_priority",
-    "vrrp_skip_check_adv_addr",
-];
+/// Keywords accepted and without effect because vrrpd always does what they ask for
+/// (`vrrp_skip_check_adv_addr`: vrrpd checks every advert's addresses, which keepalived's
+/// keyword only makes cheaper). What is not vrrpd's job is set aside earlier, with a warning
+/// ([`super::ignored`]); anything else unknown is an error.
+const IGNORED_GLOBALS: &[&str] = &["vrrp_skip_check_adv_addr"];
 
 /// Reads the statements of a whole file into a model; problems go to `errors`.
 pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
@@ -39,13 +34,19 @@ pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
             "vrrp_script" => c.scripts.extend(vrrp_script(node, errors)),
             "vrrp_instance" => c.instances.extend(vrrp_instance(node, &c.global, errors)),
             "vrrp_sync_group" => c.sync_groups.extend(sync_group(node, errors)),
-            other => errors.push(
-                &node.location,
-                format!(
-                    "unknown keyword `{other}` at the top level (vrrpd reads global_defs, \
-                     vrrp_script, vrrp_instance, vrrp_sync_group and include)"
+            "vrrp_track_process" => c.processes.extend(track_process(node, errors)),
+            // vrrp_track_file: keepalived's older name, still read.
+            "track_file" | "vrrp_track_file" => c.files.extend(track_file(node, errors)),
+            other => match super::known::refusal(other) {
+                Some(why) => errors.push(&node.location, why),
+                None => errors.push(
+                    &node.location,
+                    format!(
+                        "unknown keyword `{other}` at the top level (vrrpd reads global_defs, \
+                         vrrp_script, vrrp_instance, vrrp_sync_group and include)"
+                    ),
                 ),
-            ),
+            },
         }
     }
     c
@@ -53,11 +54,14 @@ pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
 
 // ---- argument helpers --------------------------------------------------------------------
 
+/// A keyword vrrpd does not read here: keepalived's (refused, with the reason where there
+/// is one), or unknown to keepalived too.
 fn unknown(node: &Node, within: &str, errors: &mut ConfigErrors) {
-    errors.push(
-        &node.location,
-        format!("unknown keyword `{}` in {within}", node.keyword),
-    );
+    let message = match super::known::refusal(&node.keyword) {
+        Some(why) => format!("{why} (in {within})"),
+        None => format!("unknown keyword `{}` in {within}", node.keyword),
+    };
+    errors.push(&node.location, message);
 }
 
 /// The one argument of `node`.
@@ -119,13 +123,23 @@ fn number<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
     }
 }
 
-/// Decimal seconds (`1`, `0.1`, `2.50`) in centiseconds, up to `max_cs`.
+/// Decimal seconds (`1`, `0.1`, `2.50`) in centiseconds.
 pub fn centiseconds(text: &str) -> Option<u32> {
+    decimal(text, 2)
+}
+
+/// Decimal seconds (`0.001`, `1.5`) in microseconds.
+pub fn microseconds(text: &str) -> Option<u32> {
+    decimal(text, 6)
+}
+
+/// A decimal number in units of 10^-`digits` (more decimals only when they are zeros).
+fn decimal(text: &str, digits: usize) -> Option<u32> {
     let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
     if whole.is_empty() && frac.is_empty()
         || !whole.bytes().all(|b| b.is_ascii_digit())
         || !frac.bytes().all(|b| b.is_ascii_digit())
-        || frac.len() > 2 && frac[2..].bytes().any(|b| b != b'0')
+        || frac.len() > digits && frac[digits..].bytes().any(|b| b != b'0')
     {
         return None;
     }
@@ -134,9 +148,15 @@ pub fn centiseconds(text: &str) -> Option<u32> {
     } else {
         whole.parse().ok()?
     };
-    let frac2 = format!("{frac:0<2}");
-    let frac: u32 = frac2[..2].parse().ok()?;
-    whole.checked_mul(100)?.checked_add(frac)
+    let frac = format!("{frac:0<digits$}");
+    let frac: u32 = if digits == 0 {
+        0
+    } else {
+        frac[..digits].parse().ok()?
+    };
+    whole
+        .checked_mul(10u32.checked_pow(u32::try_from(digits).ok()?)?)?
+        .checked_add(frac)
 }
 
 fn seconds_cs(node: &Node, max_cs: u32, errors: &mut ConfigErrors) -> Option<u32> {
@@ -170,24 +190,40 @@ fn address(node: &Node, text: &str, errors: &mut ConfigErrors) -> Option<IpAddr>
     }
 }
 
-fn weight(node: &Node, args: &[String], errors: &mut ConfigErrors) -> Option<i32> {
+/// An entry's `weight N` after its name, within `range`; keepalived's `reverse` is refused.
+fn weight(
+    node: &Node,
+    args: &[String],
+    range: std::ops::RangeInclusive<i32>,
+    errors: &mut ConfigErrors,
+) -> Option<i32> {
     match args {
         [] => None,
         [kw, w] if kw == "weight" => match w.parse::<i32>() {
-            Ok(w) if (-253..=253).contains(&w) => Some(w),
+            Ok(w) if range.contains(&w) => Some(w),
             _ => {
                 errors.push(
                     &node.location,
-                    format!("`{}`: weight `{w}` must be from -253 to 253", node.keyword),
+                    format!(
+                        "`{}`: weight `{w}` must be from {} to {}",
+                        node.keyword,
+                        range.start(),
+                        range.end()
+                    ),
                 );
                 None
             }
         },
         _ => {
+            let reverse = if args.iter().any(|a| a == "reverse") {
+                " (`reverse` is not supported by vrrpd)"
+            } else {
+                ""
+            };
             errors.push(
                 &node.location,
                 format!(
-                    "`{} {}`: only `weight N` may follow the name",
+                    "`{} {}`: only `weight N` may follow the name{reverse}",
                     node.keyword,
                     args.join(" ")
                 ),
@@ -322,6 +358,7 @@ fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) {
                  PASS authentication and unicast)",
             ),
             "vrrp_preempt_on_lower_priority" => g.preempt_on_lower_priority = flag(n, errors),
+            _ if global_vrrp(n, g, errors) => {}
             _ if kw.starts_with("vrrp_garp_") && garp(n, &kw[5..], &mut g.garp, errors) => {}
             _ if IGNORED_GLOBALS.contains(&kw) => {}
             _ => unknown(n, "global_defs", errors),
@@ -335,6 +372,59 @@ fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) {
     }
     if !set("vrrp_garp_lower_prio_delay") {
         g.garp.lower_prio_delay_cs = g.garp.master_delay_cs;
+    }
+}
+
+/// The global VRRP keywords beyond the version and the GARP bursts. False when `n` is none.
+fn global_vrrp(n: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) -> bool {
+    match n.keyword.as_str() {
+        "vrrp_lower_prio_no_advert" => g.lower_prio_no_advert = flag(n, errors),
+        "vrrp_startup_delay" => {
+            g.startup_delay_cs = seconds_cs(n, 360_000, errors).unwrap_or(0);
+        }
+        "vrrp_garp_interval" => g.garp_interval_us = interval_us(n, errors),
+        "vrrp_gna_interval" => g.gna_interval_us = interval_us(n, errors),
+        // vrrpd always waits for an instance's interface to appear and follows it going and
+        // coming back (FAULT meanwhile): what keepalived does with this keyword.
+        "dynamic_interfaces" => {
+            if !matches!(n.args.as_slice(), [] | [_])
+                || n.args.first().is_some_and(|a| a != "allow_if_changes")
+            {
+                errors.push(
+                    &n.location,
+                    "`dynamic_interfaces` takes nothing or `allow_if_changes`",
+                );
+            }
+        }
+        // keepalived's interface for static addresses, which vrrpd does not manage; an
+        // instance names its own.
+        "default_interface" => {
+            one(n, errors);
+        }
+        // vrrpd always accepts unicast adverts only from the listed peers.
+        "vrrp_check_unicast_src" => {
+            no_args(n, errors);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// Decimal seconds to the microsecond (keepalived's `vrrp_garp_interval`), at least 1 us.
+fn interval_us(n: &Node, errors: &mut ConfigErrors) -> u32 {
+    let text = one(n, errors).unwrap_or("");
+    match microseconds(text) {
+        Some(us) if us > 0 => us,
+        _ => {
+            errors.push(
+                &n.location,
+                format!(
+                    "`{} {text}`: must be seconds with at most six decimals, from 0.000001 to 4294",
+                    n.keyword
+                ),
+            );
+            0
+        }
     }
 }
 
@@ -399,6 +489,143 @@ fn vrrp_script(node: &Node, errors: &mut ConfigErrors) -> Option<VrrpScript> {
     Some(s)
 }
 
+/// `vrrp_track_process NAME { process ...; quorum N; ... }`, keepalived's defaults (weight 1,
+/// quorum 1, no maximum, no delays).
+fn track_process(node: &Node, errors: &mut ConfigErrors) -> Option<TrackProcess> {
+    let name = name(node, errors)?;
+    let mut p = TrackProcess {
+        name,
+        process: Vec::new(),
+        param_match: ParamMatch::Any,
+        full_command: false,
+        weight: 1,
+        quorum: 1,
+        quorum_max: u32::MAX,
+        fork_delay_cs: 0,
+        terminate_delay_cs: 0,
+    };
+    for n in block(node, errors) {
+        match n.keyword.as_str() {
+            "process" if !n.args.is_empty() && n.block.is_none() => p.process.clone_from(&n.args),
+            "process" => errors.push(&n.location, "`process` takes a name and its parameters"),
+            // Alone: the process must have no parameters.
+            "param_match" if n.args.is_empty() && n.block.is_none() => {
+                p.param_match = ParamMatch::Exact;
+            }
+            "param_match" => {
+                p.param_match = match one(n, errors) {
+                    Some("partial") => ParamMatch::Partial,
+                    Some("initial") => ParamMatch::Initial,
+                    Some(other) => {
+                        errors.push(
+                            &n.location,
+                            format!("`param_match {other}`: must be partial or initial"),
+                        );
+                        ParamMatch::Any
+                    }
+                    None => ParamMatch::Any,
+                }
+            }
+            "full_command" => p.full_command = no_args(n, errors),
+            // keepalived allows 254; vrrpd's tracking weights stop at 253, as scripts'.
+            "weight" => p.weight = number(n, -253..=253, errors).unwrap_or(1),
+            "quorum" => p.quorum = number(n, 1..=65_535, errors).unwrap_or(1),
+            "quorum_max" => p.quorum_max = number(n, 0..=65_535, errors).unwrap_or(u32::MAX),
+            "delay" => {
+                let cs = seconds_cs(n, 360_000, errors).unwrap_or(0);
+                (p.fork_delay_cs, p.terminate_delay_cs) = (cs, cs);
+            }
+            "fork_delay" => p.fork_delay_cs = seconds_cs(n, 360_000, errors).unwrap_or(0),
+            "terminate_delay" => p.terminate_delay_cs = seconds_cs(n, 360_000, errors).unwrap_or(0),
+            _ => unknown(n, &format!("vrrp_track_process {}", p.name), errors),
+        }
+    }
+    if p.process.is_empty() {
+        errors.push(
+            &node.location,
+            format!("vrrp_track_process {}: `process` is required", p.name),
+        );
+        return None;
+    }
+    // keepalived: parameters mean the command line is compared, exactly unless said.
+    if p.process.len() > 1 {
+        p.full_command = true;
+        if p.param_match == ParamMatch::Any {
+            p.param_match = ParamMatch::Exact;
+        }
+    }
+    if p.quorum > p.quorum_max {
+        errors.push(
+            &node.location,
+            format!(
+                "vrrp_track_process {}: quorum {} is above quorum_max {}",
+                p.name, p.quorum, p.quorum_max
+            ),
+        );
+    }
+    Some(p)
+}
+
+/// `track_file NAME { file PATH; weight N; init_file [VALUE] [overwrite] }`.
+fn track_file(node: &Node, errors: &mut ConfigErrors) -> Option<TrackFile> {
+    let name = name(node, errors)?;
+    let (mut path, mut weight, mut init) = (None, 1, None);
+    for n in block(node, errors) {
+        match n.keyword.as_str() {
+            "file" => path = one(n, errors).map(str::to_string),
+            "weight" => {
+                weight = match n.args.as_slice() {
+                    [_] => number(n, -2_147_483_647..=2_147_483_647, errors).unwrap_or(1),
+                    _ => {
+                        errors.push(
+                            &n.location,
+                            "`weight` takes a number (`reverse` is not supported by vrrpd)",
+                        );
+                        1
+                    }
+                }
+            }
+            "init_file" => init = file_init(n, errors),
+            _ => unknown(n, &format!("track_file {name}"), errors),
+        }
+    }
+    let Some(path) = path else {
+        errors.push(
+            &node.location,
+            format!("track_file {name}: `file` is required"),
+        );
+        return None;
+    };
+    Some(TrackFile {
+        name,
+        path,
+        weight,
+        init,
+    })
+}
+
+/// `init_file [VALUE] [overwrite]`: keepalived's value range for VRRP, -254 to 254.
+fn file_init(n: &Node, errors: &mut ConfigErrors) -> Option<FileInit> {
+    let mut init = FileInit {
+        value: 0,
+        overwrite: false,
+    };
+    for arg in &n.args {
+        match arg.parse::<i32>() {
+            _ if arg == "overwrite" => init.overwrite = true,
+            Ok(v) if (-254..=254).contains(&v) => init.value = v,
+            _ => {
+                errors.push(
+                    &n.location,
+                    format!("`init_file {arg}`: give a value from -254 to 254 and/or `overwrite`"),
+                );
+                return None;
+            }
+        }
+    }
+    Some(init)
+}
+
 fn vrrp_instance(
     node: &Node,
     global: &GlobalDefs,
@@ -408,6 +635,7 @@ fn vrrp_instance(
     let within = format!("vrrp_instance {name}");
     let mut i = VrrpInstance::new(name, global.garp, node.location.clone());
     i.preempt_on_lower_priority = global.preempt_on_lower_priority;
+    i.lower_prio_no_advert = global.lower_prio_no_advert;
     // advert_int is checked once the version is known, which may be written after it.
     let mut advert_int_text = None;
     for n in block(node, errors) {
@@ -469,6 +697,10 @@ fn election(
         "preempt_delay" => i.preempt_delay_cs = seconds_cs(n, 100_000, errors).unwrap_or(0),
         "authentication" => i.auth_pass = authentication(n, errors),
         "lower_prio_no_advert" => i.lower_prio_no_advert = flag(n, errors),
+        // keepalived's accept mode, vrrpd's only one (it installs no firewall rules).
+        "accept" => {
+            no_args(n, errors);
+        }
         "preempt_on_lower_priority" => i.preempt_on_lower_priority = flag(n, errors),
         _ => return false,
     }
@@ -515,6 +747,30 @@ fn addresses(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool 
                 i.vips.extend(virtual_address(v, errors));
             }
         }
+        "virtual_routes" => {
+            for r in block(n, errors) {
+                i.virtual_routes
+                    .extend(super::route::virtual_route(r, errors));
+            }
+        }
+        "virtual_rules" => {
+            for r in block(n, errors) {
+                i.virtual_rules
+                    .extend(super::route::virtual_rule(r, errors));
+            }
+        }
+        "virtual_ipaddress_excluded" => {
+            for v in block(n, errors) {
+                i.vips_excluded.extend(virtual_address(v, errors));
+            }
+        }
+        // What vrrpd always does: a configured source address that leaves its interface puts
+        // the instance in FAULT (track_src_ip); unicast adverts are accepted only from the
+        // listed peers (check_unicast_src); every advert's addresses are checked
+        // (skip_check_adv_addr only makes keepalived's check cheaper).
+        "track_src_ip" | "check_unicast_src" | "skip_check_adv_addr" => {
+            no_args(n, errors);
+        }
         "mcast_src_ip" => i.mcast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),
         "unicast_src_ip" => i.unicast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),
         "unicast_peer" => {
@@ -543,7 +799,7 @@ fn tracking(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool {
             for t in block(n, errors) {
                 i.track_scripts.push(TrackedScript {
                     name: t.keyword.clone(),
-                    weight: weight(t, &t.args, errors),
+                    weight: weight(t, &t.args, -253..=253, errors),
                 });
             }
         }
@@ -551,7 +807,23 @@ fn tracking(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool {
             for t in block(n, errors) {
                 i.track_interfaces.push(TrackedInterface {
                     name: t.keyword.clone(),
-                    weight: weight(t, &t.args, errors).unwrap_or(0),
+                    weight: weight(t, &t.args, -253..=253, errors).unwrap_or(0),
+                });
+            }
+        }
+        "track_file" => {
+            for t in block(n, errors) {
+                i.track_files.push(TrackedFile {
+                    name: t.keyword.clone(),
+                    weight: weight(t, &t.args, -254..=254, errors),
+                });
+            }
+        }
+        "track_process" => {
+            for t in block(n, errors) {
+                i.track_processes.push(TrackedProcess {
+                    name: t.keyword.clone(),
+                    weight: weight(t, &t.args, -253..=253, errors),
                 });
             }
         }

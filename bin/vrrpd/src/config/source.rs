@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use ipi_core::Role;
 
 use super::model::Config;
-use super::{load, openshift, parse_str, write, ConfigErrors};
+use super::{load_as, openshift, parse_str, write, ConfigErrors, LexOptions};
 
 /// A keepalived.conf, or the cluster description OpenShift would render one from. The fields
 /// are the command line's; [`load_source`] says what is missing when they do not add up.
@@ -27,6 +27,9 @@ pub struct Source {
     pub unicast: bool,
     /// Track scripts from this directory instead of /etc/keepalived's and curl.
     pub scripts_dir: Option<PathBuf>,
+    /// The configuration id of `@ID` lines (keepalived's `-i`); the short host name when
+    /// absent.
+    pub config_id: Option<String>,
 }
 
 impl Source {
@@ -69,7 +72,10 @@ pub enum SourceError {
 pub fn load_source(source: impl Into<Source>) -> Result<Config, SourceError> {
     let source = source.into();
     if let Some(path) = &source.config {
-        return Ok(load(path)?);
+        return Ok(load_as(
+            path,
+            &LexOptions::with_id(source.config_id.as_deref()),
+        )?);
     }
     let (Some(cluster), Some(role), Some(interface)) =
         (&source.cluster, source.role, &source.interface)

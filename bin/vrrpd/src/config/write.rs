@@ -6,7 +6,10 @@ use std::fmt::Write as _;
 
 use ipi_core::vrrp::Version;
 
-use super::model::{Command, Config, Notify, User, VrrpInstance, VrrpScript};
+use super::model::{
+    Command, Config, Notify, ParamMatch, RouteType, TrackFile, TrackProcess, User, VirtualAddress,
+    VirtualRoute, VirtualRule, VrrpInstance, VrrpScript,
+};
 use crate::fsm::{GarpParams, InitialState};
 
 /// keepalived.conf text for `c`.
@@ -15,6 +18,12 @@ pub fn write(c: &Config) -> String {
     global(&mut out, c);
     for s in &c.scripts {
         script(&mut out, s);
+    }
+    for p in &c.processes {
+        process(&mut out, p);
+    }
+    for f in &c.files {
+        file(&mut out, f);
     }
     for i in &c.instances {
         instance(&mut out, c, i);
@@ -59,6 +68,12 @@ fn command(c: &Command) -> String {
         "\"{}\"",
         words.join(" ").replace('\\', "\\\\").replace('"', "\\\"")
     )
+}
+
+/// Microseconds as keepalived's decimal seconds (`0.000001`, `0.5`, `2`).
+fn microseconds(us: u32) -> String {
+    let text = format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn seconds(cs: u32) -> String {
@@ -144,6 +159,24 @@ fn global(out: &mut String, c: &Config) {
     if g.preempt_on_lower_priority {
         line(out, 4, "vrrp_preempt_on_lower_priority");
     }
+    if g.lower_prio_no_advert {
+        line(out, 4, "vrrp_lower_prio_no_advert");
+    }
+    if g.startup_delay_cs != 0 {
+        line(
+            out,
+            4,
+            &format!("vrrp_startup_delay {}", seconds(g.startup_delay_cs)),
+        );
+    }
+    for (kw, us) in [
+        ("vrrp_garp_interval", g.garp_interval_us),
+        ("vrrp_gna_interval", g.gna_interval_us),
+    ] {
+        if us != 0 {
+            line(out, 4, &format!("{kw} {}", microseconds(us)));
+        }
+    }
     // keepalived: unset, the lower-priority burst is the global master burst.
     let base = GarpParams {
         lower_prio_repeat: g.garp.master_repeat,
@@ -199,8 +232,9 @@ fn instance(out: &mut String, c: &Config, i: &VrrpInstance) {
     election(out, i);
     addresses(out, i);
     tracking(out, i);
-    if i.lower_prio_no_advert {
-        line(out, 4, "lower_prio_no_advert");
+    if i.lower_prio_no_advert != c.global.lower_prio_no_advert {
+        let on = if i.lower_prio_no_advert { "on" } else { "off" };
+        line(out, 4, &format!("lower_prio_no_advert {on}"));
     }
     if i.preempt_on_lower_priority != c.global.preempt_on_lower_priority {
         let on = if i.preempt_on_lower_priority {
@@ -273,8 +307,81 @@ fn addresses(out: &mut String, i: &VrrpInstance) {
         }
         out.push_str("    }\n");
     }
-    out.push_str("    virtual_ipaddress {\n");
-    for v in &i.vips {
+    vips(out, "virtual_ipaddress", &i.vips);
+    if !i.vips_excluded.is_empty() {
+        vips(out, "virtual_ipaddress_excluded", &i.vips_excluded);
+    }
+    if !i.virtual_routes.is_empty() {
+        out.push_str("    virtual_routes {\n");
+        for r in &i.virtual_routes {
+            line(out, 8, &route(r));
+        }
+        out.push_str("    }\n");
+    }
+    if !i.virtual_rules.is_empty() {
+        out.push_str("    virtual_rules {\n");
+        for r in &i.virtual_rules {
+            line(out, 8, &rule(r));
+        }
+        out.push_str("    }\n");
+    }
+}
+
+fn rule(r: &VirtualRule) -> String {
+    let mut words = Vec::new();
+    if r.ipv6 {
+        words.push("inet6".to_string());
+    }
+    for (kw, p) in [("from", r.from), ("to", r.to)] {
+        if let Some((a, len)) = p {
+            words.push(format!("{kw} {a}/{len}"));
+        }
+    }
+    for (kw, v) in [("iif", &r.iif), ("oif", &r.oif)] {
+        if let Some(v) = v {
+            words.push(format!("{kw} {v}"));
+        }
+    }
+    if let Some(m) = r.fwmark {
+        words.push(format!("fwmark {m}"));
+    }
+    if let Some(p) = r.priority {
+        words.push(format!("priority {p}"));
+    }
+    words.push(format!("table {}", r.table));
+    words.join(" ")
+}
+
+fn route(r: &VirtualRoute) -> String {
+    let mut text = String::new();
+    if let Some(s) = r.src {
+        let _ = write!(text, "src {s} ");
+    }
+    match r.kind {
+        RouteType::Unicast => {}
+        RouteType::Blackhole => text.push_str("blackhole "),
+        RouteType::Unreachable => text.push_str("unreachable "),
+        RouteType::Prohibit => text.push_str("prohibit "),
+    }
+    let _ = write!(text, "{}/{}", r.destination, r.prefix_len);
+    if let Some(v) = r.via {
+        let _ = write!(text, " via {v}");
+    }
+    if let Some(d) = &r.dev {
+        let _ = write!(text, " dev {d}");
+    }
+    if let Some(m) = r.metric {
+        let _ = write!(text, " metric {m}");
+    }
+    if let Some(t) = r.table {
+        let _ = write!(text, " table {t}");
+    }
+    text
+}
+
+fn vips(out: &mut String, keyword: &str, vips: &[VirtualAddress]) {
+    let _ = writeln!(out, "    {keyword} {{");
+    for v in vips {
         let mut text = format!("{}/{}", v.address, v.prefix_len);
         if let Some(d) = &v.dev {
             let _ = write!(text, " dev {d}");
@@ -287,17 +394,28 @@ fn addresses(out: &mut String, i: &VrrpInstance) {
     out.push_str("    }\n");
 }
 
-fn tracking(out: &mut String, i: &VrrpInstance) {
-    if !i.track_scripts.is_empty() {
-        out.push_str("    track_script {\n");
-        for t in &i.track_scripts {
-            match t.weight {
-                Some(w) => line(out, 8, &format!("{} weight {w}", t.name)),
-                None => line(out, 8, &t.name),
-            }
-        }
-        out.push_str("    }\n");
+/// A `track_script` or `track_process` block: names, each with its own weight if it has one.
+fn weighted<'a>(
+    out: &mut String,
+    keyword: &str,
+    entries: impl ExactSizeIterator<Item = (&'a String, Option<i32>)>,
+) {
+    if entries.len() == 0 {
+        return;
     }
+    let _ = writeln!(out, "    {keyword} {{");
+    for (name, weight) in entries {
+        match weight {
+            Some(w) => line(out, 8, &format!("{name} weight {w}")),
+            None => line(out, 8, name),
+        }
+    }
+    out.push_str("    }\n");
+}
+
+fn tracking(out: &mut String, i: &VrrpInstance) {
+    let scripts = i.track_scripts.iter().map(|t| (&t.name, t.weight));
+    weighted(out, "track_script", scripts);
     if !i.track_interfaces.is_empty() {
         out.push_str("    track_interface {\n");
         for t in &i.track_interfaces {
@@ -305,7 +423,60 @@ fn tracking(out: &mut String, i: &VrrpInstance) {
         }
         out.push_str("    }\n");
     }
+    let processes = i.track_processes.iter().map(|t| (&t.name, t.weight));
+    weighted(out, "track_process", processes);
+    let files = i.track_files.iter().map(|t| (&t.name, t.weight));
+    weighted(out, "track_file", files);
     if i.dont_track_primary {
         line(out, 4, "dont_track_primary");
+    }
+}
+
+fn process(out: &mut String, p: &TrackProcess) {
+    let _ = writeln!(out, "\nvrrp_track_process {} {{", p.name);
+    let words: Vec<String> = p.process.iter().map(|w| quoted(w)).collect();
+    line(out, 4, &format!("process {}", words.join(" ")));
+    match p.param_match {
+        ParamMatch::Exact if p.process.len() == 1 => line(out, 4, "param_match"),
+        ParamMatch::Any | ParamMatch::Exact => {}
+        ParamMatch::Partial => line(out, 4, "param_match partial"),
+        ParamMatch::Initial => line(out, 4, "param_match initial"),
+    }
+    if p.full_command && p.process.len() == 1 {
+        line(out, 4, "full_command");
+    }
+    line(out, 4, &format!("weight {}", p.weight));
+    line(out, 4, &format!("quorum {}", p.quorum));
+    if p.quorum_max != u32::MAX {
+        line(out, 4, &format!("quorum_max {}", p.quorum_max));
+    }
+    for (kw, cs) in [
+        ("fork_delay", p.fork_delay_cs),
+        ("terminate_delay", p.terminate_delay_cs),
+    ] {
+        if cs != 0 {
+            line(out, 4, &format!("{kw} {}", seconds(cs)));
+        }
+    }
+    out.push_str("}\n");
+}
+
+fn file(out: &mut String, f: &TrackFile) {
+    let _ = writeln!(out, "\ntrack_file {} {{", f.name);
+    line(out, 4, &format!("file {}", quoted(&f.path)));
+    line(out, 4, &format!("weight {}", f.weight));
+    if let Some(init) = f.init {
+        let overwrite = if init.overwrite { " overwrite" } else { "" };
+        line(out, 4, &format!("init_file {}{overwrite}", init.value));
+    }
+    out.push_str("}\n");
+}
+
+/// A word as one keepalived word: quoted when it holds blanks, quotes or braces.
+fn quoted(w: &str) -> String {
+    if w.is_empty() || w.contains([' ', '\t', '"', '\\', '{', '}', '#', '!']) {
+        format!("\"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        w.to_string()
     }
 }

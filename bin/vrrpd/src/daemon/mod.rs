@@ -16,19 +16,21 @@
 
 mod files;
 pub mod plan;
+mod processes;
 mod reload;
 pub mod rx;
 pub mod sched;
 pub mod scripts;
 pub mod setup;
 pub mod status;
+mod track_files;
 
 pub mod clash;
 mod http;
 pub mod metrics;
 mod telemetry;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -96,6 +98,13 @@ pub fn run(
     })?;
     let runtime = ipi_core::service::runtime().map_err(Error::Runtime)?;
     runtime.block_on(async move {
+        // keepalived's vrrp_startup_delay: nothing runs until it has passed (a network slow to
+        // come up after a boot must not make this router master of a VRID it cannot hear).
+        let delay = Duration::from_millis(u64::from(config.global.startup_delay_cs) * 10);
+        if !delay.is_zero() {
+            tracing::info!("vrrp_startup_delay: the instances start in {delay:?}");
+            tokio::time::sleep(delay).await;
+        }
         let mut d = Daemon::start(config, state_dir.to_path_buf(), reload).await?;
         if let Some(listener) = metrics {
             let scrapes = d.telemetry.scrape_tx.clone();
@@ -137,6 +146,14 @@ struct Daemon {
     status_dirty: Cell<bool>,
     /// When the status file was last written.
     status_written: Cell<tokio::time::Instant>,
+    /// Spaced GARP / NA bursts still sending, by instance (`vrrp_garp_interval`).
+    paced: RefCell<BTreeMap<String, JoinHandle<()>>>,
+    /// The `vrrp_track_process` watcher, when an instance tracks a process.
+    process_watch: Option<JoinHandle<()>>,
+    /// The `track_file` reader, when an instance tracks a file, and its values.
+    file_watch: Option<JoinHandle<()>>,
+    values_tx: mpsc::UnboundedSender<(String, i64)>,
+    values: mpsc::UnboundedReceiver<(String, i64)>,
 }
 
 /// How soon a state change shows in the status file, at the latest (unless the 1 s tick
@@ -159,6 +176,7 @@ impl Daemon {
         let (rx_tx, rx) = mpsc::unbounded_channel();
         let (results_tx, results) = mpsc::unbounded_channel();
         let (links_tx, links) = mpsc::unbounded_channel();
+        let (values_tx, values) = mpsc::unbounded_channel();
         let mut d = Daemon {
             config,
             state_dir,
@@ -181,6 +199,11 @@ impl Daemon {
             files: files::Files::start(),
             status_dirty: Cell::new(false),
             status_written: Cell::new(tokio::time::Instant::now()),
+            paced: RefCell::new(BTreeMap::new()),
+            process_watch: None,
+            file_watch: None,
+            values_tx,
+            values,
         };
         d.spawn_tasks().await?;
         d.parts_changed();
@@ -209,6 +232,8 @@ impl Daemon {
             }));
         }
         self.start_runners();
+        self.watch_processes();
+        self.watch_files();
         for name in self.parts.tracked_interfaces.clone() {
             let mut watcher = LinkWatcher::new_or_absent(&name).await.map_err(|source| {
                 Error::TrackInterface {
@@ -258,8 +283,12 @@ impl Daemon {
                     self.take_queued().await;
                 }
                 Some((name, ok)) = self.results.recv() => {
-                    self.each_tracking(|vr| vr.cfg.track_scripts.iter().any(|t| t.name == name),
+                    self.each_tracking(|vr| tracks_script(vr, &name),
                         Event::ScriptResult { name: name.clone(), ok }).await;
+                }
+                Some((name, value)) = self.values.recv() => {
+                    self.each_tracking(|vr| vr.cfg.track_files.iter().any(|t| t.name == name),
+                        Event::FileValue { name: name.clone(), value }).await;
                 }
                 Some((name, up)) = self.links.recv() => {
                     tracing::info!("interface {name} is {}", if up { "up" } else { "down" });
@@ -543,9 +572,22 @@ impl Daemon {
         }
     }
 
-    /// Adds (`add`) or removes the instance's VIPs; a failure is logged and the others go on.
+    /// A spaced burst of instance `name` still sending, stopped.
+    fn stop_paced(&self, name: &str) {
+        if let Some(task) = self.paced.borrow_mut().remove(name) {
+            task.abort();
+        }
+    }
+
+    /// Adds (`add`) or removes the instance's VIPs, and its `virtual_routes` after them (a
+    /// route's `src` may be a VIP) or before them; a failure is logged and the others go on.
     async fn vips(&self, vr: usize, add: bool) {
         let v = &self.parts.vrs[vr];
+        if !add {
+            // No more announcements for addresses this router gives up.
+            self.stop_paced(&v.cfg.name);
+            self.routes(vr, false).await;
+        }
         for (interface, vip) in &v.vips {
             let r = if add {
                 self.netlink.add_address(interface, vip).await
@@ -556,16 +598,70 @@ impl Daemon {
                 tracing::error!("{}: {vip} on {}: {e}", v.cfg.name, interface.name);
             }
         }
+        if add {
+            self.routes(vr, true).await;
+        }
     }
 
-    /// `repeat` gratuitous ARPs / unsolicited NAs for the VIPs, stopping at the first failure.
+    /// Adds the instance's `virtual_routes` then its `virtual_rules`, or removes them in the
+    /// other order; a failure is logged.
+    async fn routes(&self, vr: usize, add: bool) {
+        let v = &self.parts.vrs[vr];
+        if !add {
+            for rule in &v.rules {
+                if let Err(e) = self.netlink.remove_rule(rule).await {
+                    tracing::error!("{}: {e}", v.cfg.name);
+                }
+            }
+        }
+        for route in &v.routes {
+            let r = if add {
+                self.netlink.add_route(route).await
+            } else {
+                self.netlink.remove_route(route).await
+            };
+            if let Err(e) = r {
+                tracing::error!("{}: {e}", v.cfg.name);
+            }
+        }
+        if add {
+            for rule in &v.rules {
+                if let Err(e) = self.netlink.add_rule(rule).await {
+                    tracing::error!("{}: {e}", v.cfg.name);
+                }
+            }
+        }
+    }
+
+    /// `repeat` gratuitous ARPs / unsolicited NAs for every address held (VIPs and excluded
+    /// ones, as keepalived), stopping at the first failure. With `vrrp_garp_interval` or
+    /// `vrrp_gna_interval`, the messages are spaced by a task of their own, which a later burst
+    /// or the VIPs' removal stops.
     fn garp(&self, vr: usize, repeat: u32) {
         let v = &self.parts.vrs[vr];
         let Some(a) = &v.announcer else {
             return;
         };
+        let held: Vec<std::net::IpAddr> = v.vips.iter().map(|(_, vip)| vip.address).collect();
+        let g = &self.config.global;
+        let (garp, gna) = (
+            Duration::from_micros(u64::from(g.garp_interval_us)),
+            Duration::from_micros(u64::from(g.gna_interval_us)),
+        );
+        self.stop_paced(&v.cfg.name);
+        if !garp.is_zero() || !gna.is_zero() {
+            let (a, name) = (a.clone(), v.cfg.name.clone());
+            let task = tokio::spawn(async move {
+                let pause = |address: &std::net::IpAddr| if address.is_ipv4() { garp } else { gna };
+                if let Err(e) = a.paced(&held, repeat, pause).await {
+                    tracing::warn!("{name}: gratuitous ARP / NA: {e}");
+                }
+            });
+            self.paced.borrow_mut().insert(v.cfg.name.clone(), task);
+            return;
+        }
         for _ in 0..repeat {
-            if let Err(e) = a.announce(&v.expect.addresses) {
+            if let Err(e) = a.announce(&held) {
                 tracing::warn!("{}: gratuitous ARP / NA: {e}", v.cfg.name);
                 break;
             }
@@ -649,6 +745,16 @@ fn group_state(unit: &Unit) -> Option<(String, State)> {
         Unit::Group(g, name) => Some((name.clone(), g.state())),
         Unit::One(_) => None,
     }
+}
+
+/// Whether `vr` tracks the script, or the process ([`processes::key`]), results come for.
+fn tracks_script(vr: &Vr, name: &str) -> bool {
+    vr.cfg.track_scripts.iter().any(|t| t.name == name)
+        || vr
+            .cfg
+            .track_processes
+            .iter()
+            .any(|t| processes::key(&t.name) == name)
 }
 
 fn tracks_interface(vr: &Vr, name: &str) -> bool {

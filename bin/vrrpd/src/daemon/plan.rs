@@ -91,12 +91,16 @@ pub enum Difference {
 /// defaults) is applied in place.
 pub fn restarts(d: &Difference) -> bool {
     match d {
+        // virtual_routes / virtual_rules: those of the running instance are removed with its
+        // VIPs and the new ones added when it holds them again (no diff in place yet).
         Difference::Keyword(k) => [
             "interface",
             "virtual_router_id",
             "version",
             "vrrp_version",
             "native_ipv6",
+            "virtual_routes",
+            "virtual_rules",
         ]
         .contains(k),
         Difference::Family | Difference::Group | Difference::Member(_) => true,
@@ -248,6 +252,18 @@ fn instance_differences(
             out.push(Difference::Script(t.name.clone()));
         }
     }
+    if a.track_processes
+        .iter()
+        .any(|t| old.process(&t.name) != new.process(&t.name))
+    {
+        out.push(Difference::Keyword("vrrp_track_process"));
+    }
+    if a.track_files
+        .iter()
+        .any(|t| old.file(&t.name) != new.file(&t.name))
+    {
+        out.push(Difference::Keyword("track_file block"));
+    }
     if old.global != new.global {
         out.push(Difference::Global);
     }
@@ -285,11 +301,16 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         preempt_delay_cs,
         auth_pass,
         vips,
+        vips_excluded,
+        virtual_routes,
+        virtual_rules,
         mcast_src_ip,
         unicast_src_ip,
         unicast_peers,
         track_scripts,
         track_interfaces,
+        track_processes,
+        track_files,
         dont_track_primary,
         notify,
         garp,
@@ -309,11 +330,19 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         ("preempt_delay", *preempt_delay_cs != b.preempt_delay_cs),
         ("authentication", *auth_pass != b.auth_pass),
         ("virtual_ipaddress", *vips != b.vips),
+        (
+            "virtual_ipaddress_excluded",
+            *vips_excluded != b.vips_excluded,
+        ),
+        ("virtual_routes", *virtual_routes != b.virtual_routes),
+        ("virtual_rules", *virtual_rules != b.virtual_rules),
         ("mcast_src_ip", *mcast_src_ip != b.mcast_src_ip),
         ("unicast_src_ip", *unicast_src_ip != b.unicast_src_ip),
         ("unicast_peer", *unicast_peers != b.unicast_peers),
         ("track_script", *track_scripts != b.track_scripts),
         ("track_interface", *track_interfaces != b.track_interfaces),
+        ("track_process", *track_processes != b.track_processes),
+        ("track_file", *track_files != b.track_files),
         (
             "dont_track_primary",
             *dont_track_primary != b.dont_track_primary,
@@ -619,6 +648,56 @@ mod tests {
             panic!("{:?}", plan(&old, &many).instances["a"]);
         };
         assert!(!all.iter().any(restarts), "{all:?}");
+    }
+
+    /// keepalived's trackers and routes: a changed tracker definition is applied in place to
+    /// the instances that track it; changed routes or rules restart the instance (removed with
+    /// the old VIPs, added with the new).
+    #[test]
+    fn trackers_change_in_place_and_routes_restart() {
+        let trackers = |quorum: u32, value: i32| {
+            format!(
+                "vrrp_track_process p {{\n process haproxy\n quorum {quorum}\n}}\n\
+                 track_file f {{\n file /run/w\n init_file {value}\n}}\n"
+            )
+        };
+        let tracking = " track_process {\n  p\n }\n track_file {\n  f\n }\n";
+        let old = config(&(trackers(1, 0) + &instance("a", 1, 100, tracking)));
+        let process = config(&(trackers(2, 0) + &instance("a", 1, 100, tracking)));
+        assert_eq!(
+            plan(&old, &process).instances["a"],
+            in_place("vrrp_track_process")
+        );
+        let file = config(&(trackers(1, 5) + &instance("a", 1, 100, tracking)));
+        assert_eq!(
+            plan(&old, &file).instances["a"],
+            in_place("track_file block")
+        );
+        let untracked = config(&(trackers(1, 0) + &instance("a", 1, 100, "")));
+        assert_eq!(
+            plan(&old, &untracked).instances["a"],
+            Step::Reconfigure(vec![
+                Difference::Keyword("track_process"),
+                Difference::Keyword("track_file")
+            ])
+        );
+        let plain = config(&instance("a", 1, 100, ""));
+        for (keyword, block) in [
+            (
+                "virtual_routes",
+                " virtual_routes {\n  198.51.100.0/24 via 192.0.2.254\n }\n",
+            ),
+            (
+                "virtual_rules",
+                " virtual_rules {\n  from 198.51.100.0/24 table 7\n }\n",
+            ),
+        ] {
+            let routed = config(&instance("a", 1, 100, block));
+            assert_eq!(
+                plan(&plain, &routed).instances["a"],
+                Step::Change(vec![Difference::Keyword(keyword)])
+            );
+        }
     }
 
     #[test]

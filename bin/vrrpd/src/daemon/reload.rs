@@ -260,6 +260,29 @@ impl Daemon {
 }
 
 impl Daemon {
+    /// (Re)starts the `vrrp_track_process` watcher for the processes instances track: it
+    /// reports each one's state at once, which a kept instance already has (no change).
+    pub(super) fn watch_processes(&mut self) {
+        let tracked = self
+            .config
+            .tracked(&self.config.processes, |i| &i.track_processes);
+        let task = (!tracked.is_empty())
+            .then(|| super::processes::watch(tracked, self.results_tx.clone()));
+        restart(&mut self.process_watch, task);
+    }
+
+    /// (Re)starts the `track_file` reader for the files instances track, after writing their
+    /// `init_file` values; it reports each file's value at once.
+    pub(super) fn watch_files(&mut self) {
+        let tracked = self.config.tracked(&self.config.files, |i| &i.track_files);
+        for f in &tracked {
+            super::track_files::init(f);
+        }
+        let task = (!tracked.is_empty())
+            .then(|| super::track_files::watch(tracked, self.values_tx.clone()));
+        restart(&mut self.file_watch, task);
+    }
+
     /// Every configured source address (`unicast_src_ip`, `mcast_src_ip`) is followed: while
     /// it is not on its instance's interface (a bridge such as br-ex took it, or it is gone),
     /// the instance is FAULT ([`setup::source_track`]), so that it never advertises from an
@@ -479,4 +502,15 @@ fn log_plan(plan: &Plan) {
         }
     }
     tracing::debug!("reload: {plan:?}");
+}
+
+/// Puts `task` (if any) in `slot`, stopping the one there.
+fn restart<F>(slot: &mut Option<JoinHandle<()>>, task: Option<F>)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    if let Some(old) = slot.take() {
+        old.abort();
+    }
+    *slot = task.map(tokio::spawn);
 }

@@ -56,6 +56,9 @@ pub enum ProgramError {
     /// A bare program name that no PATH directory holds.
     #[error("`{0}` is not found on PATH")]
     NotOnPath(String),
+    /// A path that is not an executable file (keepalived: "not found/accessible").
+    #[error("{} is not an executable file", .0.display())]
+    NotExecutable(PathBuf),
     /// The program or a directory above it cannot be looked at.
     #[error("{}: {source}", path.display())]
     Metadata {
@@ -112,7 +115,16 @@ pub fn identity(user: &User) -> Result<Identity, IdentityError> {
 pub fn program(command: &Command) -> Result<PathBuf, ProgramError> {
     let name = &command.words[0];
     if name.contains('/') {
-        return Ok(PathBuf::from(name));
+        // keepalived checks every script at start and disables one it cannot find or run, so
+        // that it moves no priority; vrrpd does the same rather than count every run failed.
+        let path = PathBuf::from(name);
+        let executable =
+            std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0);
+        return if executable {
+            Ok(path)
+        } else {
+            Err(ProgramError::NotExecutable(path))
+        };
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
     std::env::split_paths(&path)
@@ -425,7 +437,20 @@ mod tests {
     fn programs_are_found_on_path() {
         assert!(program(&command(&["sh"])).unwrap().is_absolute());
         assert!(program(&command(&["no-such-program-here"])).is_err());
-        assert_eq!(program(&command(&["./x"])).unwrap(), PathBuf::from("./x"));
+        assert_eq!(
+            program(&command(&["/bin/sh"])).unwrap(),
+            PathBuf::from("/bin/sh")
+        );
+        // keepalived disables a script it cannot find or run: "not found/accessible".
+        assert_eq!(
+            program(&command(&["./no-such-x"])).unwrap_err().to_string(),
+            "./no-such-x is not an executable file"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("chk.sh");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        let path = plain.display().to_string();
+        assert!(program(&command(&[&path])).is_err(), "not executable");
     }
 
     #[test]

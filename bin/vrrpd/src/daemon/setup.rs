@@ -15,9 +15,12 @@ use super::rx::Expect;
 use super::scripts::{self, Identity, IdentityError};
 use crate::config::{Config, Location, VrrpInstance};
 use crate::fsm::{
-    InitialState, Instance, InstanceParams, ParamsError, SyncGroup, TrackInterface, TrackScript,
+    InitialState, Instance, InstanceParams, ParamsError, SyncGroup, TrackFile, TrackInterface,
+    TrackScript,
 };
-use crate::net::{multicast_group, Announcer, Interface, Netlink, SocketConfig, Vip, VrrpSocket};
+use crate::net::{
+    multicast_group, Announcer, Interface, Netlink, Route, Rule, SocketConfig, Vip, VrrpSocket,
+};
 
 /// Why a configuration cannot run. Each names the block at fault.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +60,12 @@ pub enum InstanceError {
     /// A track_script without its vrrp_script.
     #[error("track_script {0} names no vrrp_script")]
     UnknownScript(String),
+    /// A track_file entry without its track_file block.
+    #[error("track_file {0} names no track_file block")]
+    UnknownFile(String),
+    /// A track_process without its vrrp_track_process.
+    #[error("track_process {0} names no vrrp_track_process")]
+    UnknownProcess(String),
     /// Parameters the state machine refuses.
     #[error(transparent)]
     Params(#[from] ParamsError),
@@ -76,6 +85,10 @@ pub struct Vr {
     pub socket: usize,
     /// The VIPs with the interface each goes on.
     pub vips: Vec<(Interface, Vip)>,
+    /// `virtual_routes`, added after the VIPs and removed before them.
+    pub routes: Vec<Route>,
+    /// `virtual_rules`, added after the routes and removed before them.
+    pub rules: Vec<Rule>,
     /// Where adverts go: the group or the unicast peers.
     pub destinations: Vec<IpAddr>,
     /// What its group's adverts must look like.
@@ -207,6 +220,24 @@ pub fn params(
         ts.init_fail = s.init_fail;
         p.track_scripts.push(ts);
     }
+    for t in &i.track_processes {
+        let process = c
+            .process(&t.name)
+            .ok_or_else(|| InstanceError::UnknownProcess(t.name.clone()))?;
+        p.track_scripts.push(TrackScript::new(
+            super::processes::key(&t.name),
+            t.weight.unwrap_or(process.weight),
+        ));
+    }
+    for t in &i.track_files {
+        let file = c
+            .file(&t.name)
+            .ok_or_else(|| InstanceError::UnknownFile(t.name.clone()))?;
+        p.track_files.push(TrackFile {
+            name: t.name.clone(),
+            weight: t.weight.unwrap_or(file.weight),
+        });
+    }
     if !i.dont_track_primary && !i.track_interfaces.iter().any(|t| t.name == i.interface) {
         p.track_interfaces
             .push(TrackInterface::new(&i.interface, 0));
@@ -279,8 +310,7 @@ fn at(i: &VrrpInstance) -> impl Fn(InstanceError) -> SetupError + '_ {
 async fn waiting(c: &Config, netlink: &Netlink) -> Result<Vec<Waiting>, SetupError> {
     let mut missing: BTreeMap<String, (String, String)> = BTreeMap::new();
     for i in &c.instances {
-        let devs =
-            std::iter::once(&i.interface).chain(i.vips.iter().filter_map(|v| v.dev.as_ref()));
+        let devs = std::iter::once(&i.interface).chain(i.held().filter_map(|v| v.dev.as_ref()));
         for dev in devs {
             match netlink.interface(dev).await {
                 Ok(_) => {}
@@ -426,6 +456,7 @@ async fn vr(
     let socket = socket(i, family, netlink, parts).await?;
     let primary = parts.sockets[socket].source();
     let vips = vips(i, &interface, netlink).await?;
+    let routes = routes(i, netlink).await?;
     let params = params(c, i, primary, &parts.scripts)?;
     let source = source_track(i);
     for t in &params.track_interfaces {
@@ -443,6 +474,8 @@ async fn vr(
         interface,
         socket,
         vips,
+        routes,
+        rules: i.virtual_rules.clone(),
         destinations: destinations(i, primary, family),
         announcer,
         unit: 0,
@@ -480,14 +513,15 @@ async fn socket(
     Ok(parts.sockets.len() - 1)
 }
 
-/// The VIPs of `i`, each with the interface it goes on (`dev`, else the instance's).
+/// The addresses `i` holds (VIPs, then excluded ones), each with the interface it goes on
+/// (`dev`, else the instance's).
 async fn vips(
     i: &VrrpInstance,
     interface: &Interface,
     netlink: &Netlink,
 ) -> Result<Vec<(Interface, Vip)>, InstanceError> {
     let mut vips = Vec::new();
-    for v in &i.vips {
+    for v in i.held() {
         let on = match &v.dev {
             Some(dev) => netlink.interface(dev).await?,
             None => interface.clone(),
@@ -502,6 +536,28 @@ async fn vips(
         ));
     }
     Ok(vips)
+}
+
+/// The `virtual_routes` of `i` as the kernel takes them (`dev` looked up).
+async fn routes(i: &VrrpInstance, netlink: &Netlink) -> Result<Vec<Route>, InstanceError> {
+    let mut routes = Vec::new();
+    for r in &i.virtual_routes {
+        let interface = match &r.dev {
+            Some(dev) => Some((netlink.interface(dev).await?.index, dev.clone())),
+            None => None,
+        };
+        routes.push(Route {
+            destination: r.destination,
+            prefix_len: r.prefix_len,
+            gateway: r.via,
+            source: r.src,
+            interface,
+            metric: r.metric,
+            table: r.table,
+            kind: r.kind,
+        });
+    }
+    Ok(routes)
 }
 
 /// What an instance with a configured source (`unicast_src_ip`, else `mcast_src_ip`) tracks:
@@ -531,11 +587,10 @@ pub fn sources(c: &Config) -> BTreeSet<(String, String, IpAddr)> {
 /// length and its label.
 pub type VipKey = (String, IpAddr, u8, Option<String>);
 
-/// The VIPs `i` configures, each with the name of the interface it goes on (`dev`, else the
-/// instance's).
+/// The addresses `i` holds (VIPs and excluded ones), each with the name of the interface it
+/// goes on (`dev`, else the instance's).
 pub fn vip_keys(i: &VrrpInstance) -> BTreeSet<VipKey> {
-    i.vips
-        .iter()
+    i.held()
         .map(|v| {
             let on = v.dev.clone().unwrap_or_else(|| i.interface.clone());
             (on, v.address, v.prefix_len, v.label.clone())

@@ -42,7 +42,7 @@ impl Cause {
             Event::Startup => Cause::Startup,
             Event::Shutdown => Cause::Shutdown,
             Event::Advert { priority, .. } => Cause::Advert(*priority),
-            Event::ScriptResult { .. } => Cause::TrackScript,
+            Event::ScriptResult { .. } | Event::FileValue { .. } => Cause::TrackScript,
             Event::InterfaceChanged { .. } => Cause::Interface,
         }
     }

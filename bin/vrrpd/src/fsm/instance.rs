@@ -72,6 +72,13 @@ pub enum Event {
         /// Whether it succeeded.
         ok: bool,
     },
+    /// A tracked file was read (keepalived's `track_file`).
+    FileValue {
+        /// The `track_file` block's name.
+        name: String,
+        /// The integer it holds (0 when it is missing or holds none).
+        value: i64,
+    },
     /// A tracked interface went up or down.
     InterfaceChanged {
         /// The interface's name.
@@ -305,6 +312,11 @@ impl Instance {
             }
             Event::InterfaceChanged { name, up } => {
                 if self.tracking.interface_changed(&name, up) {
+                    self.tracking_changed(now, &mut out);
+                }
+            }
+            Event::FileValue { name, value } => {
+                if self.tracking.file_value(&name, value) {
                     self.tracking_changed(now, &mut out);
                 }
             }

@@ -42,7 +42,8 @@ pub mod track;
 pub use clock::{master_down_interval, skew_time, Duration, Instant};
 pub use instance::{Action, Counters, Event, Instance, State};
 pub use params::{
-    GarpParams, InitialState, InstanceParams, ParamsError, TrackInterface, TrackScript, Version,
+    GarpParams, InitialState, InstanceParams, ParamsError, TrackFile, TrackInterface, TrackScript,
+    Version,
 };
 pub use sync::SyncGroup;
 pub use track::ScriptStatus;

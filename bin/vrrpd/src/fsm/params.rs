@@ -80,6 +80,18 @@ impl TrackInterface {
     }
 }
 
+/// A tracked file (keepalived's `track_file`): the integer it holds, times the weight, moves the
+/// priority. The IO shell reports each value read as
+/// [`Event::FileValue`](super::Event::FileValue).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackFile {
+    /// The `track_file` block's name, as values are reported.
+    pub name: String,
+    /// The value times this is added to the priority; at -254 or below the instance is in
+    /// Fault. 0: any value but 0 puts it in Fault.
+    pub weight: i32,
+}
+
 /// When a new master announces itself with gratuitous ARP (IPv4) or unsolicited neighbour
 /// advertisements (IPv6). keepalived's keywords and defaults; the core emits each burst as a
 /// timed [`Action::SendGarp`](super::Action::SendGarp).
@@ -141,6 +153,8 @@ pub struct InstanceParams {
     pub track_scripts: Vec<TrackScript>,
     /// Tracked interfaces.
     pub track_interfaces: Vec<TrackInterface>,
+    /// Tracked files.
+    pub track_files: Vec<TrackFile>,
     /// Gratuitous ARP / unsolicited NA schedule.
     pub garp: GarpParams,
     /// keepalived's `lower_prio_no_advert`. By default (false) a master that hears a
@@ -180,6 +194,7 @@ impl InstanceParams {
             primary_address,
             track_scripts: Vec::new(),
             track_interfaces: Vec::new(),
+            track_files: Vec::new(),
             garp: GarpParams::default(),
             lower_prio_no_advert: false,
             preempt_on_lower_priority: false,

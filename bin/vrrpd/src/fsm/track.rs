@@ -95,12 +95,37 @@ struct Interface {
     up: bool,
 }
 
+#[derive(Debug, Clone)]
+struct File {
+    name: String,
+    weight: i32,
+    value: i64,
+}
+
+/// A tracked file's value at or below this (after its weight) puts the instance in Fault
+/// (keepalived's track_file.c).
+const FILE_FAULT: i64 = -254;
+
+impl File {
+    /// keepalived's `process_update_vrrp_track_file_status`: the value times the weight,
+    /// within -254..=253, -254 meaning Fault; with weight 0, any value but 0 is Fault.
+    fn status(&self) -> i64 {
+        if self.weight == 0 {
+            return if self.value == 0 { 0 } else { FILE_FAULT };
+        }
+        self.value
+            .saturating_mul(i64::from(self.weight))
+            .clamp(FILE_FAULT, 253)
+    }
+}
+
 /// Everything an instance tracks, and what it adds up to.
 #[derive(Debug, Clone)]
 pub struct Tracking {
     base: u8,
     scripts: Vec<Script>,
     interfaces: Vec<Interface>,
+    files: Vec<File>,
 }
 
 impl Tracking {
@@ -127,7 +152,31 @@ impl Tracking {
                     up: true,
                 })
                 .collect(),
+            files: params
+                .track_files
+                .iter()
+                .map(|f| File {
+                    name: f.name.clone(),
+                    weight: f.weight,
+                    value: 0,
+                })
+                .collect(),
         }
+    }
+
+    /// Records the value read from file `name`; returns whether that changed anything.
+    pub fn file_value(&mut self, name: &str, value: i64) -> bool {
+        let mut changed = false;
+        for f in self.files.iter_mut().filter(|f| f.name == name) {
+            changed |= f.value != value;
+            f.value = value;
+        }
+        changed
+    }
+
+    /// The last value of file `name`, if tracked.
+    pub fn file(&self, name: &str) -> Option<i64> {
+        self.files.iter().find(|f| f.name == name).map(|f| f.value)
     }
 
     /// Counts a result of script `name`; returns whether its status changed. Unknown names are
@@ -173,6 +222,12 @@ impl Tracking {
                 total += i64::from(i.weight);
             }
         }
+        total += self
+            .files
+            .iter()
+            .map(File::status)
+            .filter(|&s| s > FILE_FAULT)
+            .sum::<i64>();
         // The clamp keeps the value in u8's range, so the fallback is never taken.
         u8::try_from(total.clamp(1, 254)).unwrap_or(1)
     }
@@ -184,6 +239,7 @@ impl Tracking {
             .iter()
             .any(|s| s.weight == 0 && s.counter.status() == ScriptStatus::Failing)
             || self.interfaces.iter().any(|i| i.weight == 0 && !i.up)
+            || self.files.iter().any(|f| f.status() == FILE_FAULT)
     }
 
     /// Whether a weight-0 script has not reported yet, which holds the instance in Initialize.
@@ -258,6 +314,36 @@ mod tests {
         let mut c = ScriptCounter::new(2, 1, true);
         assert_eq!(c.status(), Failing);
         assert_eq!(feed(&mut c, &[true, true, false]), [Failing, Ok, Failing]);
+    }
+
+    #[test]
+    fn a_file_value_times_its_weight_moves_the_priority_and_minus_254_is_fault() {
+        use crate::fsm::{InstanceParams, TrackFile};
+        let mut p = InstanceParams::new(1, 100, "192.0.2.1".parse().unwrap());
+        p.track_files = vec![
+            TrackFile {
+                name: "w".into(),
+                weight: -10,
+            },
+            TrackFile {
+                name: "zero".into(),
+                weight: 0,
+            },
+        ];
+        let mut t = Tracking::new(&p);
+        assert_eq!((t.effective_priority(), t.in_fault()), (100, false));
+        assert!(t.file_value("w", 3));
+        assert_eq!(t.effective_priority(), 70);
+        assert!(!t.file_value("w", 3), "the same value changes nothing");
+        t.file_value("w", -20);
+        assert_eq!(t.effective_priority(), 254, "clamped as keepalived's");
+        t.file_value("w", 26);
+        assert!(t.in_fault(), "-260 is below -253");
+        t.file_value("w", 0);
+        t.file_value("zero", 7);
+        assert!(t.in_fault(), "weight 0: any value but 0");
+        t.file_value("zero", 0);
+        assert_eq!((t.effective_priority(), t.in_fault()), (100, false));
     }
 
     #[test]

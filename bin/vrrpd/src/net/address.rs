@@ -25,7 +25,7 @@ use super::error::{netlink_errno, Error};
 /// The connection runs as a task on the current tokio runtime; dropping this aborts it.
 #[derive(Debug)]
 pub struct Netlink {
-    handle: rtnetlink::Handle,
+    pub(super) handle: rtnetlink::Handle,
     task: JoinHandle<()>,
 }
 

@@ -115,6 +115,27 @@ impl Announcer {
         Ok(())
     }
 
+    /// `repeat` rounds of one message per address, pausing `pause(address)` after each
+    /// (keepalived's `vrrp_garp_interval` and `vrrp_gna_interval`); stops at the first failure,
+    /// which it returns.
+    pub async fn paced(
+        &self,
+        addresses: &[IpAddr],
+        repeat: u32,
+        pause: impl Fn(&IpAddr) -> std::time::Duration,
+    ) -> Result<(), Error> {
+        for _ in 0..repeat {
+            for address in addresses {
+                self.announce(std::slice::from_ref(address))?;
+                let pause = pause(address);
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Sends one gratuitous ARP for `vip`.
     pub fn gratuitous_arp(&self, vip: Ipv4Addr) -> Result<(), Error> {
         self.announce(&[IpAddr::V4(vip)])

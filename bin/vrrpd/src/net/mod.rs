@@ -8,6 +8,7 @@
 //!   idempotently.
 //! - [`announce`]: gratuitous ARP and unsolicited neighbour advertisements for VIPs.
 //! - [`link`]: an interface's up/down state as a stream, for `track_interface`.
+//! - [`route`]: routes held with an instance's state (`virtual_routes`), idempotently.
 //!
 //! Everything that talks to the kernel runs in the network namespace of the thread that calls
 //! it (sockets belong to the namespace they were created in), and the rtnetlink parts spawn
@@ -17,10 +18,12 @@ pub mod address;
 pub mod announce;
 mod error;
 pub mod link;
+pub mod route;
 pub mod vrrp_socket;
 
 pub use address::{AddressFlags, Interface, InterfaceAddress, Netlink, Outcome, Vip};
 pub use announce::Announcer;
 pub use error::Error;
 pub use link::{AddressWatcher, LinkState, LinkWatcher};
+pub use route::{Route, Rule};
 pub use vrrp_socket::{multicast_group, Received, SocketConfig, VrrpSocket};

@@ -106,6 +106,11 @@ fn carried(old: &Tracking, params: &InstanceParams) -> Tracking {
             t.interface_changed(&i.name, up);
         }
     }
+    for f in &params.track_files {
+        if let Some(value) = old.file(&f.name) {
+            t.file_value(&f.name, value);
+        }
+    }
     t
 }
 
