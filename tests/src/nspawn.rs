@@ -406,22 +406,25 @@ impl Drop for Container {
     }
 }
 
-/// The first child of `pid` (systemd-nspawn's is the container's init).
+/// The container's init among the children of `pid` (systemd-nspawn): the one that runs
+/// systemd (nspawn's helper children come and go before it).
 fn child_of(pid: u32) -> Option<u32> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     tasks.flatten().find_map(|t| {
         std::fs::read_to_string(t.path().join("children"))
             .ok()?
             .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
+            .filter_map(|c| c.parse::<u32>().ok())
+            .find(|c| {
+                std::fs::read_to_string(format!("/proc/{c}/comm"))
+                    .is_ok_and(|comm| comm.trim() == "systemd")
+            })
     })
 }
 
 /// Writes a node's own files into its root and enables its role's units, as an administrator
 /// would after installing the packages: `/etc/ipi-net/node.env`, `install-config.yaml`,
-/// `/etc/hostname`, NetworkManager's `/run/NetworkManager/resolv.conf` (by tmpfiles.d: no
+/// `/etc/hostname`, `/etc/hosts`, NetworkManager's `/run/NetworkManager/resolv.conf` (by tmpfiles.d: no
 /// NetworkManager here; a documentation address nobody answers), then `systemctl enable` of
 /// every unit of `/usr/share/ipi-net/roles/ROLE`. Returns the enabled units.
 pub fn configure(
@@ -446,6 +449,12 @@ pub fn configure(
     let files = [
         ("etc/ipi-net/node.env", env),
         ("etc/hostname", format!("{name}\n")),
+        // What Debian's installer writes (mmdebstrap writes none): without it `localhost` does
+        // not resolve, and the track scripts' `lb-proxy check http://localhost:...` fail.
+        (
+            "etc/hosts",
+            format!("127.0.0.1\tlocalhost\n127.0.1.1\t{name}\n::1\tlocalhost ip6-localhost ip6-loopback\n"),
+        ),
         (
             "etc/tmpfiles.d/ipi-lab.conf",
             "f /run/NetworkManager/resolv.conf 0644 - - - nameserver 198.51.100.53\\n\n".into(),
@@ -491,6 +500,8 @@ pub struct Node {
     pub router: Option<Router>,
     /// Its lab host (network namespace).
     pub host: Host,
+    /// Whether it is up (not killed by [`SystemdCluster::kill`]).
+    pub up: bool,
 }
 
 /// The cluster in a box under systemd: nodes, client, lab (dropped in that order).
@@ -509,8 +520,9 @@ impl SystemdCluster {
     /// node as it comes up.
     pub fn up(cache: &Path, debs: &Path, say: &mut dyn FnMut(&str)) -> Result<Self, ClusterError> {
         let base = base_root(cache)?;
+        sweep_stale_runs(cache);
         let dir = tempfile::Builder::new()
-            .prefix("run-")
+            .prefix(&format!("run-{}-", std::process::id()))
             .tempdir_in(cache)
             .map_err(io(format!("create a run directory in {}", cache.display())))?;
         let installed = Installed::new(&base, debs, &dir.path().join("installed"))?;
@@ -558,6 +570,20 @@ impl SystemdCluster {
             .ok_or_else(|| ClusterError::Step(format!("no node {name}")))
     }
 
+    /// The node called `name` dies: its container is killed and its link goes down (what is
+    /// left in its namespace, a VIP, is as gone as a powered-off machine's).
+    pub fn kill(&mut self, name: &str) -> Result<(), ClusterError> {
+        let node = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.name == name)
+            .ok_or_else(|| ClusterError::Step(format!("no node {name}")))?;
+        node.container.kill();
+        node.up = false;
+        self.lab.link_down(&node.host)?;
+        Ok(())
+    }
+
     /// The client host.
     pub fn client(&self) -> &Host {
         &self.client
@@ -568,11 +594,11 @@ impl SystemdCluster {
         &self.lab
     }
 
-    /// Which nodes (of those whose container runs) hold `vip` now.
+    /// Which nodes that are up hold `vip` now.
     pub fn holders(&self, vip: IpAddr) -> Vec<String> {
         self.nodes
             .iter()
-            .filter(|n| n.host.has_address(vip))
+            .filter(|n| n.up && n.host.has_address(vip))
             .map(|n| n.name.clone())
             .collect()
     }
@@ -586,6 +612,33 @@ impl SystemdCluster {
                 format!("=== {}\n{}", n.name, n.container.journal(&units))
             })
             .collect()
+    }
+}
+
+/// Unmounts and removes the run directories of test processes that are gone (killed before
+/// their destructors ran): `run-PID-*` in `cache`. Their containers died with the lab's
+/// namespaces, which the next [`Lab::new`] sweeps.
+fn sweep_stale_runs(cache: &Path) {
+    let Ok(entries) = std::fs::read_dir(cache) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("run-").and_then(|r| r.split('-').next()) else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        if let Ok(nodes) = std::fs::read_dir(e.path()) {
+            for n in nodes.flatten() {
+                let _ = Command::new("umount")
+                    .arg("-l")
+                    .arg(n.path().join("merged"))
+                    .output();
+            }
+        }
+        let _ = std::fs::remove_dir_all(e.path());
     }
 }
 
@@ -621,6 +674,7 @@ fn boot_node(
         api,
         router,
         host: host.clone(),
+        up: true,
     })
 }
 
