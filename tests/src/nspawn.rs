@@ -27,7 +27,7 @@ use ipi_lab::api::ApiServer;
 use ipi_lab::router::Router;
 use ipi_lab::{wait_for, Daemon, Host, Lab, Output};
 
-use crate::cluster::{Role, API_VIP, CLIENT, INGRESS_VIP, LAYOUT};
+use crate::cluster::{Role, CLIENT, LAYOUT};
 use crate::error::ClusterError;
 
 /// What the base root holds beyond minbase: systemd as init, what the units and programs run
@@ -57,16 +57,19 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ClusterError {
     ClusterError::io(what)
 }
 
-/// Runs `command`; a failure is an error naming it with its stderr.
-fn check(command: &mut Command) -> Result<Output, ClusterError> {
-    let line = format!("{command:?}");
-    let out = command.output().map_err(io(format!("start {line}")))?;
-    let output = Output {
+fn output_of(out: std::process::Output) -> Output {
+    Output {
         success: out.status.success(),
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    }
+}
+
+/// Runs `command`; a failure is an error naming it with its stderr.
+fn check(command: &mut Command) -> Result<Output, ClusterError> {
+    let line = format!("{command:?}");
+    let output = output_of(command.output().map_err(io(format!("start {line}")))?);
     if output.success {
         Ok(output)
     } else {
@@ -311,12 +314,7 @@ impl Container {
             .args(args)
             .output()
             .map_err(io(format!("nsenter {} {program}", self.name)))?;
-        Ok(Output {
-            success: out.status.success(),
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        })
+        Ok(output_of(out))
     }
 
     /// `systemctl ARGS` inside.
@@ -435,19 +433,8 @@ pub fn configure(
 ) -> Result<Vec<String>, ClusterError> {
     let etc = root.join("etc/ipi-net");
     ipi_core::atomic::create_dir(&etc).map_err(io(format!("create {}", etc.display())))?;
-    ipi_lab::install_config(
-        &etc,
-        &["192.0.2.0/24"],
-        &[&API_VIP.to_string()],
-        &[&INGRESS_VIP.to_string()],
-    );
-    let env = format!(
-        "IPI_ROLE={}\nIPI_HOSTNAME={name}\nIPI_NODE_IP={}\nIPI_INTERFACE=eth0\n",
-        role.as_str(),
-        host.ipv4()
-    );
+    crate::cluster::node_files(&etc, host, name, role)?;
     let files = [
-        ("etc/ipi-net/node.env", env),
         ("etc/hostname", format!("{name}\n")),
         // What Debian's installer writes (mmdebstrap writes none): without it `localhost` does
         // not resolve, and the track scripts' `lb-proxy check http://localhost:...` fail.
