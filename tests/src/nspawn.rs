@@ -83,7 +83,23 @@ fn check(command: &mut Command) -> Result<Output, ClusterError> {
 
 /// The minbase root in `cache` (`base-SUITE`), made with mmdebstrap unless it is there already
 /// (complete: a marker file is written last); returns its directory.
+/// Tests in one process (or several) may ask at once: the first builds it under a lock on
+/// `base.lock`, the others wait and find it built.
 pub fn base_root(cache: &Path) -> Result<PathBuf, ClusterError> {
+    ipi_core::atomic::create_dir(cache).map_err(io(format!("create {}", cache.display())))?;
+    let lock_path = cache.join("base.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io(format!("open {}", lock_path.display())))?;
+    let _lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| ClusterError::io(format!("lock {}", lock_path.display()))(e.into()))?;
+    build_base_root(cache)
+}
+
+fn build_base_root(cache: &Path) -> Result<PathBuf, ClusterError> {
     let root = cache.join(format!("base-{SUITE}"));
     let marker = cache.join(format!("base-{SUITE}.complete"));
     let wanted = BASE_PACKAGES.join(",");
@@ -94,7 +110,6 @@ pub fn base_root(cache: &Path) -> Result<PathBuf, ClusterError> {
     if root.exists() {
         std::fs::remove_dir_all(&root).map_err(io(format!("remove {}", root.display())))?;
     }
-    ipi_core::atomic::create_dir(cache).map_err(io(format!("create {}", cache.display())))?;
     check(
         Command::new("mmdebstrap")
             .args(["--quiet", "--variant=minbase", "--mode=root"])
