@@ -839,18 +839,7 @@ fn prepare(
     for d in [&etc, &scripts, &dir.join("run"), &dir.join("nm")] {
         std::fs::create_dir_all(d).map_err(ClusterError::io(format!("create {}", d.display())))?;
     }
-    ipi_lab::install_config(
-        &etc,
-        &["192.0.2.0/24"],
-        &[&API_VIP.to_string()],
-        &[&INGRESS_VIP.to_string()],
-    );
-    let env = format!(
-        "IPI_ROLE={}\nIPI_HOSTNAME={name}\nIPI_NODE_IP={}\nIPI_INTERFACE=eth0\n",
-        role.as_str(),
-        host.ipv4()
-    );
-    write(&etc.join("node.env"), &env)?;
+    node_files(&etc, host, name, role)?;
     // No upstream in the lab: a documentation address that nobody answers.
     write(&dir.join("nm/resolv.conf"), "nameserver 198.51.100.53\n")?;
     let contrib = options.contrib.join("keepalived");
@@ -881,6 +870,28 @@ fn prepare(
         api,
         router,
     })
+}
+
+/// Writes a node's `install-config.yaml` (the lab cluster: its VIPs) and `node.env` into `etc`
+/// (what is `/etc/ipi-net` on the node).
+pub(crate) fn node_files(
+    etc: &Path,
+    host: &Host,
+    name: &str,
+    role: Role,
+) -> Result<(), ClusterError> {
+    ipi_lab::install_config(
+        etc,
+        &["192.0.2.0/24"],
+        &[&API_VIP.to_string()],
+        &[&INGRESS_VIP.to_string()],
+    );
+    let env = format!(
+        "IPI_ROLE={}\nIPI_HOSTNAME={name}\nIPI_NODE_IP={}\nIPI_INTERFACE=eth0\n",
+        role.as_str(),
+        host.ipv4()
+    );
+    write(&etc.join("node.env"), &env)
 }
 
 /// A node whose files are written and whose stand-ins run, before its units start.

@@ -242,6 +242,78 @@ fn an_unchanged_output_is_left_alone_and_the_exit_status_says_so() {
     );
 }
 
+/// Every output's directory that is not there yet is created (mode 0755, as `install -d`):
+/// `--out-dir` of dnsmasq and the parent of every `-o` file.
+#[test]
+fn missing_output_directories_are_created() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let c = ipv4_cluster(dir.path());
+    let (n, r) = files(dir.path(), "master-0 master 192.0.2.1\n");
+    let dnsdata = seeds("dnsdata.yaml");
+    let base = ["--cluster", s(&c), "--nodes", s(&n)];
+    let with_resolv = ["--resolv", s(&r), "--node-ip", "192.0.2.1"];
+    let out = |name: &str| dir.path().join("new").join(name).join("out");
+    let (corefile, hosts, dnsdata_out, resolv) =
+        (out("corefile"), out("hosts"), out("dnsdata"), out("resolv"));
+    let out_dir = dir.path().join("run/ipi-net/dns");
+    let cases: Vec<(Vec<&str>, &Path)> = vec![
+        (
+            [
+                &["corefile"][..],
+                &base,
+                &with_resolv,
+                &["-o", s(&corefile)],
+            ]
+            .concat(),
+            &corefile,
+        ),
+        (
+            [
+                &["dnsmasq"][..],
+                &base,
+                &with_resolv,
+                &["--out-dir", s(&out_dir)],
+            ]
+            .concat(),
+            &out_dir,
+        ),
+        ([&["hosts"][..], &base, &["-o", s(&hosts)]].concat(), &hosts),
+        (
+            vec!["dnsdata", s(&dnsdata), "-o", s(&dnsdata_out)],
+            &dnsdata_out,
+        ),
+        (
+            vec![
+                "resolv",
+                "--nameserver",
+                "192.0.2.1",
+                "--search",
+                "lab.example.com",
+                "--in",
+                s(&r),
+                "-o",
+                s(&resolv),
+            ],
+            &resolv,
+        ),
+    ];
+    for (args, written) in cases {
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(written.exists(), "{args:?}: {} missing", written.display());
+    }
+    assert!(out_dir.join("dnsmasq.conf").is_file() && out_dir.join("hosts").is_file());
+    for d in [
+        dir.path().join("new/corefile"),
+        out_dir.clone(),
+        dir.path().join("run"),
+    ] {
+        let mode = std::fs::metadata(&d).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o755, "{}", d.display());
+    }
+}
+
 #[test]
 fn bad_input_names_its_place_and_keeps_the_previous_output() {
     let dir = tempfile::tempdir().unwrap();

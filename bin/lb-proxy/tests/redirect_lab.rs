@@ -92,7 +92,8 @@ fn the_redirect_follows_the_servers_health() {
     }
     let path = master.dir().join("haproxy.cfg");
     std::fs::write(&path, cfg).unwrap();
-    let flag = master.dir().join("iptables-rule-exists");
+    // Its directory is not there yet: lb-proxy makes it (as OpenShift's /var/run/keepalived).
+    let flag = master.dir().join("run/keepalived/iptables-rule-exists");
     let mut proxy = master
         .spawn(
             "lb-proxy",

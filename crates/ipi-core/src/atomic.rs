@@ -5,7 +5,8 @@
 //! file in the same directory (so the rename cannot cross file systems), is flushed to disk, and
 //! is renamed over the target; then the directory is flushed so the rename survives a crash.
 //! Content equal to what is there already is not written at all, so the file and its mtime stay
-//! untouched and a path unit or `inotify` watcher is not woken for nothing.
+//! untouched and a path unit or `inotify` watcher is not woken for nothing. A directory that is
+//! not there yet is created first, as `install -d` would ([`create_dir`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Write};
@@ -39,8 +40,9 @@ static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// Write `contents` to `path` atomically, unless the file already holds exactly that.
 ///
-/// A new file gets mode 0644 less the umask; a replaced file keeps its permissions. On error the
-/// temporary file is removed and `path` is untouched.
+/// A new file gets mode 0644 less the umask; a replaced file keeps its permissions. A missing
+/// directory on the way is created ([`create_dir`]). On error the temporary file is removed and
+/// `path` is untouched.
 pub fn write(path: &Path, contents: &[u8]) -> Result<Outcome, WriteError> {
     let fail = |step: &'static str| {
         move |source| WriteError {
@@ -61,6 +63,7 @@ pub fn write(path: &Path, contents: &[u8]) -> Result<Outcome, WriteError> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
+    create_dir(dir).map_err(fail("creating the directory"))?;
     let name = path.file_name().ok_or_else(|| {
         fail("naming the file")(io::Error::new(
             ErrorKind::InvalidInput,
@@ -90,6 +93,25 @@ pub fn write(path: &Path, contents: &[u8]) -> Result<Outcome, WriteError> {
         .and_then(|d| d.sync_all())
         .map_err(fail("flushing the directory"))?;
     Ok(Outcome::Changed)
+}
+
+/// Creates `dir` and its missing parents, as `install -d` does: each new directory gets mode
+/// 0755 (whatever the umask), a directory already there is left as it is. An existing
+/// non-directory on the way is an error.
+pub fn create_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir(parent)?;
+    }
+    match fs::DirBuilder::new().mode(0o755).create(dir) {
+        Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(0o755)),
+        // Another writer made it meanwhile.
+        Err(e) if e.kind() == ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 fn write_and_rename(
@@ -154,17 +176,44 @@ mod tests {
     }
 
     #[test]
+    fn creates_missing_directories_as_install_d_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run/ipi-net/dns/dnsmasq.conf");
+        assert_eq!(write(&path, b"x\n").unwrap(), Outcome::Changed);
+        assert_eq!(fs::read(&path).unwrap(), b"x\n");
+        for d in ["run", "run/ipi-net", "run/ipi-net/dns"] {
+            let mode = fs::metadata(dir.path().join(d))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o7777, 0o755, "{d}");
+        }
+        // A directory already there keeps its mode.
+        let own = dir.path().join("own");
+        fs::create_dir(&own).unwrap();
+        fs::set_permissions(&own, fs::Permissions::from_mode(0o700)).unwrap();
+        create_dir(&own).unwrap();
+        assert_eq!(
+            fs::metadata(&own).unwrap().permissions().mode() & 0o7777,
+            0o700
+        );
+    }
+
+    #[test]
     fn a_failed_write_keeps_the_old_file_and_names_it() {
         let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("no-such-dir").join("file");
+        // A file where a directory should be: it cannot be created.
+        fs::write(dir.path().join("not-a-dir"), "keep").unwrap();
+        let missing = dir.path().join("not-a-dir").join("file");
         let err = write(&missing, b"x").unwrap_err();
-        assert!(err.to_string().contains("no-such-dir/file"), "{err}");
+        assert!(err.to_string().contains("not-a-dir/file"), "{err}");
+        assert!(create_dir(&dir.path().join("not-a-dir/sub")).is_err());
         // A directory where the file should be: the rename fails, nothing is lost.
         let target = dir.path().join("target");
         fs::create_dir(&target).unwrap();
         fs::write(target.join("inside"), "keep").unwrap();
         assert!(write(&target, b"x").is_err());
         assert_eq!(fs::read(target.join("inside")).unwrap(), b"keep");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 }

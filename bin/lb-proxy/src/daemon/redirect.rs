@@ -166,7 +166,12 @@ pub async fn set(r: &Redirect, port: Option<u16>) -> Result<(), Error> {
     let rules = apply(&script(&r.vips, port)).await;
     if let Some(flag) = &r.flag_file {
         let flagged = match port {
-            Some(_) if rules.is_ok() => std::fs::write(flag, b""),
+            // Its directory (OpenShift's /var/run/keepalived) is made if need be, as install -d.
+            Some(_) if rules.is_ok() => flag
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map_or(Ok(()), ipi_core::atomic::create_dir)
+                .and_then(|()| std::fs::write(flag, b"")),
             _ => std::fs::remove_file(flag).or_else(|e| {
                 if e.kind() == std::io::ErrorKind::NotFound {
                     Ok(())

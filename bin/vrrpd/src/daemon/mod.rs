@@ -92,7 +92,7 @@ pub fn run(
     reload: Loader,
     metrics: Option<std::net::TcpListener>,
 ) -> Result<(), Error> {
-    std::fs::create_dir_all(state_dir).map_err(|source| Error::StateDir {
+    ipi_core::atomic::create_dir(state_dir).map_err(|source| Error::StateDir {
         path: state_dir.to_path_buf(),
         source,
     })?;
