@@ -59,7 +59,7 @@ fn the_managed_cluster() {
     let c = config::parse_str(&managed(), "rendered").unwrap();
     let main = c.proxy("main").unwrap();
     assert_eq!(main.binds[0].address, "[::]:9445".parse().unwrap());
-    assert!(main.binds[0].v4v6 && main.redispatch);
+    assert!(main.binds[0].v4v6 && main.redispatch == Some(1));
     let masters = c.proxy("masters").unwrap();
     let servers: Vec<String> = masters
         .servers
