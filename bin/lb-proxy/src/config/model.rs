@@ -323,6 +323,9 @@ pub struct Proxy {
     pub retry_on: RetryOn,
     /// `#lb-proxy: race-connect`: an lb-proxy extension (None: off).
     pub race: Option<Race>,
+    /// `#lb-proxy: replay-unanswered on|off`, an lb-proxy extension: the client's first bytes
+    /// go to another server when a server closes without answering.
+    pub replay_unanswered: bool,
     /// The timeouts.
     pub timeouts: Timeouts,
     /// `bind` lines.

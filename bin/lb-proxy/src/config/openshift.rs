@@ -57,6 +57,7 @@ fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
             delay: RACE_DELAY,
             losses: RACE_LOSSES,
         }),
+        replay_unanswered: true,
         timeouts: Timeouts {
             connect: Some(CONNECT),
             client: Some(Duration::from_secs(86_400)),

@@ -20,6 +20,7 @@ struct Defaults {
     redispatch: Option<i32>,
     retry_on: RetryOn,
     race: Option<Race>,
+    replay_unanswered: bool,
     timeouts: Timeouts,
     httpchk: Option<HttpCheck>,
     /// `default-server`: what every server line starts from.
@@ -35,6 +36,7 @@ impl Default for Defaults {
             redispatch: None,
             retry_on: RetryOn::default(),
             race: None,
+            replay_unanswered: false,
             timeouts: Timeouts::default(),
             httpchk: None,
             server: server_defaults(
@@ -181,6 +183,7 @@ impl Parser<'_> {
             redispatch: d.redispatch,
             retry_on: d.retry_on,
             race: d.race,
+            replay_unanswered: d.replay_unanswered,
             timeouts: d.timeouts,
             binds: Vec::new(),
             default_backend: None,
@@ -391,9 +394,19 @@ impl Parser<'_> {
                     .errors
                     .push(at, format!("`{EXTENSION} {}`: {why}", w.join(" "))),
             },
+            "replay-unanswered" => match (w.get(1).map(String::as_str), w.len()) {
+                (Some(v @ ("on" | "off")), 2) => {
+                    let on = v == "on";
+                    self.apply(|d| d.replay_unanswered = on, |p| p.replay_unanswered = on);
+                }
+                _ => self.errors.push(
+                    at,
+                    format!("`{EXTENSION} {}`: replay-unanswered is on or off", w.join(" ")),
+                ),
+            },
             other => self.errors.push(
                 at,
-                format!("unknown lb-proxy keyword `{other}` (lb-proxy reads race-connect)"),
+                format!("unknown lb-proxy keyword `{other}` (lb-proxy reads race-connect, replay-unanswered)"),
             ),
         }
     }

@@ -20,6 +20,7 @@ struct Shared {
     redispatch: Option<Option<i32>>,
     retry_on: Option<RetryOn>,
     race: Option<Option<Race>>,
+    replay: Option<bool>,
     timeouts: Timeouts,
 }
 
@@ -37,6 +38,7 @@ fn shared(proxies: &[Proxy]) -> Shared {
         redispatch: same(proxies, |p| p.redispatch),
         retry_on: same(proxies, |p| p.retry_on),
         race: same(proxies, |p| p.race),
+        replay: same(proxies, |p| p.replay_unanswered),
         timeouts: Timeouts {
             connect: t(|t| t.connect),
             client: t(|t| t.client),
@@ -104,6 +106,9 @@ pub fn write(c: &Config) -> String {
     if let Some(r) = d.race {
         race(&mut out, r);
     }
+    if let Some(r) = d.replay {
+        replay(&mut out, r);
+    }
     for (name, t) in timeouts(&d.timeouts) {
         if let Some(t) = t {
             let _ = writeln!(out, "  timeout {name} {}", duration(t));
@@ -142,6 +147,13 @@ fn race(out: &mut String, r: Option<Race>) {
             duration(r.delay),
             r.losses
         );
+    }
+}
+
+/// lb-proxy's `replay-unanswered`, when on, in a comment to haproxy.
+fn replay(out: &mut String, on: bool) {
+    if on {
+        let _ = writeln!(out, "  {EXTENSION} replay-unanswered on");
     }
 }
 
@@ -253,6 +265,9 @@ fn proxy(out: &mut String, p: &Proxy, d: &Shared) {
     if d.race.is_none() {
         race(out, p.race);
     }
+    if d.replay.is_none() {
+        replay(out, p.replay_unanswered);
+    }
     for ((name, t), (_, shared)) in timeouts(&p.timeouts).into_iter().zip(timeouts(&d.timeouts)) {
         if let (Some(t), None) = (t, shared) {
             let _ = writeln!(out, "  timeout {name} {}", duration(t));
@@ -320,6 +335,7 @@ mod tests {
     fn retries_redispatch_races_and_passive_health_read_back_the_same() {
         let text = "defaults\n  retry-on conn-failure response-timeout\n\
                     backend a\n  option redispatch 1\n  #lb-proxy: race-connect 150ms losses 2\n  \
+                    #lb-proxy: replay-unanswered on\n  \
                     server s 192.0.2.1:80 check observe layer4 error-limit 1 on-error mark-down\n\
                     backend b\n  option redispatch\n  server s 192.0.2.1:80 check observe layer4\n\
                     backend c\n  server s 192.0.2.1:80 on-error fastinter\n";
@@ -329,6 +345,7 @@ mod tests {
             "  retry-on conn-failure response-timeout\n",
             "  option redispatch 1\n",
             "  #lb-proxy: race-connect 150ms losses 2\n",
+            "  #lb-proxy: replay-unanswered on\n",
             " observe layer4 error-limit 1 on-error mark-down\n",
             "backend b\n  option redispatch\n",
             " on-error fastinter\n",

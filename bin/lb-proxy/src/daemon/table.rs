@@ -178,6 +178,8 @@ pub struct Backend {
     pub retry_connect: bool,
     /// lb-proxy's connect race.
     pub race: Option<Race>,
+    /// lb-proxy's `replay-unanswered`.
+    pub replay: bool,
     /// `timeout connect` (haproxy's default: none; 5 s here rather than forever).
     pub connect: Duration,
     /// The probe every checked server gets.
@@ -215,6 +217,7 @@ impl Backend {
             redispatch: p.redispatch,
             retry_connect: p.retry_on.conn_failure,
             race: p.race,
+            replay: p.replay_unanswered,
             connect: p.timeouts.connect.unwrap_or(Duration::from_secs(5)),
             probe: Probe::new(p.httpchk.as_ref(), tls),
             check_timeout: p.timeouts.check,
