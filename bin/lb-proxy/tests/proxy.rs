@@ -714,3 +714,57 @@ fn fate(s: &mut TcpStream, within: Duration) -> Fate {
         Err(e) => panic!("read: {e}"),
     }
 }
+
+/// Passive health (`observe layer4 error-limit 1 on-error mark-down`): the first refused
+/// connection takes a dead server out at once, long before its checks would (fall 3), the
+/// client never sees it (redispatch), the stats say why; back, it is taken in only after
+/// `rise` checks, and then with slow start.
+#[test]
+fn a_refused_connection_marks_a_server_down_and_its_checks_bring_it_back_slowly() {
+    let mut b = backends(3);
+    let ports = Ports::new();
+    let passive = "observe layer4 error-limit 1 on-error mark-down slowstart 20s";
+    let cfg = config(
+        ports,
+        &b.iter().collect::<Vec<_>>(),
+        "",
+        &format!("inter 1s fall 3 rise 3 {passive}"),
+    );
+    let p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    until("m0 fully UP", Duration::from_secs(10), || {
+        fully_up(ports, "m0")
+    });
+    b[0].stop();
+    // Round robin comes to m0 within three requests: refused, DOWN, redispatched.
+    let seen = names(ports.front(), 3);
+    assert!(seen.iter().all(|n| n == "b" || n == "c"), "{seen:?}");
+    let s = support::stats(ports);
+    let m0 = &s["backends"][0]["servers"][0];
+    assert_eq!(m0["status"], "DOWN", "{m0}\n{}", p.log());
+    // Three failed checks (a second apart) would be needed without passive health.
+    assert!(m0["check_failures_total"].as_u64().unwrap() < 3, "{m0}");
+    assert_eq!(m0["passive_downs_total"], 1, "{m0}");
+    let why = m0["last_passive"].as_str().unwrap();
+    assert!(why.contains("1 consecutive connection error"), "{why}");
+    let (_, text) = get(ports.stats(), "/").unwrap();
+    assert!(text.contains("passive: 1 action(s), 1 DOWN"), "{text}");
+    let (_, metrics) = get(ports.stats(), "/metrics").unwrap();
+    let down = "lb_proxy_server_passive_down_total{proxy=\"masters\",server=\"m0\"} 1\n";
+    assert!(metrics.contains(down), "{metrics}");
+
+    // Back: UP only after rise (3) passing checks, then a small share at first.
+    b[0].restart().unwrap();
+    let before = b[0].readyz_requests();
+    until("m0 UP", Duration::from_secs(15), || {
+        status(ports, "m0") == "UP"
+    });
+    assert!(
+        b[0].readyz_requests() - before >= 3,
+        "UP before rise checks"
+    );
+    let s = support::stats(ports);
+    let weight = s["backends"][0]["servers"][0]["effective_weight"]
+        .as_u64()
+        .unwrap();
+    assert!(weight < 16, "slow start: {weight} of 16 at once");
+}
