@@ -768,3 +768,46 @@ fn a_refused_connection_marks_a_server_down_and_its_checks_bring_it_back_slowly(
         .unwrap();
     assert!(weight < 16, "slow start: {weight} of 16 at once");
 }
+
+/// lb-proxy's connect race on loopback: a server whose backlog is full (SYNs dropped, like a
+/// dark one) never makes a client wait its `timeout connect`: after 100 ms a second attempt
+/// goes to the good server and wins; after two lost races the hole is DOWN (passive) and
+/// the stats say why.
+#[test]
+fn a_connect_race_hides_a_dark_server_and_marks_it_down() {
+    let black = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    black
+        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    black.listen(0).unwrap();
+    let addr = black.local_addr().unwrap().as_socket().unwrap();
+    let _fill: Vec<TcpStream> = (0..4)
+        .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok())
+        .collect();
+    let good = backends(1);
+    let ports = Ports::new();
+    let cfg = format!(
+        "defaults\n  mode tcp\n  timeout connect 5s\n  timeout client 5s\n  timeout server 5s\n  retries 3\n\
+         #lb-proxy: race-connect 100ms losses 2\n\
+         frontend main\n  bind {}\n  default_backend masters\n\
+         frontend monitor\n  bind {}\n  mode http\n  monitor-uri /haproxy_ready\n\
+         listen stats\n  bind {}\n  mode http\n  stats enable\n  stats uri /\n\
+         backend masters\n  server hole {addr} check inter 10s\n  server good {} check inter 10s\n",
+        ports.front(),
+        ports.monitor(),
+        ports.stats(),
+        good[0].address()
+    );
+    let p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    // Without the race each connection sent to the hole would wait 5 s, then more.
+    let start = Instant::now();
+    assert_eq!(names(ports.front(), 6), ["a"; 6]);
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(3), "{took:?}\n{}", p.log());
+    let s = support::stats(ports);
+    let hole = &s["backends"][0]["servers"][0];
+    assert_eq!(hole["status"], "DOWN", "{hole}");
+    assert_eq!(hole["races_lost_total"], 2, "{hole}");
+    let why = hole["last_passive"].as_str().unwrap();
+    assert!(why.contains("2 connect race(s) lost in a row"), "{why}");
+}
