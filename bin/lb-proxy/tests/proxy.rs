@@ -441,18 +441,25 @@ fn half_closed_and_idle_is_cut_after_timeout_client_fin() {
     );
 }
 
-#[test]
-fn a_server_that_never_accepts_is_a_connect_timeout_then_a_redispatch() {
-    // A listener whose backlog is full drops SYNs: connecting hangs.
+/// A listener whose backlog is full, and the connections that fill it: it drops SYNs, so
+/// connecting to its address hangs (a server gone dark, on loopback). Keep the second value
+/// alive as long as the hole is needed.
+fn hole() -> (SocketAddr, (socket2::Socket, Vec<TcpStream>)) {
     let black = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     black
         .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
         .unwrap();
     black.listen(0).unwrap();
     let addr = black.local_addr().unwrap().as_socket().unwrap();
-    let _fill: Vec<TcpStream> = (0..4)
+    let fill: Vec<TcpStream> = (0..4)
         .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok())
         .collect();
+    (addr, (black, fill))
+}
+
+#[test]
+fn a_server_that_never_accepts_is_a_connect_timeout_then_a_redispatch() {
+    let (addr, _hole) = hole();
     // Dropped SYNs: a timeout, not a refusal (which would be a closed port, not a hole).
     let hole = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).map_err(|e| e.kind());
     assert_eq!(
@@ -775,15 +782,7 @@ fn a_refused_connection_marks_a_server_down_and_its_checks_bring_it_back_slowly(
 /// the stats say why.
 #[test]
 fn a_connect_race_hides_a_dark_server_and_marks_it_down() {
-    let black = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    black
-        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
-        .unwrap();
-    black.listen(0).unwrap();
-    let addr = black.local_addr().unwrap().as_socket().unwrap();
-    let _fill: Vec<TcpStream> = (0..4)
-        .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok())
-        .collect();
+    let (addr, _hole) = hole();
     let good = backends(1);
     let ports = Ports::new();
     let cfg = format!(
