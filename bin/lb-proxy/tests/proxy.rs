@@ -810,3 +810,61 @@ fn a_connect_race_hides_a_dark_server_and_marks_it_down() {
     let why = hole["last_passive"].as_str().unwrap();
     assert!(why.contains("2 connect race(s) lost in a row"), "{why}");
 }
+
+/// A server that takes connections and closes them unanswered, as one dying mid-stream.
+fn closer() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let _ = s.read(&mut [0u8; 1024]);
+        }
+    });
+    addr
+}
+
+/// lb-proxy's `replay-unanswered`: what a client sent to a server that closed without a word
+/// goes to another server; a request written in two parts is passed on whole while the
+/// server has not answered yet (it answers only once it has the whole head).
+#[test]
+fn replay_unanswered_sends_the_request_again_elsewhere() {
+    let good = backends(1);
+    let ports = Ports::new();
+    let cfg = |replay: &str| {
+        format!(
+            "defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n  retries 3\n\
+             #lb-proxy: replay-unanswered {replay}\n\
+             frontend main\n  bind {}\n  default_backend masters\n\
+             frontend monitor\n  bind {}\n  mode http\n  monitor-uri /haproxy_ready\n\
+             backend masters\n  server closer {}\n  server good {}\n",
+            ports.front(),
+            ports.monitor(),
+            closer(),
+            good[0].address()
+        )
+    };
+    let p = Proxy::start(Kind::LbProxy, &cfg("on"), ports, &[]);
+    assert_eq!(names(ports.front(), 4), ["a"; 4], "{}", p.log());
+    let start = Instant::now();
+    let mut s = TcpStream::connect(ports.front()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    s.write_all(b"Host: x\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    // Not held until `timeout server` (5 s).
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(p);
+
+    // Without it (haproxy's mode tcp), what went to the closer is lost.
+    let p = Proxy::start(Kind::LbProxy, &cfg("off"), ports, &[]);
+    let lost = (0..4).filter(|_| get(ports.front(), "/").is_err()).count();
+    assert!(lost > 0, "{}", p.log());
+}
