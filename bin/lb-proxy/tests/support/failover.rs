@@ -35,7 +35,8 @@ pub enum Failure {
     Refused,
     /// Every packet to and from it is dropped.
     Dark,
-    /// It accepts connections, then resets them when the client speaks (mid-stream).
+    /// It accepts connections, then resets them when the client speaks (mid-stream; the
+    /// stand-in closes with a zero linger time, so both ends forget the connection).
     Reset,
     /// `/readyz` answers 503 (the stand-in's not-ready status).
     NotReady,
@@ -70,15 +71,10 @@ impl Failure {
             Failure::Dark => "  chain in { type filter hook input priority -300; iifname \"eth0\" drop; }\n  \
                  chain out { type filter hook output priority -300; oifname \"eth0\" drop; }\n"
                 .to_string(),
-            // The handshake passes (its segments are small); the first data (a TLS
-            // ClientHello) is answered with a reset.
-            Failure::Reset => format!(
-                "  chain in {{ type filter hook input priority -300; iifname \"eth0\" tcp dport {API} meta length > 120 reject with tcp reset; }}\n"
-            ),
             Failure::SlowAccept => format!(
                 "  chain in {{ type filter hook input priority -300; iifname \"eth0\" tcp dport {API} tcp flags & (syn | ack) == syn numgen random mod 100 < 80 drop; }}\n"
             ),
-            Failure::Refused | Failure::NotReady => return None,
+            Failure::Refused | Failure::NotReady | Failure::Reset => return None,
         };
         Some(format!("table inet failure {{\n{rules}}}\n"))
     }
@@ -269,6 +265,7 @@ impl Bed {
             Failure::Refused if on => self.servers[0].stop(),
             Failure::Refused => self.servers[0].restart().unwrap(),
             Failure::NotReady => self.servers[0].set_ready(!on),
+            Failure::Reset => self.servers[0].set_reset(on),
             _ => {
                 let m0 = &self.masters[0];
                 if on {
