@@ -18,6 +18,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the proxies of a haproxy.cfg, or what OpenShift runs on a control-plane node.
     /// SIGHUP reloads, SIGTERM stops, SIGUSR1 stops once the last connection has ended.
+    #[command(after_long_help = FAILING_SERVERS)]
     Run(Run),
     /// Print, as haproxy.cfg, the configuration `run` would use.
     Render {
@@ -41,6 +42,47 @@ pub enum Command {
         timeout: std::time::Duration,
     },
 }
+
+/// The keywords about failing servers, for `run --help` and lb-proxy-run(1).
+const FAILING_SERVERS: &str = "\
+Failing servers: haproxy.cfg keywords, with haproxy 2.6's semantics
+  retries N: after a failed connection, N more attempts, each within `timeout connect`.
+  retry-on WORD...: conn-failure (the default), empty-response, junk-response,
+    response-timeout, 0rtt-rejected, all-retryable-errors, none. In mode tcp only
+    conn-failure acts, as in haproxy (the others need mode http); none: no retries.
+  option redispatch [N]: a retry goes to another server when its server is DOWN, on every
+    Nth retry (N > 0), on the Nth before the last (N < 0; the bare option is -1, the last),
+    and, balancing round robin, whenever more than one server is UP (also with N = 0, as
+    haproxy's code does). A retry to the same server after a refusal waits
+    min(timeout connect, 1s). `no option redispatch` turns it off.
+  observe layer4 (server, default-server): failed connections of client traffic count
+    against the server (needs `check`: only checks bring a server back).
+  error-limit N: consecutive failed connections before on-error acts (default 10).
+  on-error fastinter|fail-check|sudden-death|mark-down: check sooner; count a failed check
+    (the default); a failed check that leaves one more before DOWN; DOWN at once. Each also
+    brings the next check forward to fastinter.
+  timeout check T: a check connects within min(timeout connect, inter), then has T for the
+    rest; without it, inter bounds the whole check.
+  default-server OPTIONS (defaults, backend, listen): what each server line starts from.
+
+lb-proxy's own keywords, on lines that haproxy reads as comments (`#lb-proxy: ...`):
+  race-connect DELAY [losses N] | off (defaults, backend, listen): a connection attempt
+    with no answer after DELAY races a second attempt to the next server; the first to
+    connect wins, the other is closed. A checked server that loses N races in a row
+    (default 3; 0: never) is marked DOWN; its checks bring it back after rise.
+  replay-unanswered on|off (defaults, backend, listen): the client's first bytes are kept
+    until the server answers; a server that closes or resets without a byte of answer
+    counts as a failed connection and the bytes go to another server (haproxy's retry-on
+    empty-response, which haproxy does in mode http only). With TLS they are the
+    ClientHello; with a plain protocol they may be a request the server acted on.
+
+--cluster runs OpenShift's template with option redispatch 1, retry-on conn-failure
+empty-response response-timeout, timeout connect 2s, observe layer4 error-limit 1
+on-error mark-down, slowstart 10s, race-connect 150ms losses 3 and replay-unanswered on.
+With -f the file decides.
+
+The stats page (text, ;json, /metrics) shows each server's passive actions, passive DOWNs,
+races lost and the last passive reason.";
 
 /// The options of `run`.
 #[derive(Debug, Args)]

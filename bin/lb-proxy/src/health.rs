@@ -6,11 +6,14 @@
 //! success adds one, and a server that reaches `rise` goes straight to the top (UP). So a
 //! server that starts UP at `rise` (haproxy's default) falls at its first failure, while one
 //! that has been UP for a while takes `fall` failures in a row.
+//!
+//! [`Passive`] is the health that client traffic gives (haproxy's `observe layer4`,
+//! `error-limit`, `on-error`, and lb-proxy's connect races): it acts on the same counter.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::config::model::{HttpCheck, InitState};
+use crate::config::model::{HttpCheck, InitState, OnError};
 
 /// A server's health counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +100,20 @@ impl Health {
         Change::None
     }
 
+    /// haproxy's `on-error` (`__health_adjust` in check.c): `sudden-death` leaves a server
+    /// fully UP one failure from the edge, `mark-down` puts it at the edge; then both, and
+    /// `fail-check`, count one failed check. `fastinter` changes nothing here (the caller
+    /// checks sooner, as after every action).
+    pub fn on_error(&mut self, action: OnError) -> Change {
+        match action {
+            OnError::FastInter => return Change::None,
+            OnError::SuddenDeath if self.value > self.rise => self.value = self.rise + 1,
+            OnError::SuddenDeath | OnError::FailCheck => {}
+            OnError::MarkDown => self.value = self.rise,
+        }
+        self.record(false)
+    }
+
     /// The time to the next check: `inter` while steady UP, `downinter` while steady DOWN,
     /// `fastinter` in between (haproxy's choice; the latter two default to `inter`).
     pub fn interval(
@@ -111,6 +128,128 @@ impl Health {
             down.unwrap_or(inter)
         } else {
             fast.unwrap_or(inter)
+        }
+    }
+}
+
+/// What client traffic tells about a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A connection was set up (haproxy's `HANA_STATUS_L4_OK`).
+    Connected,
+    /// A connection attempt failed: refused, unreachable or timed out (`HANA_STATUS_L4_ERR`).
+    ConnectFailed,
+    /// A connection attempt was still waiting when a raced attempt to another server
+    /// connected.
+    RaceLost,
+}
+
+/// Why passive health acted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// `error-limit` consecutive connection errors (`observe layer4`).
+    Errors(u32),
+    /// `losses` connect races lost in a row.
+    RacesLost(u32),
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::Errors(n) => write!(f, "{n} consecutive connection error(s) (observe layer4)"),
+            Reason::RacesLost(n) => write!(f, "{n} connect race(s) lost in a row"),
+        }
+    }
+}
+
+/// What passive health decided after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    /// What it did to the counter.
+    pub change: Change,
+    /// Why it acted (None: it did not).
+    pub reason: Option<Reason>,
+}
+
+impl Verdict {
+    const NOTHING: Verdict = Verdict {
+        change: Change::None,
+        reason: None,
+    };
+}
+
+/// The passive side of a server's health: its settings and its counts of consecutive errors
+/// and lost races.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Passive {
+    /// `observe layer4`.
+    pub observe: bool,
+    /// `error-limit`.
+    pub error_limit: u32,
+    /// `on-error`.
+    pub on_error: OnError,
+    /// Races lost in a row that mark the server DOWN (0: never).
+    pub race_losses: u32,
+    errors: u32,
+    lost: u32,
+}
+
+impl Passive {
+    /// Passive health with these settings and nothing counted.
+    pub fn new(observe: bool, error_limit: u32, on_error: OnError, race_losses: u32) -> Passive {
+        Passive {
+            observe,
+            error_limit: error_limit.max(1),
+            on_error,
+            race_losses,
+            errors: 0,
+            lost: 0,
+        }
+    }
+
+    /// A check passed: haproxy forgets the consecutive errors then.
+    pub fn check_passed(&mut self) {
+        self.errors = 0;
+        self.lost = 0;
+    }
+
+    /// Applies `event` to `health`. Only a server that is UP is judged: one already DOWN is
+    /// left to its checks.
+    pub fn observe(&mut self, event: Event, health: &mut Health) -> Verdict {
+        if !health.is_up() {
+            return Verdict::NOTHING;
+        }
+        match event {
+            Event::Connected => {
+                self.errors = 0;
+                self.lost = 0;
+                Verdict::NOTHING
+            }
+            Event::ConnectFailed if self.observe => {
+                self.errors += 1;
+                if self.errors < self.error_limit {
+                    return Verdict::NOTHING;
+                }
+                let reason = Some(Reason::Errors(self.errors));
+                self.errors = 0;
+                Verdict {
+                    change: health.on_error(self.on_error),
+                    reason,
+                }
+            }
+            Event::ConnectFailed => Verdict::NOTHING,
+            Event::RaceLost => {
+                self.lost += 1;
+                if self.race_losses == 0 || self.lost < self.race_losses {
+                    return Verdict::NOTHING;
+                }
+                let reason = Some(Reason::RacesLost(self.lost));
+                self.lost = 0;
+                Verdict {
+                    change: health.on_error(OnError::MarkDown),
+                    reason,
+                }
+            }
         }
     }
 }
@@ -169,38 +308,43 @@ impl Probe {
         }
     }
 
-    /// Runs the probe against `address`: connecting within `connect`, answering within
-    /// `answer` after that. Ok when it passed; Err says why not.
+    /// Runs the probe against `address`: connecting within `connect`, then the rest (the
+    /// handshake, the answer) within `answer`, or when there is none, all of it within
+    /// `connect` (haproxy: with `timeout check`, min(`timeout connect`, `inter`) to connect
+    /// and `timeout check` after; without, `inter` for the whole check). Ok when it passed;
+    /// Err says why not.
     pub async fn run(
         &self,
         address: SocketAddr,
         connect: Duration,
-        answer: Duration,
+        answer: Option<Duration>,
     ) -> Result<(), CheckError> {
+        let start = tokio::time::Instant::now();
+        let tcp = match tokio::time::timeout(connect, tokio::net::TcpStream::connect(address)).await
+        {
+            Ok(Ok(tcp)) => tcp,
+            Ok(Err(e)) => return Err(CheckError::Connect(e)),
+            Err(_) => return Err(CheckError::ConnectTimeout(connect)),
+        };
+        let rest = answer.unwrap_or_else(|| connect.saturating_sub(start.elapsed()));
+        let host = address.ip().to_string();
         match self {
-            Probe::Tcp => {
-                match tokio::time::timeout(connect, tokio::net::TcpStream::connect(address)).await {
-                    Ok(Ok(_)) => Ok(()),
-                    Ok(Err(e)) => Err(CheckError::Connect(e)),
-                    Err(_) => Err(CheckError::ConnectTimeout(connect)),
-                }
-            }
+            Probe::Tcp => Ok(()),
             Probe::Tls => {
-                let host = address.ip().to_string();
-                tokio::time::timeout(connect + answer, crate::http::connect(address, Some(&host)))
+                tokio::time::timeout(rest, crate::http::over(tcp, address, Some(&host)))
                     .await
-                    .map_err(|_| CheckError::HandshakeTimeout(connect + answer))??;
+                    .map_err(|_| CheckError::HandshakeTimeout(rest))??;
                 Ok(())
             }
             Probe::Http { head, tls } => {
-                let host = address.ip().to_string();
                 let tls_host = tls.then_some(host.as_str());
-                let got = tokio::time::timeout(
-                    connect + answer,
-                    crate::http::request(address, tls_host, head),
-                )
-                .await
-                .map_err(|_| CheckError::AnswerTimeout(connect + answer))??;
+                let asked = async {
+                    let conn = crate::http::over(tcp, address, tls_host).await?;
+                    crate::http::ask(conn, head).await
+                };
+                let got = tokio::time::timeout(rest, asked)
+                    .await
+                    .map_err(|_| CheckError::AnswerTimeout(rest))??;
                 match got.status {
                     200..=399 => Ok(()),
                     s => Err(CheckError::Status(s)),
@@ -288,6 +432,142 @@ mod tests {
         h.record(true);
         assert_eq!(h.interval(i, Some(f), Some(d)), f);
         assert_eq!(h.interval(i, None, None), i);
+    }
+
+    #[test]
+    fn on_error_moves_the_counter_as_haproxy() {
+        // rise 2 fall 3: the counter runs 0..=4, UP from 2.
+        let fully_up = || Health::new(2, 3, InitState::FullyUp);
+        let mut h = fully_up();
+        assert_eq!(h.on_error(OnError::FastInter), Change::None);
+        assert_eq!(h.value(), 4);
+        assert_eq!(h.on_error(OnError::FailCheck), Change::None);
+        assert_eq!(h.value(), 3, "one failed check");
+        let mut h = fully_up();
+        assert_eq!(h.on_error(OnError::SuddenDeath), Change::None);
+        assert_eq!(h.value(), 2, "one more failure takes it DOWN");
+        assert_eq!(h.record(false), Change::Down);
+        let mut h = fully_up();
+        assert_eq!(h.on_error(OnError::MarkDown), Change::Down);
+        assert_eq!(h.value(), 0);
+        assert_eq!(run(&mut h, "++"), ".U", "back after rise checks");
+        // sudden-death on a server already at the edge: as a failed check, DOWN.
+        let mut h = Health::new(2, 3, InitState::Up);
+        assert_eq!(h.on_error(OnError::SuddenDeath), Change::Down);
+    }
+
+    fn passive(observe: bool, limit: u32, on_error: OnError, races: u32) -> Passive {
+        Passive::new(observe, limit, on_error, races)
+    }
+
+    /// Feeds events (`c` connected, `e` error, `l` race lost, `+`/`-` a check) and writes
+    /// what happened: `D` DOWN, `U` UP, `a` an action without a change, `.` nothing.
+    fn feed(p: &mut Passive, h: &mut Health, events: &str) -> String {
+        events
+            .chars()
+            .map(|c| {
+                let v = match c {
+                    '+' | '-' => {
+                        if c == '+' {
+                            p.check_passed();
+                        }
+                        return match h.record(c == '+') {
+                            Change::Up => 'U',
+                            Change::Down => 'D',
+                            Change::None => '.',
+                        };
+                    }
+                    'c' => p.observe(Event::Connected, h),
+                    'e' => p.observe(Event::ConnectFailed, h),
+                    _ => p.observe(Event::RaceLost, h),
+                };
+                match (v.change, v.reason) {
+                    (Change::Down, _) => 'D',
+                    (Change::Up, _) => 'U',
+                    (Change::None, Some(_)) => 'a',
+                    (Change::None, None) => '.',
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn observe_layer4_acts_after_error_limit_consecutive_errors() {
+        let mut h = Health::new(2, 3, InitState::FullyUp);
+        let mut p = passive(true, 3, OnError::MarkDown, 0);
+        // A connection in between starts the count over; a check that passes too.
+        assert_eq!(feed(&mut p, &mut h, "eecee+ee"), "........");
+        assert_eq!(feed(&mut p, &mut h, "e"), "D");
+        // DOWN: traffic no longer judges it (there is none, but a late error must not count).
+        assert_eq!(feed(&mut p, &mut h, "eeelll"), "......");
+        assert_eq!(feed(&mut p, &mut h, "++"), ".U");
+
+        // fail-check with error-limit 1: each error is a failed check; fall 3 from the top.
+        let mut h = Health::new(2, 3, InitState::FullyUp);
+        let mut p = passive(true, 1, OnError::FailCheck, 0);
+        assert_eq!(feed(&mut p, &mut h, "eee"), "aaD");
+        // fastinter: acts, never changes the counter.
+        let mut h = Health::new(2, 3, InitState::FullyUp);
+        let mut p = passive(true, 1, OnError::FastInter, 0);
+        assert_eq!(feed(&mut p, &mut h, "eee"), "aaa");
+        assert!(h.is_up() && h.steady());
+        // Without observe, errors are only counted by the caller.
+        let mut h = Health::new(2, 3, InitState::FullyUp);
+        let mut p = passive(false, 1, OnError::MarkDown, 0);
+        assert_eq!(feed(&mut p, &mut h, "eeee"), "....");
+    }
+
+    #[test]
+    fn a_server_that_loses_races_in_a_row_is_marked_down() {
+        let mut h = Health::new(3, 2, InitState::FullyUp);
+        let mut p = passive(false, 10, OnError::FailCheck, 3);
+        // A connection that succeeds in between forgives the losses.
+        assert_eq!(feed(&mut p, &mut h, "llcll"), ".....");
+        assert_eq!(feed(&mut p, &mut h, "l"), "D");
+        // Its checks bring it back, after rise of them.
+        assert_eq!(feed(&mut p, &mut h, "-++l+"), "....U");
+        // 0: races never mark a server DOWN.
+        let mut h = Health::new(3, 2, InitState::FullyUp);
+        let mut p = passive(true, 10, OnError::FailCheck, 0);
+        assert_eq!(feed(&mut p, &mut h, "llllll"), "......");
+    }
+
+    /// A virtual clock: when the checks run after passive health marks a dead server DOWN,
+    /// and when it is taken back.
+    #[test]
+    fn after_a_passive_mark_down_the_checks_decide_when_it_returns() {
+        let (inter, fast, down) = (
+            Duration::from_secs(1),
+            Some(Duration::from_millis(200)),
+            Some(Duration::from_secs(3)),
+        );
+        let mut h = Health::new(3, 2, InitState::FullyUp);
+        let mut p = passive(true, 1, OnError::MarkDown, 3);
+        let mut now = Duration::ZERO;
+        // The server dies at 0.3 s: the first refused connection marks it DOWN at once,
+        // where its checks (fall 2, inter 1 s) would have taken until 2 s.
+        now += Duration::from_millis(300);
+        assert_eq!(feed(&mut p, &mut h, "e"), "D");
+        let down_at = now;
+        // Checks fail while it is dead, at downinter once fully DOWN.
+        assert_eq!(h.interval(inter, fast, down), down.unwrap());
+        for _ in 0..3 {
+            now += h.interval(inter, fast, down);
+            assert_eq!(feed(&mut p, &mut h, "-"), ".");
+        }
+        // Back at 9.3 s: rise 3 checks, fastinter apart after the first.
+        let mut back = "";
+        while !h.is_up() {
+            now += h.interval(inter, fast, down);
+            back = if feed(&mut p, &mut h, "+") == "U" {
+                "U"
+            } else {
+                ""
+            };
+        }
+        assert_eq!(back, "U");
+        assert_eq!(down_at, Duration::from_millis(300));
+        assert_eq!(now, Duration::from_millis(300 + 9_000 + 3_000 + 200 + 200));
     }
 
     #[test]

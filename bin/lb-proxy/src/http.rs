@@ -266,6 +266,16 @@ pub async fn connect(address: SocketAddr, tls_host: Option<&str>) -> Result<Conn
     let tcp = TcpStream::connect(address)
         .await
         .map_err(|source| Error::Connect { address, source })?;
+    over(tcp, address, tls_host).await
+}
+
+/// A connection on `tcp`, which is connected to `address`: as it is, or when `tls_host` is
+/// given, after a TLS handshake (as [`connect`]).
+pub async fn over(
+    tcp: TcpStream,
+    address: SocketAddr,
+    tls_host: Option<&str>,
+) -> Result<Conn, Error> {
     let _ = tcp.set_nodelay(true);
     let Some(host) = tls_host else {
         return Ok(Conn::Plain(tcp));
@@ -286,7 +296,12 @@ pub async fn request(
     tls_host: Option<&str>,
     head: &str,
 ) -> Result<Answer, Error> {
-    match connect(address, tls_host).await? {
+    ask(connect(address, tls_host).await?, head).await
+}
+
+/// Sends the request `head` on `conn` and reads the answer (as [`request`]).
+pub async fn ask(conn: Conn, head: &str) -> Result<Answer, Error> {
+    match conn {
         Conn::Plain(s) => exchange(s, head).await,
         Conn::Tls(s) => exchange(s, head).await,
     }

@@ -441,18 +441,25 @@ fn half_closed_and_idle_is_cut_after_timeout_client_fin() {
     );
 }
 
-#[test]
-fn a_server_that_never_accepts_is_a_connect_timeout_then_a_redispatch() {
-    // A listener whose backlog is full drops SYNs: connecting hangs.
+/// A listener whose backlog is full, and the connections that fill it: it drops SYNs, so
+/// connecting to its address hangs (a server gone dark, on loopback). Keep the second value
+/// alive as long as the hole is needed.
+fn hole() -> (SocketAddr, (socket2::Socket, Vec<TcpStream>)) {
     let black = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     black
         .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
         .unwrap();
     black.listen(0).unwrap();
     let addr = black.local_addr().unwrap().as_socket().unwrap();
-    let _fill: Vec<TcpStream> = (0..4)
+    let fill: Vec<TcpStream> = (0..4)
         .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok())
         .collect();
+    (addr, (black, fill))
+}
+
+#[test]
+fn a_server_that_never_accepts_is_a_connect_timeout_then_a_redispatch() {
+    let (addr, _hole) = hole();
     // Dropped SYNs: a timeout, not a refusal (which would be a closed port, not a hole).
     let hole = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).map_err(|e| e.kind());
     assert_eq!(
@@ -713,4 +720,151 @@ fn fate(s: &mut TcpStream, within: Duration) -> Fate {
         }
         Err(e) => panic!("read: {e}"),
     }
+}
+
+/// Passive health (`observe layer4 error-limit 1 on-error mark-down`): the first refused
+/// connection takes a dead server out at once, long before its checks would (fall 3), the
+/// client never sees it (redispatch), the stats say why; back, it is taken in only after
+/// `rise` checks, and then with slow start.
+#[test]
+fn a_refused_connection_marks_a_server_down_and_its_checks_bring_it_back_slowly() {
+    let mut b = backends(3);
+    let ports = Ports::new();
+    let passive = "observe layer4 error-limit 1 on-error mark-down slowstart 20s";
+    let cfg = config(
+        ports,
+        &b.iter().collect::<Vec<_>>(),
+        "",
+        &format!("inter 1s fall 3 rise 3 {passive}"),
+    );
+    let p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    until("m0 fully UP", Duration::from_secs(10), || {
+        fully_up(ports, "m0")
+    });
+    b[0].stop();
+    // Round robin comes to m0 within three requests: refused, DOWN, redispatched.
+    let seen = names(ports.front(), 3);
+    assert!(seen.iter().all(|n| n == "b" || n == "c"), "{seen:?}");
+    let s = support::stats(ports);
+    let m0 = &s["backends"][0]["servers"][0];
+    assert_eq!(m0["status"], "DOWN", "{m0}\n{}", p.log());
+    // Three failed checks (a second apart) would be needed without passive health.
+    assert!(m0["check_failures_total"].as_u64().unwrap() < 3, "{m0}");
+    assert_eq!(m0["passive_downs_total"], 1, "{m0}");
+    let why = m0["last_passive"].as_str().unwrap();
+    assert!(why.contains("1 consecutive connection error"), "{why}");
+    let (_, text) = get(ports.stats(), "/").unwrap();
+    assert!(text.contains("passive: 1 action(s), 1 DOWN"), "{text}");
+    let (_, metrics) = get(ports.stats(), "/metrics").unwrap();
+    let down = "lb_proxy_server_passive_down_total{proxy=\"masters\",server=\"m0\"} 1\n";
+    assert!(metrics.contains(down), "{metrics}");
+
+    // Back: UP only after rise (3) passing checks, then a small share at first.
+    b[0].restart().unwrap();
+    let before = b[0].readyz_requests();
+    until("m0 UP", Duration::from_secs(15), || {
+        status(ports, "m0") == "UP"
+    });
+    assert!(
+        b[0].readyz_requests() - before >= 3,
+        "UP before rise checks"
+    );
+    let s = support::stats(ports);
+    let weight = s["backends"][0]["servers"][0]["effective_weight"]
+        .as_u64()
+        .unwrap();
+    assert!(weight < 16, "slow start: {weight} of 16 at once");
+}
+
+/// lb-proxy's connect race on loopback: a server whose backlog is full (SYNs dropped, like a
+/// dark one) never makes a client wait its `timeout connect`: after 100 ms a second attempt
+/// goes to the good server and wins; after two lost races the hole is DOWN (passive) and
+/// the stats say why.
+#[test]
+fn a_connect_race_hides_a_dark_server_and_marks_it_down() {
+    let (addr, _hole) = hole();
+    let good = backends(1);
+    let ports = Ports::new();
+    let cfg = format!(
+        "defaults\n  mode tcp\n  timeout connect 5s\n  timeout client 5s\n  timeout server 5s\n  retries 3\n\
+         #lb-proxy: race-connect 100ms losses 2\n\
+         frontend main\n  bind {}\n  default_backend masters\n\
+         frontend monitor\n  bind {}\n  mode http\n  monitor-uri /haproxy_ready\n\
+         listen stats\n  bind {}\n  mode http\n  stats enable\n  stats uri /\n\
+         backend masters\n  server hole {addr} check inter 10s\n  server good {} check inter 10s\n",
+        ports.front(),
+        ports.monitor(),
+        ports.stats(),
+        good[0].address()
+    );
+    let p = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    // Without the race each connection sent to the hole would wait 5 s, then more.
+    let start = Instant::now();
+    assert_eq!(names(ports.front(), 6), ["a"; 6]);
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(3), "{took:?}\n{}", p.log());
+    let s = support::stats(ports);
+    let hole = &s["backends"][0]["servers"][0];
+    assert_eq!(hole["status"], "DOWN", "{hole}");
+    assert_eq!(hole["races_lost_total"], 2, "{hole}");
+    let why = hole["last_passive"].as_str().unwrap();
+    assert!(why.contains("2 connect race(s) lost in a row"), "{why}");
+}
+
+/// A server that takes connections and closes them unanswered, as one dying mid-stream.
+fn closer() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let _ = s.read(&mut [0u8; 1024]);
+        }
+    });
+    addr
+}
+
+/// lb-proxy's `replay-unanswered`: what a client sent to a server that closed without a word
+/// goes to another server; a request written in two parts is passed on whole while the
+/// server has not answered yet (it answers only once it has the whole head).
+#[test]
+fn replay_unanswered_sends_the_request_again_elsewhere() {
+    let good = backends(1);
+    let ports = Ports::new();
+    let cfg = |replay: &str| {
+        format!(
+            "defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n  retries 3\n\
+             #lb-proxy: replay-unanswered {replay}\n\
+             frontend main\n  bind {}\n  default_backend masters\n\
+             frontend monitor\n  bind {}\n  mode http\n  monitor-uri /haproxy_ready\n\
+             backend masters\n  server closer {}\n  server good {}\n",
+            ports.front(),
+            ports.monitor(),
+            closer(),
+            good[0].address()
+        )
+    };
+    let p = Proxy::start(Kind::LbProxy, &cfg("on"), ports, &[]);
+    assert_eq!(names(ports.front(), 4), ["a"; 4], "{}", p.log());
+    let start = Instant::now();
+    let mut s = TcpStream::connect(ports.front()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    s.write_all(b"Host: x\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    // Not held until `timeout server` (5 s).
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(p);
+
+    // Without it (haproxy's mode tcp), what went to the closer is lost.
+    let p = Proxy::start(Kind::LbProxy, &cfg("off"), ports, &[]);
+    let lost = (0..4).filter(|_| get(ports.front(), "/").is_err()).count();
+    assert!(lost > 0, "{}", p.log());
 }

@@ -8,6 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use std::time::Duration;
+
+use lb_proxy::config::model::{OnError, Race};
 use lb_proxy::config::{self, Config, Location};
 
 fn seeds(name: &str) -> PathBuf {
@@ -59,7 +62,7 @@ fn the_managed_cluster() {
     let c = config::parse_str(&managed(), "rendered").unwrap();
     let main = c.proxy("main").unwrap();
     assert_eq!(main.binds[0].address, "[::]:9445".parse().unwrap());
-    assert!(main.binds[0].v4v6 && main.redispatch);
+    assert!(main.binds[0].v4v6 && main.redispatch == Some(1));
     let masters = c.proxy("masters").unwrap();
     let servers: Vec<String> = masters
         .servers
@@ -77,6 +80,22 @@ fn the_managed_cluster() {
         && s.rise == 3
         && s.fall == 2));
     assert_eq!(masters.httpchk.as_ref().unwrap().uri, "/readyz");
+    // What --cluster adds so that a failing master costs the clients nothing (issue 16).
+    assert!(masters.servers.iter().all(|s| s.observe
+        && s.error_limit == 1
+        && s.on_error == OnError::MarkDown
+        && s.slowstart == Some(Duration::from_secs(10))));
+    assert_eq!(masters.redispatch, Some(1));
+    assert!(masters.retry_on.conn_failure && masters.retry_on.empty_response);
+    assert_eq!(
+        masters.race,
+        Some(Race {
+            delay: Duration::from_millis(150),
+            losses: 3
+        })
+    );
+    assert!(masters.replay_unanswered);
+    assert_eq!(masters.timeouts.connect, Some(Duration::from_secs(2)));
     let ready = c.proxy("health_check_http_url").unwrap();
     assert_eq!(
         (ready.binds[0].address.port(), ready.monitor_uri.as_deref()),

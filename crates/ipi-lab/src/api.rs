@@ -4,7 +4,8 @@
 //! 200 or 503, `GET /bytes/N` with N bytes, and anything else with the server's name, with
 //! keep-alive. Health checks reach it over TLS as they reach a real API server; load tests
 //! talk plain HTTP through the proxy. It can be stopped (every connection cut, new ones
-//! refused, as a killed process) and started again on the same address.
+//! refused, as a killed process) and started again on the same address, or made to reset
+//! every connection once its client has spoken.
 //!
 //! [`ApiServer::start_in`] opens its socket inside a lab host's network namespace; the
 //! threads that serve it stay in the test's process.
@@ -31,6 +32,7 @@ pub struct ApiServer {
 struct Shared {
     name: String,
     ready: AtomicBool,
+    reset: AtomicBool,
     stopping: AtomicBool,
     requests: AtomicU64,
     readyz: AtomicU64,
@@ -52,6 +54,7 @@ impl ApiServer {
         let shared = Arc::new(Shared {
             name: name.to_string(),
             ready: AtomicBool::new(true),
+            reset: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             requests: AtomicU64::new(0),
             readyz: AtomicU64::new(0),
@@ -90,6 +93,12 @@ impl ApiServer {
     /// Makes `/readyz` (and `/healthz`, `/healthz/ready`) answer 200 (true) or 503 (false).
     pub fn set_ready(&self, ready: bool) {
         self.shared.ready.store(ready, Ordering::SeqCst);
+    }
+
+    /// Makes every new connection end in a reset (TCP RST) once the client has sent its first
+    /// bytes, as a server failing mid-stream (true), or serve again (false).
+    pub fn set_reset(&self, reset: bool) {
+        self.shared.reset.store(reset, Ordering::SeqCst);
     }
 
     /// Requests answered (all paths).
@@ -154,6 +163,9 @@ fn accept(listener: TcpListener, shared: Arc<Shared>) {
         }
         let shared = Arc::clone(&shared);
         std::thread::spawn(move || {
+            if resets(&stream, &shared) {
+                return;
+            }
             // The clone kept for stop() would hold the socket open: close it explicitly.
             let closer = stream.try_clone();
             let _ = serve(stream, &shared);
@@ -162,6 +174,20 @@ fn accept(listener: TcpListener, shared: Arc<Shared>) {
             }
         });
     }
+}
+
+/// In reset mode ([`ApiServer::set_reset`]), waits for the client's first bytes and says
+/// true: `stream`, the last handle on the connection once the copy kept for stop() is
+/// gone, then closes with a zero linger time, which sends a reset rather than a FIN.
+fn resets(stream: &TcpStream, shared: &Shared) -> bool {
+    if !shared.reset.load(Ordering::SeqCst) || stream.peek(&mut [0u8; 1]).is_err() {
+        return false;
+    }
+    let peer = stream.peer_addr().ok();
+    lock(&shared.connections).retain(|c| c.peer_addr().ok() != peer);
+    socket2::SockRef::from(stream)
+        .set_linger(Some(std::time::Duration::ZERO))
+        .is_ok()
 }
 
 fn tls_config() -> io::Result<Arc<rustls::ServerConfig>> {
@@ -191,6 +217,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     if stream.peek(&mut first)? == 0 {
         return Ok(());
     }
+
     if first[0] == 0x16 {
         let conn = rustls::ServerConnection::new(tls_config()?).map_err(io::Error::other)?;
         http(rustls::StreamOwned::new(conn, stream), shared)

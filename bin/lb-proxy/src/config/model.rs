@@ -150,6 +150,116 @@ impl InitState {
     }
 }
 
+/// `on-error`: what `error-limit` consecutive errors seen by `observe` do (haproxy's
+/// `__health_adjust`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// `fastinter`: only check sooner.
+    FastInter,
+    /// `fail-check` (the default): as one failed check.
+    #[default]
+    FailCheck,
+    /// `sudden-death`: as a failed check that leaves one more before DOWN.
+    SuddenDeath,
+    /// `mark-down`: DOWN at once.
+    MarkDown,
+}
+
+impl OnError {
+    /// Every value, for the parser and its errors.
+    pub const ALL: [OnError; 4] = [
+        OnError::FastInter,
+        OnError::FailCheck,
+        OnError::SuddenDeath,
+        OnError::MarkDown,
+    ];
+
+    /// The keyword's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnError::FastInter => "fastinter",
+            OnError::FailCheck => "fail-check",
+            OnError::SuddenDeath => "sudden-death",
+            OnError::MarkDown => "mark-down",
+        }
+    }
+}
+
+/// `retry-on`: the failures a connection is tried again after. In `mode tcp` haproxy acts on
+/// `conn-failure` only (the others need the HTTP layer); lb-proxy reads them all and acts
+/// as haproxy does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryOn {
+    /// `conn-failure`: the connection could not be set up (refused, timed out).
+    pub conn_failure: bool,
+    /// `empty-response` (HTTP only in haproxy).
+    pub empty_response: bool,
+    /// `junk-response` (HTTP only).
+    pub junk_response: bool,
+    /// `response-timeout` (HTTP only).
+    pub response_timeout: bool,
+    /// `0rtt-rejected` (HTTP only).
+    pub zero_rtt_rejected: bool,
+}
+
+impl Default for RetryOn {
+    fn default() -> RetryOn {
+        RetryOn {
+            conn_failure: true,
+            ..RetryOn::NONE
+        }
+    }
+}
+
+impl RetryOn {
+    /// `retry-on none`.
+    pub const NONE: RetryOn = RetryOn {
+        conn_failure: false,
+        empty_response: false,
+        junk_response: false,
+        response_timeout: false,
+        zero_rtt_rejected: false,
+    };
+
+    /// `all-retryable-errors` (what haproxy's covers among the keywords lb-proxy reads).
+    pub const ALL: RetryOn = RetryOn {
+        conn_failure: true,
+        empty_response: true,
+        junk_response: true,
+        response_timeout: true,
+        zero_rtt_rejected: true,
+    };
+
+    /// The keywords that are set, in haproxy's order (`none` when none is).
+    pub fn words(&self) -> Vec<&'static str> {
+        let all = [
+            (self.conn_failure, "conn-failure"),
+            (self.empty_response, "empty-response"),
+            (self.junk_response, "junk-response"),
+            (self.response_timeout, "response-timeout"),
+            (self.zero_rtt_rejected, "0rtt-rejected"),
+        ];
+        let set: Vec<_> = all.iter().filter(|(on, _)| *on).map(|(_, w)| *w).collect();
+        if set.is_empty() {
+            vec!["none"]
+        } else {
+            set
+        }
+    }
+}
+
+/// `#lb-proxy: race-connect DELAY [losses N]`, an lb-proxy extension: a connection attempt
+/// with no answer after `delay` races a second attempt to the next server; the first to
+/// connect wins. A server that loses `losses` races in a row is marked DOWN (passive health;
+/// its checks bring it back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Race {
+    /// How long an attempt runs alone.
+    pub delay: Duration,
+    /// Races lost in a row that mark a checked server DOWN (0: never).
+    pub losses: u32,
+}
+
 /// `server NAME ADDR:PORT [options]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
@@ -181,6 +291,13 @@ pub struct Server {
     pub shutdown_sessions_on_down: bool,
     /// `init-state`: how the server starts.
     pub init_state: InitState,
+    /// `observe layer4`: connection errors of client traffic count against the server
+    /// (passive health).
+    pub observe: bool,
+    /// `error-limit` (default 10): consecutive errors before `on-error` acts.
+    pub error_limit: u32,
+    /// `on-error` (default `fail-check`).
+    pub on_error: OnError,
     /// Where it was written.
     pub location: Location,
 }
@@ -198,8 +315,17 @@ pub struct Proxy {
     pub maxconn: Option<u32>,
     /// `retries` (default 3).
     pub retries: u32,
-    /// `option redispatch`.
-    pub redispatch: bool,
+    /// `option redispatch [N]`: None without it; Some(N), N as haproxy reads it (`-1`, the
+    /// bare option: the last retry; `P` > 0: every Pth retry; `-N`: the Nth retry before the
+    /// last; 0: only what haproxy does for round robin anyway, see `daemon::session`).
+    pub redispatch: Option<i32>,
+    /// `retry-on`: what is retried (default `conn-failure`).
+    pub retry_on: RetryOn,
+    /// `#lb-proxy: race-connect`: an lb-proxy extension (None: off).
+    pub race: Option<Race>,
+    /// `#lb-proxy: replay-unanswered on|off`, an lb-proxy extension: the client's first bytes
+    /// go to another server when a server closes without answering.
+    pub replay_unanswered: bool,
     /// The timeouts.
     pub timeouts: Timeouts,
     /// `bind` lines.

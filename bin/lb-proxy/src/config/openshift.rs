@@ -9,8 +9,8 @@ use std::time::Duration;
 use ipi_core::{Cluster, Family, Inventory, Role};
 
 use super::model::{
-    Bind, Config, Global, HttpCheck, InitState, Kind, Location, Mode, MonitorFail, Proxy, Server,
-    Stats, Timeouts,
+    Bind, Config, Global, HttpCheck, InitState, Kind, Location, Mode, MonitorFail, OnError, Proxy,
+    Race, RetryOn, Server, Stats, Timeouts,
 };
 
 /// The API servers' port.
@@ -27,6 +27,19 @@ pub const STATS_PORT: u16 = 29445;
 /// for.
 pub const FLAG_FILE: &str = "/var/run/keepalived/iptables-rule-exists";
 
+/// What `--cluster` adds to OpenShift's template so that a dead or dark API server costs the
+/// clients nothing: a failed connection is retried at once on another master (`option
+/// redispatch 1`), a connection with no answer after this long races the next master...
+pub const RACE_DELAY: Duration = Duration::from_millis(150);
+/// ...and a master that loses this many races in a row, or has one connection refused
+/// (`observe layer4 error-limit 1 on-error mark-down`), is DOWN until `rise` checks pass.
+pub const RACE_LOSSES: u32 = 3;
+/// A master that comes back takes a full share only after this long (`slowstart`; MCO
+/// #6400: an API server answers `/readyz` before it serves well).
+pub const SLOWSTART: Duration = Duration::from_secs(10);
+/// `timeout connect`: OpenShift's 10 s let a dark master hold a client for 10 s per try.
+pub const CONNECT: Duration = Duration::from_secs(2);
+
 fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
     Proxy {
         name: name.to_string(),
@@ -34,9 +47,19 @@ fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
         mode,
         maxconn: Some(20_000),
         retries: 3,
-        redispatch: true,
+        redispatch: Some(1),
+        retry_on: RetryOn {
+            empty_response: true,
+            response_timeout: true,
+            ..RetryOn::default()
+        },
+        race: Some(Race {
+            delay: RACE_DELAY,
+            losses: RACE_LOSSES,
+        }),
+        replay_unanswered: true,
         timeouts: Timeouts {
-            connect: Some(Duration::from_secs(10)),
+            connect: Some(CONNECT),
             client: Some(Duration::from_secs(86_400)),
             server: Some(Duration::from_secs(86_400)),
             tunnel: Some(Duration::from_secs(86_400)),
@@ -133,9 +156,12 @@ pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
             downinter: None,
             rise: 3,
             fall: 2,
-            slowstart: None,
+            slowstart: Some(SLOWSTART),
             shutdown_sessions_on_down: false,
             init_state: InitState::Up,
+            observe: true,
+            error_limit: 1,
+            on_error: OnError::MarkDown,
             location: Location::default(),
         })
         .collect();

@@ -7,20 +7,50 @@ use std::time::Duration;
 use ipi_core::place::Errors;
 
 use super::model::{
-    Bind, Config, HttpCheck, InitState, Kind, Location, Mode, MonitorFail, Proxy, Server, Stats,
-    Timeouts,
+    Bind, Config, HttpCheck, InitState, Kind, Location, Mode, MonitorFail, OnError, Proxy, Race,
+    RetryOn, Server, Stats, Timeouts,
 };
 
 /// What a `defaults` section passes on.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Defaults {
     mode: Mode,
     maxconn: Option<u32>,
     retries: Option<u32>,
-    redispatch: bool,
+    redispatch: Option<i32>,
+    retry_on: RetryOn,
+    race: Option<Race>,
+    replay_unanswered: bool,
     timeouts: Timeouts,
     httpchk: Option<HttpCheck>,
+    /// `default-server`: what every server line starts from.
+    server: Server,
 }
+
+impl Default for Defaults {
+    fn default() -> Defaults {
+        Defaults {
+            mode: Mode::default(),
+            maxconn: None,
+            retries: None,
+            redispatch: None,
+            retry_on: RetryOn::default(),
+            race: None,
+            replay_unanswered: false,
+            timeouts: Timeouts::default(),
+            httpchk: None,
+            server: server_defaults(
+                "",
+                SocketAddr::from(([0, 0, 0, 0], 0)),
+                &Location::default(),
+            ),
+        }
+    }
+}
+
+/// The prefix of a line that holds lb-proxy's own keywords: a comment to haproxy, so that
+/// the same file runs under both.
+pub const EXTENSION: &str = "#lb-proxy:";
 
 /// Keywords accepted everywhere a proxy setting may stand and deliberately without effect:
 /// logging (lb-proxy logs to stderr on its own terms).
@@ -74,6 +104,8 @@ struct Parser<'a> {
     config: Config,
     defaults: Defaults,
     section: Section,
+    /// The current proxy's `default-server`.
+    server: Server,
 }
 
 enum Section {
@@ -91,14 +123,20 @@ pub fn config(text: &str, origin: &str, errors: &mut Errors) -> Config {
         config: Config::default(),
         defaults: Defaults::default(),
         section: Section::None,
+        server: Defaults::default().server,
     };
     for (n, line) in text.lines().enumerate() {
         let at = Location {
             file: origin.to_string(),
             line: n + 1,
         };
+        let (line, extension) = match line.trim_start().strip_prefix(EXTENSION) {
+            Some(rest) => (rest, true),
+            None => (line, false),
+        };
         match words(line) {
             Ok(w) if w.is_empty() => {}
+            Ok(w) if extension => p.extension(&w, &at),
             Ok(w) => p.line(&w, &at),
             Err(e) => p.errors.push(&at, e),
         }
@@ -143,6 +181,9 @@ impl Parser<'_> {
             maxconn: d.maxconn,
             retries: d.retries.unwrap_or(3),
             redispatch: d.redispatch,
+            retry_on: d.retry_on,
+            race: d.race,
+            replay_unanswered: d.replay_unanswered,
             timeouts: d.timeouts,
             binds: Vec::new(),
             default_backend: None,
@@ -154,6 +195,7 @@ impl Parser<'_> {
             servers: Vec::new(),
             location: at.clone(),
         });
+        self.server = self.defaults.server.clone();
         self.section = Section::Proxy;
         self.no_more(w, 2, at);
     }
@@ -224,6 +266,19 @@ impl Parser<'_> {
             }
             "timeout" => self.timeout(w, at),
             "option" => self.option(w, at),
+            "no" if w.get(1).is_some_and(|o| o == "option") => self.no_option(w, at),
+            "retry-on" => self.retry_on(w, at),
+            "default-server" if self.takes_servers() => {
+                let mut template = match self.section {
+                    Section::Defaults => self.defaults.server.clone(),
+                    _ => self.server.clone(),
+                };
+                self.server_options(&mut template, &w[1..], "default-server", at);
+                match self.section {
+                    Section::Defaults => self.defaults.server = template,
+                    _ => self.server = template,
+                }
+            }
             _ if LOGGING.contains(&kw) => {}
             _ if in_defaults => {
                 self.errors
@@ -272,9 +327,108 @@ impl Parser<'_> {
         );
     }
 
+    /// Whether the section may hold `default-server`: defaults, a backend or a listen section.
+    fn takes_servers(&self) -> bool {
+        match self.section {
+            Section::Defaults => true,
+            _ => self
+                .config
+                .proxies
+                .last()
+                .is_some_and(|p| p.kind != Kind::Frontend),
+        }
+    }
+
+    /// `no option redispatch`.
+    fn no_option(&mut self, w: &[String], at: &Location) {
+        match w.get(2).map(String::as_str) {
+            Some("redispatch") if w.len() == 3 => {
+                self.apply(|d| d.redispatch = None, |p| p.redispatch = None);
+            }
+            _ => self.errors.push(
+                at,
+                format!(
+                    "`{}`: lb-proxy reads `no option redispatch` only",
+                    w.join(" ")
+                ),
+            ),
+        }
+    }
+
+    /// `retry-on KEYWORD...` (haproxy: each keyword adds to the set; `none` alone empties it).
+    fn retry_on(&mut self, w: &[String], at: &Location) {
+        if w.len() < 2 {
+            return self
+                .errors
+                .push(at, "`retry-on` needs at least one keyword");
+        }
+        let mut set = RetryOn::NONE;
+        for kw in &w[1..] {
+            match kw.as_str() {
+                "none" if w.len() == 2 => {}
+                "conn-failure" => set.conn_failure = true,
+                "empty-response" => set.empty_response = true,
+                "junk-response" => set.junk_response = true,
+                "response-timeout" => set.response_timeout = true,
+                "0rtt-rejected" => set.zero_rtt_rejected = true,
+                "all-retryable-errors" => set = RetryOn::ALL,
+                "none" => return self.errors.push(at, "`retry-on none` takes no other keyword"),
+                other => return self.errors.push(at, format!("`retry-on {other}`: lb-proxy reads conn-failure, empty-response, junk-response, response-timeout, 0rtt-rejected, all-retryable-errors or none")),
+            }
+        }
+        self.apply(|d| d.retry_on = set, |p| p.retry_on = set);
+    }
+
+    /// A line after [`EXTENSION`]: lb-proxy's own keywords.
+    fn extension(&mut self, w: &[String], at: &Location) {
+        if !matches!(self.section, Section::Defaults | Section::Proxy) {
+            return self.errors.push(
+                at,
+                format!("`{EXTENSION} {}` outside defaults, backend or listen", w[0]),
+            );
+        }
+        match w[0].as_str() {
+            "race-connect" => match race(&w[1..]) {
+                Ok(r) => self.apply(|d| d.race = r, |p| p.race = r),
+                Err(why) => self
+                    .errors
+                    .push(at, format!("`{EXTENSION} {}`: {why}", w.join(" "))),
+            },
+            "replay-unanswered" => match (w.get(1).map(String::as_str), w.len()) {
+                (Some(v @ ("on" | "off")), 2) => {
+                    let on = v == "on";
+                    self.apply(|d| d.replay_unanswered = on, |p| p.replay_unanswered = on);
+                }
+                _ => self.errors.push(
+                    at,
+                    format!("`{EXTENSION} {}`: replay-unanswered is on or off", w.join(" ")),
+                ),
+            },
+            other => self.errors.push(
+                at,
+                format!("unknown lb-proxy keyword `{other}` (lb-proxy reads race-connect, replay-unanswered)"),
+            ),
+        }
+    }
+
     fn option(&mut self, w: &[String], at: &Location) {
         match w.get(1).map(String::as_str) {
-            Some("redispatch") => self.apply(|d| d.redispatch = true, |p| p.redispatch = true),
+            Some("redispatch") => {
+                let every = match w.get(2).map(|n| n.parse::<i32>()) {
+                    None => -1,
+                    Some(Ok(n)) if w.len() == 3 => n,
+                    _ => {
+                        return self.errors.push(
+                            at,
+                            "`option redispatch` takes at most one whole number (every Nth retry; negative: the Nth before the last; 0: off)",
+                        )
+                    }
+                };
+                self.apply(
+                    |d| d.redispatch = Some(every),
+                    |p| p.redispatch = Some(every),
+                );
+            }
             Some("httpchk") => {
                 let check = HttpCheck {
                     method: w.get(2).cloned().unwrap_or_else(|| "OPTIONS".into()),
@@ -447,26 +601,13 @@ impl Parser<'_> {
                 .errors
                 .push(at, format!("server {name}: `{addr}` is not ADDRESS:PORT"));
         };
-        let mut s = server_defaults(name, address, at);
-        let mut opts = w[3..].iter();
-        while let Some(opt) = opts.next() {
-            match opt.as_str() {
-                "check" => s.check = true,
-                "check-ssl" => s.check_ssl = true,
-                other => match ServerOption::parse(other) {
-                    None => self
-                        .errors
-                        .push(at, format!("server {name}: unknown option `{other}`")),
-                    Some(option) => match opts.next() {
-                        Some(v) => self.server_option(&mut s, option, opt, v, at),
-                        None => self.errors.push(
-                            at,
-                            format!("server {name}: `{opt}` needs {}", option.needs()),
-                        ),
-                    },
-                },
-            }
-        }
+        let mut s = Server {
+            name: name.clone(),
+            address,
+            location: at.clone(),
+            ..self.server.clone()
+        };
+        self.server_options(&mut s, &w[3..], &format!("server {name}"), at);
         let duplicate = self
             .config
             .proxies
@@ -481,12 +622,35 @@ impl Parser<'_> {
         self.apply(|_| {}, |p| p.servers.push(s));
     }
 
-    /// Applies `option` (written `opt`) with its value `v` to `s`, or says why not.
+    /// Applies the options `opts` of a server line (or `default-server`, `what` names it).
+    fn server_options(&mut self, s: &mut Server, opts: &[String], what: &str, at: &Location) {
+        let mut opts = opts.iter();
+        while let Some(opt) = opts.next() {
+            match opt.as_str() {
+                "check" => s.check = true,
+                "check-ssl" => s.check_ssl = true,
+                other => match ServerOption::parse(other) {
+                    None => self
+                        .errors
+                        .push(at, format!("{what}: unknown option `{other}`")),
+                    Some(option) => match opts.next() {
+                        Some(v) => self.server_option(s, option, (what, opt), v, at),
+                        None => self
+                            .errors
+                            .push(at, format!("{what}: `{opt}` needs {}", option.needs())),
+                    },
+                },
+            }
+        }
+    }
+
+    /// Applies `option` (written `opt` on the line `what`) with its value `v` to `s`, or says
+    /// why not.
     fn server_option(
         &mut self,
         s: &mut Server,
         option: ServerOption,
-        opt: &str,
+        (what, opt): (&str, &str),
         v: &str,
         at: &Location,
     ) {
@@ -505,24 +669,40 @@ impl Parser<'_> {
                 (v == "shutdown-sessions").then(|| s.shutdown_sessions_on_down = true)
             }
             ServerOption::InitState => init_state(v).map(|state| s.init_state = state),
+            ServerOption::Observe => {
+                let layer = matches!(v, "layer4" | "none").then_some(v == "layer4");
+                layer.map(|on| s.observe = on)
+            }
+            ServerOption::ErrorLimit => number().filter(|n| *n >= 1).map(|n| s.error_limit = n),
+            ServerOption::OnError => (OnError::ALL.iter())
+                .find(|e| e.as_str() == v)
+                .map(|e| s.on_error = *e),
         };
         if applied.is_none() {
-            let name = &s.name;
             let why = match option {
                 ServerOption::Verify => {
-                    format!("server {name}: `verify {v}`: lb-proxy checks with `verify none` only")
+                    format!("{what}: `verify {v}`: lb-proxy checks with `verify none` only")
                 }
-                ServerOption::Weight | ServerOption::Rise | ServerOption::Fall => {
-                    format!("server {name}: `{opt} {v}` is out of range")
+                ServerOption::Weight
+                | ServerOption::Rise
+                | ServerOption::Fall
+                | ServerOption::ErrorLimit => {
+                    format!("{what}: `{opt} {v}` is out of range")
                 }
                 ServerOption::Inter
                 | ServerOption::FastInter
                 | ServerOption::DownInter
                 | ServerOption::SlowStart => {
-                    format!("server {name}: `{opt} {v}` is not a duration")
+                    format!("{what}: `{opt} {v}` is not a duration")
                 }
+                ServerOption::Observe => format!(
+                    "{what}: `observe {v}`: lb-proxy forwards TCP and observes layer4 (or none) only"
+                ),
+                ServerOption::OnError => format!(
+                    "{what}: `on-error {v}`: one of fastinter, fail-check, sudden-death, mark-down"
+                ),
                 ServerOption::OnMarkedDown | ServerOption::InitState => {
-                    format!("server {name}: `{opt} {v}` is not supported")
+                    format!("{what}: `{opt} {v}` is not supported")
                 }
             };
             self.errors.push(at, why);
@@ -547,7 +727,28 @@ fn server_defaults(name: &str, address: SocketAddr, at: &Location) -> Server {
         slowstart: None,
         shutdown_sessions_on_down: false,
         init_state: InitState::Up,
+        observe: false,
+        error_limit: 10,
+        on_error: OnError::FailCheck,
         location: at.clone(),
+    }
+}
+
+/// `race-connect DELAY [losses N]` or `race-connect off`, after the keyword.
+fn race(w: &[String]) -> Result<Option<Race>, &'static str> {
+    let usage = "race-connect takes a delay (`150ms`) and optionally `losses N`, or `off`";
+    match w {
+        [off] if off == "off" => Ok(None),
+        [delay, rest @ ..] => {
+            let delay = duration(delay).filter(|d| !d.is_zero()).ok_or(usage)?;
+            let losses = match rest {
+                [] => 3,
+                [kw, n] if kw == "losses" => n.parse().map_err(|_| usage)?,
+                _ => return Err(usage),
+            };
+            Ok(Some(Race { delay, losses }))
+        }
+        [] => Err(usage),
     }
 }
 
@@ -575,6 +776,9 @@ enum ServerOption {
     SlowStart,
     OnMarkedDown,
     InitState,
+    Observe,
+    ErrorLimit,
+    OnError,
 }
 
 impl ServerOption {
@@ -590,6 +794,9 @@ impl ServerOption {
             "slowstart" => ServerOption::SlowStart,
             "on-marked-down" => ServerOption::OnMarkedDown,
             "init-state" => ServerOption::InitState,
+            "observe" => ServerOption::Observe,
+            "error-limit" => ServerOption::ErrorLimit,
+            "on-error" => ServerOption::OnError,
             _ => return None,
         })
     }
@@ -598,12 +805,16 @@ impl ServerOption {
     fn needs(self) -> &'static str {
         match self {
             ServerOption::Verify => "none",
-            ServerOption::Weight | ServerOption::Rise | ServerOption::Fall => "a number",
+            ServerOption::Weight
+            | ServerOption::Rise
+            | ServerOption::Fall
+            | ServerOption::ErrorLimit => "a number",
             ServerOption::Inter
             | ServerOption::FastInter
             | ServerOption::DownInter
             | ServerOption::SlowStart => "a duration",
-            ServerOption::OnMarkedDown => "an action",
+            ServerOption::OnMarkedDown | ServerOption::OnError => "an action",
+            ServerOption::Observe => "a layer",
             ServerOption::InitState => "a state",
         }
     }
@@ -650,6 +861,81 @@ mod tests {
             "t:2: server x: unknown option `backup`",
             "t:2: server x: `on-marked-down drain` is not supported",
             "t:2: server x: `weight` needs a number",
+        ] {
+            assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
+        }
+    }
+
+    #[test]
+    fn retries_redispatch_and_passive_health() {
+        let text = "defaults\n  option redispatch\n  retry-on conn-failure empty-response\n  \
+                    default-server observe layer4 error-limit 2 on-error sudden-death inter 3s\n\
+                    #lb-proxy: race-connect 150ms losses 4\n\
+                    backend a\n  default-server on-error mark-down\n  \
+                    server s 192.0.2.1:80 check error-limit 1\n\
+                    backend b\n  option redispatch 2\n  retry-on none\n  \
+                    #lb-proxy: race-connect off\n  server s 192.0.2.1:80\n\
+                    backend c\n  option redispatch -2\n  retry-on all-retryable-errors\n\
+                    backend d\n  option redispatch\n  no option redispatch\n";
+        let mut errors = Errors::default();
+        let c = config(text, "t", &mut errors);
+        assert!(errors.0.is_empty(), "{errors}");
+        let a = c.proxy("a").unwrap();
+        assert_eq!(a.redispatch, Some(-1));
+        assert!(a.retry_on.conn_failure && a.retry_on.empty_response);
+        assert!(!a.retry_on.response_timeout);
+        assert_eq!(
+            a.race,
+            Some(Race {
+                delay: Duration::from_millis(150),
+                losses: 4
+            })
+        );
+        let s = &a.servers[0];
+        assert!(s.observe && s.check);
+        assert_eq!((s.error_limit, s.on_error), (1, OnError::MarkDown));
+        assert_eq!(
+            s.inter,
+            Duration::from_secs(3),
+            "from the defaults' default-server"
+        );
+        let b = c.proxy("b").unwrap();
+        assert_eq!(
+            (b.redispatch, b.retry_on, b.race),
+            (Some(2), RetryOn::NONE, None)
+        );
+        assert_eq!(b.servers[0].on_error, OnError::SuddenDeath, "defaults only");
+        let cc = c.proxy("c").unwrap();
+        assert_eq!((cc.redispatch, cc.retry_on), (Some(-2), RetryOn::ALL));
+        assert_eq!(c.proxy("d").unwrap().redispatch, None);
+    }
+
+    #[test]
+    fn bad_values_of_the_retry_and_passive_keywords() {
+        let text = "defaults\n  option redispatch x\n  retry-on conn-failure sometimes\n  \
+                    retry-on none conn-failure\n  retry-on\n  no option httplog\n\
+                    #lb-proxy: race-connect 0\n#lb-proxy: race-connect 1s losses x\n\
+                    #lb-proxy: race-to-the-bottom\n\
+                    backend b\n  default-server observe layer7 error-limit 0 on-error explode\n  \
+                    server s 192.0.2.1:80 on-error\n\
+                    frontend f\n  bind :80\n  default-server check\n";
+        let mut errors = Errors::default();
+        config(text, "t", &mut errors);
+        let errors = errors.to_string();
+        for want in [
+            "t:2: `option redispatch` takes at most one whole number",
+            "t:3: `retry-on sometimes`: lb-proxy reads conn-failure",
+            "t:4: `retry-on none` takes no other keyword",
+            "t:5: `retry-on` needs at least one keyword",
+            "t:6: `no option httplog`: lb-proxy reads `no option redispatch` only",
+            "t:7: `#lb-proxy: race-connect 0`: race-connect takes a delay",
+            "t:8: `#lb-proxy: race-connect 1s losses x`: race-connect takes a delay",
+            "t:9: unknown lb-proxy keyword `race-to-the-bottom`",
+            "t:11: default-server: `observe layer7`: lb-proxy forwards TCP and observes layer4",
+            "t:11: default-server: `error-limit 0` is out of range",
+            "t:11: default-server: `on-error explode`: one of fastinter, fail-check, sudden-death, mark-down",
+            "t:12: server s: `on-error` needs an action",
+            "t:15: unknown keyword `default-server` in a frontend",
         ] {
             assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
         }

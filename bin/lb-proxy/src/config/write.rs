@@ -6,7 +6,10 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::model::{Bind, Config, InitState, Kind, Mode, Proxy, Server, Timeouts};
+use super::model::{
+    Bind, Config, InitState, Kind, Mode, OnError, Proxy, Race, RetryOn, Server, Timeouts,
+};
+use super::parse::EXTENSION;
 
 /// The settings every proxy has in common.
 #[derive(Debug, Default)]
@@ -14,7 +17,10 @@ struct Shared {
     mode: Option<Mode>,
     maxconn: Option<u32>,
     retries: Option<u32>,
-    redispatch: bool,
+    redispatch: Option<Option<i32>>,
+    retry_on: Option<RetryOn>,
+    race: Option<Option<Race>>,
+    replay: Option<bool>,
     timeouts: Timeouts,
 }
 
@@ -29,7 +35,10 @@ fn shared(proxies: &[Proxy]) -> Shared {
         mode: same(proxies, |p| p.mode),
         maxconn: same(proxies, |p| p.maxconn).flatten(),
         retries: same(proxies, |p| p.retries),
-        redispatch: same(proxies, |p| p.redispatch).unwrap_or(false),
+        redispatch: same(proxies, |p| p.redispatch),
+        retry_on: same(proxies, |p| p.retry_on),
+        race: same(proxies, |p| p.race),
+        replay: same(proxies, |p| p.replay_unanswered),
         timeouts: Timeouts {
             connect: t(|t| t.connect),
             client: t(|t| t.client),
@@ -88,8 +97,17 @@ pub fn write(c: &Config) -> String {
     if let Some(n) = d.retries {
         let _ = writeln!(out, "  retries {n}");
     }
-    if d.redispatch {
-        out.push_str("  option redispatch\n");
+    if let Some(r) = d.redispatch {
+        redispatch(&mut out, r);
+    }
+    if let Some(r) = d.retry_on {
+        retry_on(&mut out, r);
+    }
+    if let Some(r) = d.race {
+        race(&mut out, r);
+    }
+    if let Some(r) = d.replay {
+        replay(&mut out, r);
     }
     for (name, t) in timeouts(&d.timeouts) {
         if let Some(t) = t {
@@ -100,6 +118,43 @@ pub fn write(c: &Config) -> String {
         proxy(&mut out, p, &d);
     }
     out
+}
+
+/// `option redispatch [N]` (nothing when off: haproxy's default).
+fn redispatch(out: &mut String, r: Option<i32>) {
+    match r {
+        None => {}
+        Some(-1) => out.push_str("  option redispatch\n"),
+        Some(n) => {
+            let _ = writeln!(out, "  option redispatch {n}");
+        }
+    }
+}
+
+/// `retry-on` when it is not haproxy's default.
+fn retry_on(out: &mut String, r: RetryOn) {
+    if r != RetryOn::default() {
+        let _ = writeln!(out, "  retry-on {}", r.words().join(" "));
+    }
+}
+
+/// lb-proxy's `race-connect`, in a comment to haproxy.
+fn race(out: &mut String, r: Option<Race>) {
+    if let Some(r) = r {
+        let _ = writeln!(
+            out,
+            "  {EXTENSION} race-connect {} losses {}",
+            duration(r.delay),
+            r.losses
+        );
+    }
+}
+
+/// lb-proxy's `replay-unanswered`, when on, in a comment to haproxy.
+fn replay(out: &mut String, on: bool) {
+    if on {
+        let _ = writeln!(out, "  {EXTENSION} replay-unanswered on");
+    }
 }
 
 /// haproxy's time format, in the largest unit that is exact.
@@ -173,6 +228,15 @@ fn server(out: &mut String, s: &Server) {
     if s.init_state != InitState::Up {
         let _ = write!(out, " init-state {}", s.init_state.as_str());
     }
+    if s.observe {
+        out.push_str(" observe layer4");
+    }
+    if s.error_limit != 10 {
+        let _ = write!(out, " error-limit {}", s.error_limit);
+    }
+    if s.on_error != OnError::FailCheck {
+        let _ = write!(out, " on-error {}", s.on_error.as_str());
+    }
     out.push('\n');
 }
 
@@ -192,8 +256,17 @@ fn proxy(out: &mut String, p: &Proxy, d: &Shared) {
     if d.retries != Some(p.retries) {
         let _ = writeln!(out, "  retries {}", p.retries);
     }
-    if p.redispatch && !d.redispatch {
-        out.push_str("  option redispatch\n");
+    if d.redispatch.is_none() {
+        redispatch(out, p.redispatch);
+    }
+    if d.retry_on.is_none() {
+        retry_on(out, p.retry_on);
+    }
+    if d.race.is_none() {
+        race(out, p.race);
+    }
+    if d.replay.is_none() {
+        replay(out, p.replay_unanswered);
     }
     for ((name, t), (_, shared)) in timeouts(&p.timeouts).into_iter().zip(timeouts(&d.timeouts)) {
         if let (Some(t), None) = (t, shared) {
@@ -246,6 +319,42 @@ fn proxy(out: &mut String, p: &Proxy, d: &Shared) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without the places, which writing does not keep.
+    fn placeless(mut c: Config) -> Config {
+        for p in &mut c.proxies {
+            p.location = Default::default();
+            p.servers
+                .iter_mut()
+                .for_each(|s| s.location = Default::default());
+        }
+        c
+    }
+
+    #[test]
+    fn retries_redispatch_races_and_passive_health_read_back_the_same() {
+        let text = "defaults\n  retry-on conn-failure response-timeout\n\
+                    backend a\n  option redispatch 1\n  #lb-proxy: race-connect 150ms losses 2\n  \
+                    #lb-proxy: replay-unanswered on\n  \
+                    server s 192.0.2.1:80 check observe layer4 error-limit 1 on-error mark-down\n\
+                    backend b\n  option redispatch\n  server s 192.0.2.1:80 check observe layer4\n\
+                    backend c\n  server s 192.0.2.1:80 on-error fastinter\n";
+        let c = crate::config::parse_str(text, "t").unwrap();
+        let written = write(&c);
+        for line in [
+            "  retry-on conn-failure response-timeout\n",
+            "  option redispatch 1\n",
+            "  #lb-proxy: race-connect 150ms losses 2\n",
+            "  #lb-proxy: replay-unanswered on\n",
+            " observe layer4 error-limit 1 on-error mark-down\n",
+            "backend b\n  option redispatch\n",
+            " on-error fastinter\n",
+        ] {
+            assert!(written.contains(line), "{line:?} in:\n{written}");
+        }
+        let again = crate::config::parse_str(&written, "w").unwrap();
+        assert_eq!(placeless(again), placeless(c));
+    }
 
     #[test]
     fn durations_in_the_largest_exact_unit() {

@@ -4,8 +4,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
-use super::table::{lock, Backend, Table};
+use super::table::{lock, Backend, Server, Table};
 use crate::health::{first_delay, Change};
 
 /// Starts a check task for every checked server of `table` in `tasks` (which the caller
@@ -21,27 +22,49 @@ pub fn start(table: &Table, tasks: &mut JoinSet<()>) {
                 tokio::time::sleep(first_delay(index, count, server.cfg.inter)).await;
                 loop {
                     check_once(&backend, &server).await;
-                    let next = {
-                        let h = lock(&server.health);
-                        h.interval(server.cfg.inter, server.cfg.fastinter, server.cfg.downinter)
-                    };
-                    tokio::time::sleep(next).await;
+                    wait_next(&server).await;
                 }
             });
         }
     }
 }
 
-async fn check_once(backend: &Backend, server: &super::table::Server) {
+/// The time to the next check, as the counter says; brought forward to `fastinter` from now
+/// when passive health asks (haproxy wakes the check task then).
+async fn wait_next(server: &Server) {
+    let interval = || {
+        let h = lock(&server.health);
+        h.interval(server.cfg.inter, server.cfg.fastinter, server.cfg.downinter)
+    };
+    let mut deadline = Instant::now() + interval();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => return,
+            () = server.hurry.notified() => {
+                deadline = deadline.min(Instant::now() + interval());
+            }
+        }
+    }
+}
+
+async fn check_once(backend: &Backend, server: &Server) {
     let inter = server.cfg.inter;
     // haproxy: with `timeout check`, connecting may take min(timeout connect, inter) and
     // the answer `timeout check`; without it, `inter` bounds the whole check.
-    let (connect, answer) = match backend.check_timeout {
-        Some(t) => (backend.connect.min(inter), t),
-        None => (inter, std::time::Duration::ZERO),
+    let connect = match backend.check_timeout {
+        Some(_) => backend.connect.min(inter),
+        None => inter,
     };
-    let result = backend.probe.run(server.cfg.address, connect, answer).await;
-    let change = lock(&server.health).record(result.is_ok());
+    let result = (backend.probe)
+        .run(server.cfg.address, connect, backend.check_timeout)
+        .await;
+    let change = {
+        let mut health = lock(&server.health);
+        if result.is_ok() {
+            lock(&server.passive).check_passed();
+        }
+        health.record(result.is_ok())
+    };
     let name = format!("{}/{}", backend.name, server.cfg.name);
     match &result {
         Ok(()) => lock(&server.last_check).clear(),

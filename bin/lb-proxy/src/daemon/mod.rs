@@ -1,7 +1,9 @@
 //! `lb-proxy run`: the proxies of a configuration at work.
 //!
 //! - [`table`]: what is served, rebuilt on reload with the servers' live state kept.
-//! - [`session`]: TCP frontends: accept, connect (retries, redispatch), forward.
+//! - [`session`]: TCP frontends: accept, connect, forward; [`connect`]: retries, redispatch,
+//!   connect races; [`replay`]: the client's first bytes again to another server when a
+//!   server closes without answering.
 //! - [`checks`]: one health-check task per checked server.
 //! - [`web`] and [`stats`]: monitor URIs and the stats page.
 //! - [`redirect`]: VIP:6443 to the frontend while a server is UP.
@@ -11,7 +13,9 @@
 //! accepting and exits when the last connection has ended (haproxy's soft stop).
 
 pub mod checks;
+pub mod connect;
 pub mod redirect;
+pub mod replay;
 pub mod session;
 pub mod stats;
 pub mod table;

@@ -1,6 +1,6 @@
 //! A TCP frontend at work: accept while below `maxconn` (the rest waits in the kernel's
-//! backlog, as with haproxy), pick a server, connect with haproxy's retries and redispatch,
-//! then forward until both sides are done.
+//! backlog, as with haproxy), pick a server and connect ([`super::connect`], or
+//! [`super::replay`]), then forward until both sides are done.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -9,7 +9,9 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use super::table::{Backend, Frontend, Server, Table};
+use super::connect::connect;
+use super::replay;
+use super::table::{Backend, Frontend, Table};
 use crate::forward::{self, End, Idle, Transfer};
 
 /// Accepts on `listener` for the frontend called `name`, reading the current table from
@@ -106,8 +108,13 @@ impl Drop for Live {
 }
 
 /// One client connection.
-async fn session(client: TcpStream, frontend: &Frontend, backend: &Backend, copy: Transfer) {
-    let Some((server, upstream)) = connect(backend).await else {
+async fn session(mut client: TcpStream, frontend: &Frontend, backend: &Backend, copy: Transfer) {
+    let connected = if backend.replay {
+        replay::first_exchange(&mut client, backend).await
+    } else {
+        connect(backend).await
+    };
+    let Some((server, upstream)) = connected else {
         return;
     };
     server.sessions.fetch_add(1, Ordering::Relaxed);
@@ -130,37 +137,4 @@ async fn session(client: TcpStream, frontend: &Frontend, backend: &Backend, copy
     };
     server.active.fetch_sub(1, Ordering::Relaxed);
     tracing::trace!("{}/{}: {end:?}", backend.name, server.cfg.name);
-}
-
-/// Connects to a server of `backend` the way haproxy does: `retries` more attempts after a
-/// failed one, a turn-around pause of min(`timeout connect`, 1 s) before retrying the same
-/// server, and with `option redispatch` the last retry going to another server. None when
-/// no server is UP or every attempt failed: the client is closed.
-async fn connect(backend: &Backend) -> Option<(Arc<Server>, TcpStream)> {
-    let mut server = backend.pick(None)?;
-    for attempt in 0..=backend.retries {
-        let error =
-            match tokio::time::timeout(backend.connect, TcpStream::connect(server.cfg.address))
-                .await
-            {
-                Ok(Ok(s)) => {
-                    let _ = s.set_nodelay(true);
-                    return Some((server, s));
-                }
-                Ok(Err(e)) => e.to_string(),
-                Err(_) => format!("no answer within {:?}", backend.connect),
-            };
-        server.connect_errors.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!("{}/{}: connect: {error}", backend.name, server.cfg.name);
-        if attempt == backend.retries {
-            break;
-        }
-        if backend.redispatch && attempt + 1 == backend.retries {
-            server = backend.pick(Some(&server)).unwrap_or(server);
-        } else {
-            tokio::time::sleep(backend.connect.min(Duration::from_secs(1))).await;
-        }
-    }
-    tracing::warn!("{}: no server could be reached", backend.name);
-    None
 }

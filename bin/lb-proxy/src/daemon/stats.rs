@@ -104,8 +104,16 @@ pub struct ServerStats {
     pub health_max: u32,
     /// Why the last check failed, or "" when it passed.
     pub last_check: String,
+    /// Why passive health last acted (`observe layer4`, connect races), or "".
+    pub last_passive: String,
     /// Its name.
     pub name: String,
+    /// Times passive health acted (haproxy's `hanafail`).
+    pub passive_actions_total: u64,
+    /// Times passive health marked it DOWN.
+    pub passive_downs_total: u64,
+    /// Connect races it lost.
+    pub races_lost_total: u64,
     /// Connections in all.
     pub sessions_total: u64,
     /// UP or DOWN.
@@ -168,7 +176,11 @@ impl ServerStats {
             health: lock(&s.health).value(),
             health_max: s.cfg.rise.max(1) + s.cfg.fall.max(1) - 1,
             last_check: lock(&s.last_check).clone(),
+            last_passive: lock(&s.last_passive).clone(),
             name: s.cfg.name.clone(),
+            passive_actions_total: s.passive_actions.load(Ordering::Relaxed),
+            passive_downs_total: s.passive_downs.load(Ordering::Relaxed),
+            races_lost_total: s.races_lost.load(Ordering::Relaxed),
             sessions_total: s.sessions.load(Ordering::Relaxed),
             status: if s.is_up() { Status::Up } else { Status::Down },
             weight: s.cfg.weight,
@@ -217,6 +229,16 @@ pub fn text(table: &Table, hide_version: bool) -> String {
                 s.check_failures_total,
                 s.last_check
             );
+            if s.passive_actions_total > 0 || s.races_lost_total > 0 {
+                let _ = writeln!(
+                    out,
+                    "    passive: {} action(s), {} DOWN, {} race(s) lost; last: {}",
+                    s.passive_actions_total,
+                    s.passive_downs_total,
+                    s.races_lost_total,
+                    s.last_passive
+                );
+            }
         }
     }
     out
@@ -289,7 +311,7 @@ const BACKEND_METRICS: [Metric<BackendStats>; 1] = [gauge(
     |b| b.active_servers as u64,
 )];
 
-const SERVER_METRICS: [Metric<ServerStats>; 9] = [
+const SERVER_METRICS: [Metric<ServerStats>; 12] = [
     gauge(
         "haproxy_server_status",
         "1 when the server is UP, 0 when DOWN.",
@@ -331,6 +353,21 @@ const SERVER_METRICS: [Metric<ServerStats>; 9] = [
     counter("haproxy_server_bytes_out_total", "Bytes to clients.", |s| {
         s.bytes_out_total
     }),
+    counter(
+        "lb_proxy_server_passive_actions_total",
+        "Times passive health acted (observe + on-error, connect races; haproxy's hanafail).",
+        |s| s.passive_actions_total,
+    ),
+    counter(
+        "lb_proxy_server_passive_down_total",
+        "Times passive health marked the server DOWN.",
+        |s| s.passive_downs_total,
+    ),
+    counter(
+        "lb_proxy_server_connect_races_lost_total",
+        "Connect races the server lost (lb-proxy's race-connect).",
+        |s| s.races_lost_total,
+    ),
 ];
 
 const UPTIME: Metric<Snapshot> = gauge(

@@ -7,14 +7,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 
 use crate::balance::{effective_weight, RoundRobin};
-use crate::config::model::{Bind, MonitorFail, Stats};
+use crate::config::model::{Bind, MonitorFail, Race, Stats};
 use crate::config::{self, Config, Kind, Mode, Proxy};
 use crate::forward::{Idle, Moved};
-use crate::health::{Health, Probe};
+use crate::health::{Change, Event, Health, Passive, Probe};
 
 /// haproxy's frontend `maxconn` when nothing sets it.
 pub const DEFAULT_MAXCONN: u32 = 2000;
@@ -46,12 +46,38 @@ pub struct Server {
     pub moved: Moved,
     /// Bumped when it goes DOWN, for `on-marked-down shutdown-sessions`.
     pub down_epoch: watch::Sender<u64>,
+    /// Passive health: what client connections say (locked after `health`).
+    pub passive: Mutex<Passive>,
+    /// Told when passive health wants the next check sooner (`fastinter`).
+    pub hurry: Notify,
+    /// Times passive health acted (`on-error`, races lost).
+    pub passive_actions: AtomicU64,
+    /// Times passive health marked it DOWN.
+    pub passive_downs: AtomicU64,
+    /// Why passive health last acted, or "".
+    pub last_passive: Mutex<String>,
+    /// Connect races it lost (another server connected first).
+    pub races_lost: AtomicU64,
 }
 
 impl Server {
-    fn new(cfg: config::Server) -> Server {
+    fn new(cfg: config::Server, race: Option<Race>) -> Server {
         let health = Health::new(cfg.rise, cfg.fall, cfg.init_state);
+        // Passive health needs checks: without them nothing would bring the server back.
+        let race_losses = race.filter(|_| cfg.check).map_or(0, |r| r.losses);
+        let passive = Passive::new(
+            cfg.observe && cfg.check,
+            cfg.error_limit,
+            cfg.on_error,
+            race_losses,
+        );
         Server {
+            passive: Mutex::new(passive),
+            hurry: Notify::new(),
+            passive_actions: AtomicU64::new(0),
+            passive_downs: AtomicU64::new(0),
+            last_passive: Mutex::new(String::new()),
+            races_lost: AtomicU64::new(0),
             up: AtomicBool::new(health.is_up()),
             health: Mutex::new(health),
             // A server that starts UP is not slow-started.
@@ -87,6 +113,35 @@ impl Server {
         }
     }
 
+    /// Applies what a client connection told about the server (`backend` names it in logs).
+    pub fn observe(&self, event: Event, backend: &str) {
+        if event == Event::RaceLost {
+            self.races_lost.fetch_add(1, Ordering::Relaxed);
+        }
+        let verdict = {
+            let mut health = lock(&self.health);
+            lock(&self.passive).observe(event, &mut health)
+        };
+        let Some(reason) = verdict.reason else {
+            return;
+        };
+        self.passive_actions.fetch_add(1, Ordering::Relaxed);
+        *lock(&self.last_passive) = reason.to_string();
+        let name = &self.cfg.name;
+        match verdict.change {
+            Change::Down => {
+                self.set_up(false);
+                self.passive_downs.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!("server {backend}/{name} is DOWN (passive): {reason}");
+            }
+            Change::Up | Change::None => {
+                tracing::info!("server {backend}/{name}: passive health: {reason}");
+            }
+        }
+        // haproxy forces fastinter after every action.
+        self.hurry.notify_one();
+    }
+
     /// The weight round robin uses now.
     pub fn weight(&self) -> u32 {
         let up_for = self.is_up().then(|| lock(&self.up_since).elapsed());
@@ -94,10 +149,11 @@ impl Server {
     }
 
     /// Same server, same checks: its state can carry over a reload.
-    fn same(&self, cfg: &config::Server) -> bool {
+    fn same(&self, cfg: &config::Server, race: Option<Race>) -> bool {
         let mut a = self.cfg.clone();
         a.location = cfg.location.clone();
-        a == *cfg
+        let losses = race.filter(|_| cfg.check).map_or(0, |r| r.losses);
+        a == *cfg && lock(&self.passive).race_losses == losses
     }
 }
 
@@ -116,8 +172,14 @@ pub struct Backend {
     rotation: Mutex<RoundRobin>,
     /// `retries`.
     pub retries: u32,
-    /// `option redispatch`.
-    pub redispatch: bool,
+    /// `option redispatch [N]`.
+    pub redispatch: Option<i32>,
+    /// `retry-on conn-failure` (haproxy's default): a failed connect is retried.
+    pub retry_connect: bool,
+    /// lb-proxy's connect race.
+    pub race: Option<Race>,
+    /// lb-proxy's `replay-unanswered`.
+    pub replay: bool,
     /// `timeout connect` (haproxy's default: none; 5 s here rather than forever).
     pub connect: Duration,
     /// The probe every checked server gets.
@@ -138,13 +200,13 @@ impl Backend {
                 .find(|b| b.name == p.name)?
                 .servers
                 .iter()
-                .find(|s| s.cfg.name == cfg.name && s.same(cfg))
+                .find(|s| s.cfg.name == cfg.name && s.same(cfg, p.race))
                 .cloned()
         };
         let servers = p
             .servers
             .iter()
-            .map(|s| old_server(s).unwrap_or_else(|| Arc::new(Server::new(s.clone()))))
+            .map(|s| old_server(s).unwrap_or_else(|| Arc::new(Server::new(s.clone(), p.race))))
             .collect();
         let tls = p.servers.iter().any(|s| s.check_ssl);
         Backend {
@@ -153,6 +215,9 @@ impl Backend {
             rotation: Mutex::new(RoundRobin::default()),
             retries: p.retries,
             redispatch: p.redispatch,
+            retry_connect: p.retry_on.conn_failure,
+            race: p.race,
+            replay: p.replay_unanswered,
             connect: p.timeouts.connect.unwrap_or(Duration::from_secs(5)),
             probe: Probe::new(p.httpchk.as_ref(), tls),
             check_timeout: p.timeouts.check,
