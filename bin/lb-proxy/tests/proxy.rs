@@ -192,7 +192,9 @@ fn slow_start_weight(up_for: Duration) -> u64 {
     if up_for >= SLOWSTART {
         return 16;
     }
-    let ramped = (16 * up_for.as_micros()).div_ceil(SLOWSTART.as_micros());
+    // In whole milliseconds, as lb-proxy ramps (balance::effective_weight): in microseconds
+    // a read 0.4 ms past a step wanted the next weight already.
+    let ramped = (16 * up_for.as_millis()).div_ceil(SLOWSTART.as_millis());
     u64::try_from(ramped).unwrap().clamp(1, 16)
 }
 
