@@ -192,9 +192,9 @@ fn slow_start_weight(up_for: Duration) -> u64 {
     if up_for >= SLOWSTART {
         return 16;
     }
-    // In whole milliseconds, as lb-proxy ramps (balance::effective_weight): in microseconds
-    // a read 0.4 ms past a step wanted the next weight already.
-    let ramped = (16 * up_for.as_millis()).div_ceil(SLOWSTART.as_millis());
+    // In microseconds, as lb-proxy ramps (balance::effective_weight): with whole milliseconds
+    // on one side only, a read 0.4 ms past a step wants the other side's next weight.
+    let ramped = (16 * up_for.as_micros()).div_ceil(SLOWSTART.as_micros());
     u64::try_from(ramped).unwrap().clamp(1, 16)
 }
 
