@@ -179,14 +179,19 @@ fn check_format(root: &Path, format: &Path) -> Result<bool, StoreError> {
                 let name = e.file_name();
                 name != "lock" && !name.as_bytes().starts_with(b".")
             });
-            if foreign {
-                Err(corrupt(
-                    format,
-                    "missing in a directory that is not empty: not an ipam store",
-                ))
-            } else {
-                Ok(false)
+            if !foreign {
+                return Ok(false);
             }
+            // Another command may have made the store between the two looks: it writes FORMAT
+            // (renamed into place) before anything else, so FORMAT read after the listing
+            // tells a store in the making from a directory that is not one.
+            if format.exists() {
+                return check_format(root, format);
+            }
+            Err(corrupt(
+                format,
+                "missing in a directory that is not empty: not an ipam store",
+            ))
         }
         Err(e) => Err(io(format, "reading")(e)),
     }
