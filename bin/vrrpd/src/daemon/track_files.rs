@@ -75,12 +75,18 @@ pub fn init(f: &TrackFile) {
 /// Reads every tracked file until the receiver goes away, reporting `(name, value)` at once
 /// and whenever the value changes.
 pub async fn watch(files: Vec<TrackFile>, tx: UnboundedSender<(String, i64)>) {
-    let mut last: BTreeMap<String, i64> = BTreeMap::new();
+    // The last reading of each file (None: no 32-bit value), so that each change is logged once
+    // and a file that stays unreadable does not log twice a second.
+    let mut last: BTreeMap<String, Option<i64>> = BTreeMap::new();
     let mut tick = tokio::time::interval(POLL);
     loop {
         tick.tick().await;
         for f in &files {
-            let Some(v) = read(f) else {
+            let reading = read(f);
+            if last.insert(f.name.clone(), reading) == Some(reading) {
+                continue;
+            }
+            let Some(v) = reading else {
                 tracing::info!(
                     "track_file {}: {} holds no 32-bit value: ignored",
                     f.name,
@@ -88,11 +94,9 @@ pub async fn watch(files: Vec<TrackFile>, tx: UnboundedSender<(String, i64)>) {
                 );
                 continue;
             };
-            if last.insert(f.name.clone(), v) != Some(v) {
-                tracing::info!("track_file {}: {} holds {v}", f.name, f.path);
-                if tx.send((f.name.clone(), v)).is_err() {
-                    return;
-                }
+            tracing::info!("track_file {}: {} holds {v}", f.name, f.path);
+            if tx.send((f.name.clone(), v)).is_err() {
+                return;
             }
         }
     }
