@@ -42,6 +42,24 @@ pub struct Etcd {
     starts: usize,
 }
 
+/// Whether every thread of process `pid` is in the stopped state (`T` in `/proc/PID/task/*/stat`).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        std::fs::read_to_string(task.path().join("stat"))
+            .ok()
+            .and_then(|stat| {
+                // The state follows the command name, which is in parentheses and may hold any
+                // character: look after the last ')'.
+                let (_, rest) = stat.rsplit_once(')')?;
+                rest.split_whitespace().next().map(|state| state == "T")
+            })
+            .unwrap_or(false)
+    })
+}
+
 /// A port on 127.0.0.1 that was free a moment ago.
 fn free_port() -> Result<SocketAddr, LabError> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
@@ -148,8 +166,21 @@ impl Etcd {
 
     /// Freezes the server (SIGSTOP): connections stay open and nothing answers, as with a
     /// member that hangs. [`Etcd::resume`] thaws it.
+    ///
+    /// `kill` returns once the signal is queued; each thread stops when it next passes through
+    /// the kernel, and on a loaded machine one may still answer a request after that. So this
+    /// returns only when every thread of the server is seen stopped.
     pub fn pause(&self) -> Result<(), LabError> {
-        self.signal(Signal::SIGSTOP)
+        self.signal(Signal::SIGSTOP)?;
+        let pid = self.daemon.as_ref().map(Daemon::pid).unwrap_or_default();
+        wait_for(START_TIMEOUT, Duration::from_millis(1), || {
+            all_threads_stopped(pid)
+        })
+        .map(|_| ())
+        .ok_or_else(|| LabError::Io {
+            what: format!("stop etcd on {} (pid {pid})", self.client),
+            source: std::io::Error::other("its threads still run after SIGSTOP"),
+        })
     }
 
     /// Thaws a paused server (SIGCONT).
