@@ -6,7 +6,7 @@
 //! - [`range`]: address arithmetic and the [`range::Space`] a pool hands addresses out from.
 //! - [`alloc`]: the allocator: reserve, share, release, never an address twice.
 //! - [`netconfig`]: NetConfig networks and IPSet requests (network.openstack.org).
-//! - [`pool`]: MetalLB IPAddressPools and sharing keys.
+//! - [`pool`]: MetalLB IPAddressPools and sharing keys; [`l2adv`]: L2Advertisements.
 //! - [`cni`]: the CNI IPAM plugin.
 //! - [`store`]: where reservations live: a locked directory, or etcd.
 
@@ -14,6 +14,7 @@ pub mod alloc;
 pub mod cli;
 pub mod cni;
 pub mod commands;
+pub mod l2adv;
 pub mod netconfig;
 pub mod pool;
 pub mod range;

@@ -45,6 +45,9 @@ pub struct Metadata {
     /// Its namespace.
     #[serde(default)]
     pub namespace: Option<String>,
+    /// Its labels (what an L2Advertisement's `ipAddressPoolSelectors` match).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// A NetConfig's networks.
@@ -179,7 +182,7 @@ pub(crate) fn parse_object<S: serde::de::DeserializeOwned>(
             object.kind.unwrap_or_default()
         )]));
     }
-    let group = if kind == "IPAddressPool" {
+    let group = if kind == "IPAddressPool" || kind == "L2Advertisement" {
         "metallb.io"
     } else {
         "network.openstack.org"

@@ -39,6 +39,8 @@ pub struct AddressPool {
     pub auto_assign: bool,
     /// Where its addresses come from.
     pub pool: Pool,
+    /// Its labels (metadata.labels), for an L2Advertisement's `ipAddressPoolSelectors`.
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 impl AddressPool {
@@ -91,6 +93,7 @@ impl AddressPool {
                 order: Order::Lowest,
             },
             name: meta.name,
+            labels: meta.labels,
             auto_assign: spec.auto_assign,
         })
     }

@@ -52,6 +52,7 @@ pub struct EtcdStore {
     /// Every key starts with this (no trailing `/`).
     prefix: String,
     kv: KvClient,
+    watch: etcd_client::WatchClient,
     // Dropped last: the client's background tasks live on it.
     runtime: Runtime,
 }
@@ -212,6 +213,7 @@ impl EtcdStore {
             endpoint,
             prefix,
             kv: client.kv_client(),
+            watch: client.watch_client(),
             runtime,
         })
     }
@@ -222,6 +224,52 @@ impl EtcdStore {
 
     fn pool_prefix(&self, pool: &str) -> String {
         format!("{}/pools/{}/", self.prefix, escape(pool))
+    }
+
+    /// Starts watching the records of `pool`: every change after this call is seen by
+    /// [`Self::wait_change`].
+    pub fn watch_pool(&mut self, pool: &str) -> Result<etcd_client::WatchStream, StoreError> {
+        let prefix = self.ips_prefix(pool);
+        let options = etcd_client::WatchOptions::new().with_prefix();
+        run(
+            &self.runtime,
+            &self.endpoint,
+            || format!("watching pool {pool:?}"),
+            self.watch.watch(prefix, Some(options)),
+        )
+    }
+
+    /// Waits up to `timeout` for a change seen by `stream`: `true` for one, `false` for none.
+    pub fn wait_change(
+        &mut self,
+        stream: &mut etcd_client::WatchStream,
+        timeout: Duration,
+    ) -> Result<bool, StoreError> {
+        let endpoint = self.endpoint.clone();
+        let fail = |why: String| StoreError::Etcd {
+            endpoint: endpoint.clone(),
+            why,
+        };
+        self.runtime.block_on(async {
+            let deadline = tokio::time::Instant::now() + timeout;
+            loop {
+                let message = tokio::time::timeout_at(deadline, stream.message()).await;
+                match message {
+                    Err(_) => return Ok(false),
+                    Ok(Err(e)) => return Err(fail(format!("watching: {}", describe(&e)))),
+                    Ok(Ok(None)) => return Err(fail("the watch was closed".into())),
+                    Ok(Ok(Some(r))) if r.canceled() => {
+                        return Err(fail(format!(
+                            "the watch was cancelled: {}",
+                            r.cancel_reason()
+                        )))
+                    }
+                    // The first answer says the watch was created, with no events.
+                    Ok(Ok(Some(r))) if r.events().is_empty() => {}
+                    Ok(Ok(Some(_))) => return Ok(true),
+                }
+            }
+        })
     }
 
     fn ips_prefix(&self, pool: &str) -> String {

@@ -234,7 +234,12 @@ impl FileStore {
     }
 
     fn pool_dir(&self, pool: &str) -> PathBuf {
-        self.root.join("pools").join(escape(pool))
+        Self::pool_path(&self.root, pool)
+    }
+
+    /// The directory of `pool` in the store at `root` (which a watcher of the pool follows).
+    pub fn pool_path(root: &Path, pool: &str) -> PathBuf {
+        root.join("pools").join(escape(pool))
     }
 
     fn ip_path(&self, pool: &str, ip: IpAddr) -> PathBuf {

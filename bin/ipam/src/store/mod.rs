@@ -12,6 +12,7 @@
 
 pub mod etcd;
 pub mod file;
+pub mod follow;
 
 use std::fmt;
 use std::io;
