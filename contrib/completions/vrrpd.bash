@@ -241,7 +241,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__render)
-            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --config-id --verbose --quiet --help"
+            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --config-id --pool --l2advertisement --store --node --pool-cluster --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -280,6 +280,26 @@ _vrrpd() {
                     return 0
                     ;;
                 -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --l2advertisement)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool-cluster)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -291,7 +311,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__run)
-            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --config-id --state-dir --metrics --metrics-allow-remote --verbose --quiet --help"
+            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --config-id --pool --l2advertisement --store --node --pool-cluster --state-dir --metrics --metrics-allow-remote --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -330,6 +350,26 @@ _vrrpd() {
                     return 0
                     ;;
                 -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --l2advertisement)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool-cluster)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -41,10 +41,15 @@ complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l cluster -d 'The clus
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l role -d 'This node\'s role' -r -f -a "bootstrap\t'The temporary node that holds the API until the control plane is up'
 master\t'A control-plane node (`master` or `control-plane` in Kubernetes labels)'
 worker\t'A compute node; runs the Ingress routers'"
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l interface -d 'The interface that holds the VIPs' -r
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l interface -d 'The interface that holds the VIPs (the pool mode: one the L2Advertisement names; by default the first of those that exists here)' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks; the pool mode\'s nodes' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s i -l config-id -d 'The configuration id that the file\'s `@ID` and `@^ID` lines are compared with (keepalived\'s -i; default: the host name up to its first dot)' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l pool -d 'Pool mode: hold every address reserved from this MetalLB IPAddressPool in ipam\'s store, each a VRRP v3 instance (0.1 s adverts) unicast among the nodes of --nodes that the L2Advertisement selects, led by the node rendezvous hashing picks' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l l2advertisement -d 'Pool mode: the L2Advertisement (ipAddressPools, ipAddressPoolSelectors, nodeSelectors matched on the inventory\'s names and roles, interfaces)' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l store -d 'Pool mode: ipam\'s store (a directory, or etcd://HOST:PORT[,HOST:PORT...][/PREFIX]), followed live: a reservation made or released is held or let go within a second' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l node -d 'Pool mode: this node\'s name in --nodes (default: the host name up to its first dot)' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l pool-cluster -d 'Pool mode: the cluster\'s install-config.yaml, whose API and Ingress VRIDs the pool\'s instances avoid and whose VIPs the pool must not hold' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l state-dir -d 'Where one state file per instance (MASTER, BACKUP or FAULT) is written' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l metrics -d 'Serve Prometheus metrics at http://ADDR:PORT/metrics (a loopback address unless --metrics-allow-remote; the endpoint has no authentication)' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l unicast -d 'Send adverts to the other nodes (from --nodes) instead of multicast'
@@ -57,10 +62,15 @@ complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l cluster -d 'The c
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l role -d 'This node\'s role' -r -f -a "bootstrap\t'The temporary node that holds the API until the control plane is up'
 master\t'A control-plane node (`master` or `control-plane` in Kubernetes labels)'
 worker\t'A compute node; runs the Ingress routers'"
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l interface -d 'The interface that holds the VIPs' -r
-complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l interface -d 'The interface that holds the VIPs (the pool mode: one the L2Advertisement names; by default the first of those that exists here)' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l nodes -d 'The node inventory (ipi-nodes(5)): unicast peers and VIP checks; the pool mode\'s nodes' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l scripts-dir -d 'Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh, chk_ingress.sh: ipi-net\'s contrib/keepalived, on `lb-proxy check`) instead of /etc/keepalived\'s and curl' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s i -l config-id -d 'The configuration id that the file\'s `@ID` and `@^ID` lines are compared with (keepalived\'s -i; default: the host name up to its first dot)' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l pool -d 'Pool mode: hold every address reserved from this MetalLB IPAddressPool in ipam\'s store, each a VRRP v3 instance (0.1 s adverts) unicast among the nodes of --nodes that the L2Advertisement selects, led by the node rendezvous hashing picks' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l l2advertisement -d 'Pool mode: the L2Advertisement (ipAddressPools, ipAddressPoolSelectors, nodeSelectors matched on the inventory\'s names and roles, interfaces)' -r -F
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l store -d 'Pool mode: ipam\'s store (a directory, or etcd://HOST:PORT[,HOST:PORT...][/PREFIX]), followed live: a reservation made or released is held or let go within a second' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l node -d 'Pool mode: this node\'s name in --nodes (default: the host name up to its first dot)' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l pool-cluster -d 'Pool mode: the cluster\'s install-config.yaml, whose API and Ingress VRIDs the pool\'s instances avoid and whose VIPs the pool must not hold' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -l unicast -d 'Send adverts to the other nodes (from --nodes) instead of multicast'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand render" -s q -l quiet -d 'Less log output'

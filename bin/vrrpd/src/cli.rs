@@ -166,16 +166,18 @@ pub struct Metrics {
     pub allow_remote: bool,
 }
 
-/// A keepalived.conf, or the cluster description OpenShift would render one from.
+/// A keepalived.conf, the cluster description OpenShift would render one from, or a MetalLB
+/// pool whose reserved addresses are held (the pool mode).
 #[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("model").args(["cluster", "pool"])))]
 pub struct Source {
     /// A keepalived.conf (`-` for standard input).
     #[arg(
         short = 'f',
         long = "config",
         value_name = "FILE",
-        conflicts_with = "cluster",
-        required_unless_present = "cluster"
+        conflicts_with_all = ["cluster", "pool"],
+        required_unless_present_any = ["cluster", "pool"]
     )]
     pub config: Option<PathBuf>,
     /// The cluster's install-config.yaml.
@@ -184,14 +186,15 @@ pub struct Source {
     /// This node's role.
     #[arg(long, value_enum, requires = "cluster")]
     pub role: Option<Role>,
-    /// The interface that holds the VIPs.
-    #[arg(long, value_name = "IF", requires = "cluster")]
+    /// The interface that holds the VIPs (the pool mode: one the L2Advertisement names; by
+    /// default the first of those that exists here).
+    #[arg(long, value_name = "IF", requires = "model")]
     pub interface: Option<String>,
-    /// The node inventory (ipi-nodes(5)): unicast peers and VIP checks.
-    #[arg(long, value_name = "FILE", requires = "cluster")]
+    /// The node inventory (ipi-nodes(5)): unicast peers and VIP checks; the pool mode's nodes.
+    #[arg(long, value_name = "FILE", requires = "model")]
     pub nodes: Option<PathBuf>,
     /// Send adverts to the other nodes (from --nodes) instead of multicast.
-    #[arg(long, requires = "nodes")]
+    #[arg(long, requires = "cluster")]
     pub unicast: bool,
     /// Track scripts from this directory (chk_ocp_script.sh, chk_ocp_script_both.sh,
     /// chk_ingress.sh: ipi-net's contrib/keepalived, on `lb-proxy check`) instead of
@@ -207,6 +210,56 @@ pub struct Source {
         requires = "config"
     )]
     pub config_id: Option<String>,
+    /// Pool mode: hold every address reserved from this MetalLB IPAddressPool in ipam's store,
+    /// each a VRRP v3 instance (0.1 s adverts) unicast among the nodes of --nodes that the
+    /// L2Advertisement selects, led by the node rendezvous hashing picks.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "cluster",
+        requires_all = ["l2advertisement", "nodes"]
+    )]
+    pub pool: Option<PathBuf>,
+    /// Pool mode: the L2Advertisement (ipAddressPools, ipAddressPoolSelectors, nodeSelectors
+    /// matched on the inventory's names and roles, interfaces).
+    #[arg(long, value_name = "FILE", requires = "pool")]
+    pub l2advertisement: Option<PathBuf>,
+    /// Pool mode: ipam's store (a directory, or etcd://HOST:PORT[,HOST:PORT...][/PREFIX]),
+    /// followed live: a reservation made or released is held or let go within a second.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "IPAM_STORE",
+        default_value = "/var/lib/ipi-net/ipam",
+        requires = "pool"
+    )]
+    pub store: String,
+    /// Pool mode: this node's name in --nodes (default: the host name up to its first dot).
+    #[arg(long, value_name = "NAME", requires = "pool")]
+    pub node: Option<String>,
+    /// Pool mode: the cluster's install-config.yaml, whose API and Ingress VRIDs the pool's
+    /// instances avoid and whose VIPs the pool must not hold.
+    #[arg(long, value_name = "FILE", requires = "pool")]
+    pub pool_cluster: Option<PathBuf>,
+}
+
+impl Source {
+    /// The pool mode's options, when `--pool` is given.
+    pub fn pool_options(&self) -> Option<crate::pool::Options> {
+        let pool = self.pool.clone()?;
+        Some(crate::pool::Options {
+            pool,
+            l2advertisement: self.l2advertisement.clone().unwrap_or_default(),
+            store: self.store.clone(),
+            nodes: self.nodes.clone().unwrap_or_default(),
+            node: self
+                .node
+                .clone()
+                .unwrap_or_else(crate::config::lexer::short_hostname),
+            interface: self.interface.clone(),
+            cluster: self.pool_cluster.clone(),
+        })
+    }
 }
 
 impl From<&Source> for crate::config::Source {

@@ -5,6 +5,7 @@
 //! - [`fsm`]: the protocol as a sans-IO state machine, tested with a virtual clock.
 //! - [`net`]: the Linux network IO: VRRP sockets, VIPs, gratuitous ARP / NA, link state.
 //! - [`watch`]: adverts on the wire or in a capture, decoded for people and scripts.
+//! - [`pool`]: the pool mode: a MetalLB pool's reserved addresses, spread over the nodes.
 //! - [`survey`]: the VRIDs in use on a link, and a free API/Ingress pair for a cluster name.
 
 pub mod cli;
@@ -13,5 +14,6 @@ pub mod config;
 pub mod daemon;
 pub mod fsm;
 pub mod net;
+pub mod pool;
 pub mod survey;
 pub mod watch;

@@ -53,7 +53,11 @@ pub fn check_config(config: &Path, config_id: Option<&str>) -> ExitCode {
 /// `vrrpd render (-f FILE | --cluster ...)`: the configuration as keepalived.conf on stdout;
 /// 2 with the errors when the input is wrong.
 pub fn render(source: &cli::Source) -> ExitCode {
-    match crate::config::load_source(source) {
+    let loaded = match source.pool_options() {
+        Some(options) => crate::pool::load(&options).map_err(|e| e.to_string()),
+        None => crate::config::load_source(source).map_err(|e| e.to_string()),
+    };
+    match loaded {
         Ok(c) => {
             print!("{}", crate::config::write::write(&c));
             Status::Success.into()
@@ -80,26 +84,64 @@ pub fn run(
         Ok(listener) => listener,
         Err(status) => return status.into(),
     };
-    let source = Source::from(source);
-    let config = match crate::config::load_source(source.clone()) {
-        Ok(c) => c,
+    let loaded = match source.pool_options() {
+        Some(options) => pool_loader(options),
+        None => file_loader(Source::from(source)),
+    };
+    let (config, reload, changes) = match loaded {
+        Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("{e}");
             return Status::Usage.into();
         }
     };
-    let reload: crate::daemon::Loader = if source.is_reloadable() {
-        Box::new(move || crate::config::load_source(source.clone()))
-    } else {
-        Box::new(|| Err(SourceError::NotReloadable))
-    };
-    match crate::daemon::run(config, state_dir, reload, metrics) {
+    match crate::daemon::run(config, state_dir, reload, changes, metrics) {
         Ok(()) => Status::Success.into(),
         Err(e) => {
             eprintln!("vrrpd: {e}");
             Status::Failed.into()
         }
     }
+}
+
+/// What `run` starts with: the configuration, how to load it again, and what says when to.
+type Loaded = (
+    crate::config::Config,
+    crate::daemon::Loader,
+    Option<tokio::sync::mpsc::UnboundedReceiver<()>>,
+);
+
+/// A keepalived.conf or the cluster: loaded again on SIGHUP.
+fn file_loader(source: Source) -> Result<Loaded, String> {
+    let config = crate::config::load_source(source.clone()).map_err(|e| e.to_string())?;
+    let reload: crate::daemon::Loader = if source.is_reloadable() {
+        Box::new(move || crate::config::load_source(source.clone()))
+    } else {
+        Box::new(|| Err(SourceError::NotReloadable))
+    };
+    Ok((config, reload, None))
+}
+
+/// The pool mode: the files read on SIGHUP, the store followed, the configuration built again
+/// from both whenever either changes.
+fn pool_loader(options: crate::pool::Options) -> Result<Loaded, String> {
+    let spec = crate::pool::load_spec(&options).map_err(|e| e.to_string())?;
+    let (latest, changes) = crate::pool::follow::start(&options.store, spec.store_pool())
+        .map_err(|e| format!("--store: {e}"))?;
+    let config = crate::pool::build(&spec, &latest.get()).map_err(|e| e.to_string())?;
+    let followed = spec.store_pool().to_owned();
+    let reload: crate::daemon::Loader = Box::new(move || {
+        let spec = crate::pool::load_spec(&options).map_err(SourceError::other)?;
+        if spec.store_pool() != followed {
+            return Err(SourceError::Other(format!(
+                "{}: the pool is now {:?}: the store follows {followed:?} until a restart",
+                options.pool.display(),
+                spec.pool.name
+            )));
+        }
+        crate::pool::build(&spec, &latest.get()).map_err(SourceError::other)
+    });
+    Ok((config, reload, Some(changes)))
 }
 
 /// The metrics endpoint's socket, bound before the daemon starts so that a taken port is an

@@ -27,9 +27,9 @@ use std::path::Path;
 pub use error::{ConfigErrors, ConfigWarnings};
 pub use lexer::LexOptions;
 pub use model::{
-    Command, Config, FileInit, GlobalDefs, Location, Notify, ParamMatch, RouteType, SyncGroup,
-    TrackFile, TrackProcess, TrackedFile, TrackedInterface, TrackedProcess, TrackedScript, User,
-    VirtualAddress, VirtualRoute, VirtualRule, VrrpInstance, VrrpScript,
+    Command, Config, FileInit, GlobalDefs, Location, Notify, ParamMatch, RouteType, Service,
+    SyncGroup, TrackFile, TrackProcess, TrackedFile, TrackedInterface, TrackedProcess,
+    TrackedScript, User, VirtualAddress, VirtualRoute, VirtualRule, VrrpInstance, VrrpScript,
 };
 pub use source::{load_source, Source, SourceError};
 

@@ -1,6 +1,7 @@
 //! The keepalived.conf subset vrrpd runs, as plain data: what the parser produces, what `render`
 //! writes and what the daemon runs. Defaults are keepalived's.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -26,6 +27,24 @@ pub struct Config {
     pub processes: Vec<TrackProcess>,
     /// Every `track_file` (or `vrrp_track_file`), in file order.
     pub files: Vec<TrackFile>,
+    /// The service addresses of a MetalLB pool, by instance (the pool mode; keepalived.conf
+    /// has no such thing, so `render` does not write it).
+    pub services: BTreeMap<String, Service>,
+}
+
+/// One address of a MetalLB pool held by an instance: where it comes from, for `vrrpd status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Service {
+    /// The pool (metadata.name of the IPAddressPool).
+    pub pool: String,
+    /// The address.
+    pub address: IpAddr,
+    /// The reservation's owner in the store: the sharing key, or the request's name.
+    pub owner: String,
+    /// The requests that share the address (empty: the owner alone).
+    pub sharers: Vec<String>,
+    /// The eligible nodes in priority order (rendezvous hashing): name and address.
+    pub nodes: Vec<(String, IpAddr)>,
 }
 
 impl Config {

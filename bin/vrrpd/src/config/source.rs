@@ -65,6 +65,17 @@ pub enum SourceError {
     /// The configuration came from standard input, which cannot be read twice.
     #[error("the configuration came from standard input: nothing to reload")]
     NotReloadable,
+    /// Another source (the pool mode) could not build a configuration; the message names the
+    /// file and field.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl SourceError {
+    /// Another source's error, as its message.
+    pub fn other(e: impl std::fmt::Display) -> Self {
+        SourceError::Other(e.to_string())
+    }
 }
 
 /// The configuration `run` and `render` use: a keepalived.conf (`-f`), or what OpenShift runs on

@@ -90,6 +90,7 @@ pub fn run(
     config: Config,
     state_dir: &Path,
     reload: Loader,
+    changes: Option<mpsc::UnboundedReceiver<()>>,
     metrics: Option<std::net::TcpListener>,
 ) -> Result<(), Error> {
     ipi_core::atomic::create_dir(state_dir).map_err(|source| Error::StateDir {
@@ -106,6 +107,7 @@ pub fn run(
             tokio::time::sleep(delay).await;
         }
         let mut d = Daemon::start(config, state_dir.to_path_buf(), reload).await?;
+        d.changes = changes;
         if let Some(listener) = metrics {
             let scrapes = d.telemetry.scrape_tx.clone();
             http::spawn(listener, scrapes).map_err(Error::Metrics)?;
@@ -154,6 +156,8 @@ struct Daemon {
     file_watch: Option<JoinHandle<()>>,
     values_tx: mpsc::UnboundedSender<(String, i64)>,
     values: mpsc::UnboundedReceiver<(String, i64)>,
+    /// The source changed (the pool mode's store): load the configuration again.
+    changes: Option<mpsc::UnboundedReceiver<()>>,
 }
 
 /// How soon a state change shows in the status file, at the latest (unless the 1 s tick
@@ -204,6 +208,7 @@ impl Daemon {
             file_watch: None,
             values_tx,
             values,
+            changes: None,
         };
         d.spawn_tasks().await?;
         d.parts_changed();
@@ -299,6 +304,12 @@ impl Daemon {
                 _ = term.recv() => break,
                 _ = int.recv() => break,
                 _ = hup.recv() => {
+                    self.telemetry.cause(telemetry::Cause::Reload);
+                    self.reload().await;
+                }
+                Some(()) = changed(&mut self.changes) => {
+                    // Changes that came meanwhile are in the one reload.
+                    while self.changes.as_mut().is_some_and(|c| c.try_recv().is_ok()) {}
                     self.telemetry.cause(telemetry::Cause::Reload);
                     self.reload().await;
                 }
@@ -687,7 +698,7 @@ impl Daemon {
         self.status_dirty.set(false);
         self.status_written.set(tokio::time::Instant::now());
         let clashes = (&self.telemetry.clashes, self.now());
-        let mut text = status::snapshot(&self.parts, &self.invalid, clashes);
+        let mut text = status::snapshot(&self.parts, &self.invalid, clashes, &self.config.services);
         text.push('\n');
         self.files
             .write(self.state_dir.join(status::STATUS_FILE), text.into_bytes());
@@ -792,6 +803,14 @@ fn run_notify(
             priority.to_string(),
         ];
         scripts::notify(c, &args, who);
+    }
+}
+
+/// The next change of the source; never, when nothing announces changes.
+async fn changed(changes: &mut Option<mpsc::UnboundedReceiver<()>>) -> Option<()> {
+    match changes {
+        Some(c) => c.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::clash::Clashes;
 use super::setup::Parts;
+use crate::config::Service;
 use crate::fsm::{Instant, ScriptStatus, State};
 
 /// The foreign routers remembered, and now (for which are still heard).
@@ -42,12 +43,18 @@ pub fn snapshot(
     parts: &Parts,
     invalid: &BTreeMap<String, BTreeMap<&'static str, u64>>,
     (clashes, now): Foreign<'_>,
+    services: &BTreeMap<String, Service>,
 ) -> String {
     static NONE: BTreeMap<&'static str, u64> = BTreeMap::new();
     let running = parts.vrs.iter().filter_map(|vr| {
         let i = parts.units.get(vr.unit)?.member(vr.member)?;
         let c = i.counters();
         let p = i.params();
+        let master = i.master();
+        let holder = match i.state() {
+            State::Master => Some(parts.source(vr)),
+            _ => master.map(|(address, _)| address),
+        };
         Some(Entry::Running(Box::new(Running {
             adverts_received: c.adverts_received,
             adverts_sent: c.adverts_sent,
@@ -64,9 +71,7 @@ pub fn snapshot(
                 })
                 .collect(),
             invalid: invalid.get(&vr.cfg.name).unwrap_or(&NONE),
-            master: i
-                .master()
-                .map(|(address, priority)| Master { address, priority }),
+            master: master.map(|(address, priority)| Master { address, priority }),
             name: &vr.cfg.name,
             priority: i.priority(),
             priority_zero_received: c.priority_zero_received,
@@ -78,6 +83,9 @@ pub fn snapshot(
                     weight: s.weight,
                 })
                 .collect(),
+            service: services
+                .get(&vr.cfg.name)
+                .map(|s| ServiceStatus::of(s, holder)),
             source: parts.source(vr),
             state: keepalived_state(i.state()),
             transitions: c.transitions,
@@ -142,12 +150,46 @@ struct Running<'a> {
     priority_zero_received: u64,
     priority_zero_sent: u64,
     scripts: Vec<TrackedScript<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service: Option<ServiceStatus<'a>>,
     source: IpAddr,
     state: &'static str,
     transitions: u64,
     version: u8,
     vips: &'a [IpAddr],
     vrid: u8,
+}
+
+/// A pool address's instance: where the address comes from and who holds it.
+#[derive(Serialize)]
+struct ServiceStatus<'a> {
+    address: IpAddr,
+    /// The node that holds the address now, as this node sees it (itself when master, else
+    /// the master it hears); `None` while no master is known.
+    holder: Option<&'a str>,
+    /// The eligible nodes in the order they lead the address.
+    nodes: Vec<&'a str>,
+    owner: &'a str,
+    pool: &'a str,
+    sharers: &'a [String],
+}
+
+impl<'a> ServiceStatus<'a> {
+    fn of(s: &'a Service, holder: Option<IpAddr>) -> Self {
+        ServiceStatus {
+            address: s.address,
+            holder: holder.and_then(|h| {
+                s.nodes
+                    .iter()
+                    .find(|(_, a)| *a == h)
+                    .map(|(n, _)| n.as_str())
+            }),
+            nodes: s.nodes.iter().map(|(n, _)| n.as_str()).collect(),
+            owner: &s.owner,
+            pool: &s.pool,
+            sharers: &s.sharers,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -262,6 +304,9 @@ pub fn to_text(v: &Value) -> String {
             i["base_priority"],
             master
         ));
+        if let Some(service) = i["service"].as_object() {
+            out.push_str(&service_text(service));
+        }
         for s in i["scripts"].as_array().into_iter().flatten() {
             out.push_str(&format!(
                 "  script {} weight {}: {}\n",
@@ -293,6 +338,30 @@ pub fn to_text(v: &Value) -> String {
     out
 }
 
+/// A pool address's line of text status: pool, holder, owner and sharers.
+fn service_text(s: &serde_json::Map<String, Value>) -> String {
+    let list = |key: &str| -> String {
+        let items: Vec<&str> = (s.get(key).and_then(Value::as_array).into_iter().flatten())
+            .filter_map(Value::as_str)
+            .collect();
+        if items.is_empty() {
+            "-".into()
+        } else {
+            items.join(",")
+        }
+    };
+    let text = |key: &str| s.get(key).and_then(Value::as_str).unwrap_or("-").to_owned();
+    format!(
+        "  address {} of pool {}: holder {}, owner {}, sharers {}, nodes {}\n",
+        text("address"),
+        text("pool"),
+        text("holder"),
+        text("owner"),
+        list("sharers"),
+        list("nodes")
+    )
+}
+
 /// One foreign router as a line of text status.
 fn foreign_text(f: &Value) -> String {
     let addresses: Vec<&str> = f["addresses"]
@@ -320,6 +389,27 @@ fn foreign_text(f: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_pool_address_shows_its_pool_holder_and_sharers() {
+        let v = json!({ "instances": [{
+            "name": "internalapi_192.0.2.100", "state": "BACKUP", "interface": "eth0",
+            "vrid": 1, "version": 3, "priority": 249, "base_priority": 249,
+            "master": { "address": "203.0.113.1", "priority": 250 }, "scripts": [],
+            "interfaces": [], "adverts_sent": 0, "adverts_received": 9, "transitions": 1,
+            "invalid": {}, "foreign_routers": [],
+            "service": { "address": "192.0.2.100", "pool": "internalapi", "holder": "node-a",
+                "owner": "key", "sharers": ["svc1", "svc2"], "nodes": ["node-a", "node-b"] },
+        }]});
+        let text = to_text(&v);
+        assert!(
+            text.contains(
+                "  address 192.0.2.100 of pool internalapi: holder node-a, owner key, sharers \
+                 svc1,svc2, nodes node-a,node-b\n"
+            ),
+            "{text}"
+        );
+    }
 
     #[test]
     fn foreign_routers_are_shown_in_the_text() {
