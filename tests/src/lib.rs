@@ -8,6 +8,8 @@
 //!   through the contrib units read by [`units`]), its VIPs, DNS and failovers. Its nodes' units
 //!   run under `supervisor` (systemd's part, as far as the lab needs it); what its clients ask
 //!   (dig, an HTTP GET) is in `probe`.
+//! - [`pool`]: vrrpd's pool mode: nodes holding a MetalLB pool's reserved addresses, the
+//!   store on files or etcd.
 //! - [`nspawn`]: the same cluster under a real systemd: a Debian root (mmdebstrap) with our
 //!   `.deb` packages, one `systemd-nspawn` container per node in its lab host's namespace.
 
@@ -15,6 +17,7 @@ pub mod cluster;
 mod error;
 pub mod failover;
 pub mod nspawn;
+pub mod pool;
 mod probe;
 mod supervisor;
 pub mod units;
