@@ -262,6 +262,24 @@ impl PoolLab {
         Ok(at)
     }
 
+    /// Freezes the etcd (SIGSTOP: the store stops answering) or thaws it; nothing for the
+    /// file store.
+    pub fn freeze_etcd(&mut self, frozen: bool) -> Result<(), ClusterError> {
+        if let Some(e) = &self.etcd {
+            if frozen {
+                e.pause()?;
+            } else {
+                e.resume()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The pool file every node reads.
+    pub fn pool_file(&self) -> &Path {
+        &self.pool_file
+    }
+
     /// Every vrrpd's log, for a failing test's message.
     pub fn logs(&self) -> String {
         let mut out = String::new();

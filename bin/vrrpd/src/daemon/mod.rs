@@ -446,7 +446,11 @@ impl Daemon {
                 return;
             }
         };
-        if received.src == self.parts.sockets[socket].source() {
+        // A datagram read before a reload rebuilt the sockets may name one that is gone.
+        let Some(on) = self.parts.sockets.get(socket) else {
+            return;
+        };
+        if received.src == on.source() {
             return; // our own, looped back
         }
         let d = received.raw();

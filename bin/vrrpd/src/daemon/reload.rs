@@ -79,6 +79,8 @@ impl Daemon {
         for t in self.tasks.drain(..) {
             t.abort();
         }
+        // What the old sockets read is numbered by them: dropped, as a lost advert is.
+        while self.rx.try_recv().is_ok() {}
         match setup::build(&new, &self.netlink, carried).await {
             Ok(parts) => {
                 self.parts = parts;
