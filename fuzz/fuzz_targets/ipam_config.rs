@@ -1,9 +1,11 @@
-//! Fuzz ipam's readers of NetConfig, IPSet and MetalLB IPAddressPool files, and its address
-//! ranges. Arbitrary text gives a checked object or problems that name the input, never a panic;
-//! a NetConfig that reads has subnets whose every range lies inside their cidr.
+//! Fuzz ipam's readers of NetConfig, IPSet, MetalLB IPAddressPool and L2Advertisement files,
+//! and its address ranges. Arbitrary text gives a checked object or problems that name the
+//! input, never a panic; a NetConfig that reads has subnets whose every range lies inside their
+//! cidr, an L2Advertisement only interface names Linux can hold.
 
 #![no_main]
 
+use ipam::l2adv::L2Advertisement;
 use ipam::netconfig::{IpSet, NetConfig};
 use ipam::pool::AddressPool;
 use ipam::range::Span;
@@ -27,5 +29,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Err(p) = AddressPool::parse(&text, "fuzz-pool.yaml") {
         assert!(p.0.iter().all(|m| m.starts_with("fuzz-pool.yaml")), "{p}");
+    }
+    match L2Advertisement::parse(&text, "fuzz-l2.yaml") {
+        Ok(a) => assert!(a.interfaces.iter().all(|i| !i.is_empty() && i.len() <= 15)),
+        Err(p) => assert!(p.0.iter().all(|m| m.starts_with("fuzz-l2.yaml")), "{p}"),
     }
 });
