@@ -15,7 +15,7 @@ use super::scripts::{self, Identity};
 use super::setup::{self, Unit, VipKey};
 use super::{handle_all, Daemon};
 use crate::config::{Config, VrrpScript};
-use crate::fsm::{Event, State};
+use crate::fsm::{Action, Event, State};
 use crate::net::{AddressWatcher, Netlink};
 
 /// A track script's runner, kept across reloads while [`plan::same_run`] holds. Dropping it
@@ -130,12 +130,23 @@ impl Daemon {
         }
         for (u, mut unit) in stop {
             for (member, action) in handle_all(&mut unit, now, Event::Shutdown) {
-                if let Some(vr) = self.vr_of(u, member) {
-                    self.act(vr, action).await;
+                match self.vr_of(u, member) {
+                    Some(vr) if !self.withdrawn_quietly(vr, &action) => self.act(vr, action).await,
+                    _ => {}
                 }
             }
         }
         keep
+    }
+
+    /// Whether `action` of a stopping instance is a pool address's priority 0, left unsent.
+    /// Every node reads the same store and withdraws a released address itself; priority 0
+    /// (RFC 5798 6.4.3, for a router leaving a group that goes on) would make a node that has
+    /// not reloaded yet take the address for a moment.
+    fn withdrawn_quietly(&self, vr: usize, action: &Action) -> bool {
+        matches!(action, Action::SendAdvert { priority: 0 })
+            && (self.parts.vrs.get(vr))
+                .is_some_and(|v| self.config.services.contains_key(&v.cfg.name))
     }
 
     /// A master reconfigured in place gives back the VIPs the new configuration no longer
