@@ -472,4 +472,48 @@ mod tests {
         let stray = vec![(IpAddr::from([192, 0, 2, 1]), Record::owned_by("x"))];
         assert!(build(&spec("node-a"), &stray).unwrap().instances.is_empty());
     }
+
+    #[test]
+    fn bad_input_names_every_file_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let o = Options {
+            pool: file(
+                "pool.yaml",
+                "metadata: {name: internalapi}\nspec: {addresses: [203.0.113.0/28]}\n",
+            ),
+            l2advertisement: file(
+                "l2.yaml",
+                "kind: L2Advertisement\nspec: {ipAddressPools: [other], interfaces: [nosuch9]}\n",
+            ),
+            store: dir.path().join("store").display().to_string(),
+            nodes: file("nodes", "node-a master 203.0.113.1\n"),
+            node: "node-x".into(),
+            interface: None,
+            cluster: None,
+        };
+        let e = load_spec(&o).unwrap_err().to_string();
+        let d = dir.path().display();
+        for want in [
+            format!("{d}/l2.yaml: spec.ipAddressPools [\"other\"] and spec.ipAddressPoolSelectors"),
+            format!("{d}/nodes: no node \"node-x\" (--node; the inventory has node-a)"),
+            format!("{d}/pool.yaml: spec.addresses[0] 203.0.113.0-203.0.113.15 holds 203.0.113.1, an address of node node-a"),
+            format!("{d}/l2.yaml: spec.interfaces: none of [\"nosuch9\"] exists on this node"),
+        ] {
+            assert!(e.contains(&want), "{want}\nnot in:\n{e}");
+        }
+        let given = Options {
+            interface: Some("eth9".into()),
+            ..o
+        };
+        let e = load_spec(&given).unwrap_err().to_string();
+        assert!(
+            e.contains("spec.interfaces [\"nosuch9\"] does not name --interface eth9"),
+            "{e}"
+        );
+    }
 }
