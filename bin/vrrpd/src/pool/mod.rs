@@ -516,4 +516,44 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn the_clusters_vips_and_vrids_are_kept_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        // The seed's cluster (managed: API VRID 124, Ingress 75) on documentation addresses.
+        let cluster = "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: managed\n\
+            networking:\n  machineNetwork:\n  - cidr: 198.51.100.0/24\nplatform:\n  openstack:\n\
+            \x20   apiVIPs: [198.51.100.5]\n    ingressVIPs: [198.51.100.7]\n";
+        let o = Options {
+            pool: file(
+                "pool.yaml",
+                "metadata: {name: p}\nspec: {addresses: [198.51.100.0/29]}\n",
+            ),
+            l2advertisement: file("l2.yaml", "kind: L2Advertisement\nspec: {}\n"),
+            store: dir.path().join("store").display().to_string(),
+            nodes: file("nodes", "node-a master 203.0.113.1\n"),
+            node: "node-a".into(),
+            interface: Some("eth0".into()),
+            cluster: Some(file("install-config.yaml", cluster)),
+        };
+        let e = load_spec(&o).unwrap_err().to_string();
+        for vip in ["198.51.100.5", "198.51.100.7"] {
+            assert!(
+                e.contains(&format!("holds {vip}, a VIP of the cluster")),
+                "{e}"
+            );
+        }
+        std::fs::write(
+            &o.pool,
+            "metadata: {name: p}\nspec: {addresses: [192.0.2.0/24]}\n",
+        )
+        .unwrap();
+        let spec = load_spec(&o).unwrap();
+        assert_eq!(spec.reserved_vrids, BTreeSet::from([124, 75]));
+    }
 }
