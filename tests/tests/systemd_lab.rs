@@ -324,11 +324,15 @@ fn the_cluster_runs_under_systemd() {
         .filter(|(_, ip)| c.dig(*ip, &names) != want)
         .map(|(s, _)| s)
         .collect();
+    assert!(
+        stale.is_empty(),
+        "dnsmasq not serving the rendered hosts file on {stale:?}:\n{}",
+        dns_journals(&c, &stale)
+    );
     step(
         t0,
         &format!(
-            "{} dnsmasq servers answer api, api-int, *.apps; every hosts file names every node; \
-             dnsmasq not yet serving it: {stale:?}",
+            "{} dnsmasq servers answer api, api-int, *.apps and every node",
             servers.len()
         ),
     );
@@ -577,9 +581,7 @@ fn path_unit_renders_again(
         runs("master-0") > before
     });
     let rendered = stopped.elapsed();
-    // What dnsmasq serves follows when dns-render's ExecStartPost restarts it. Under this
-    // systemd that restart is sometimes lost (no job, nothing logged; seen in 2 of 9 runs, not
-    // understood yet): the answers are reported, not asserted.
+    // What dnsmasq serves follows when dns-render's ExecStartPost sends it SIGHUP.
     let forgot = |ip: std::net::Ipv4Addr| {
         c.dig(ip, std::slice::from_ref(&name))
             .get(&name)
@@ -594,13 +596,35 @@ fn path_unit_renders_again(
         .filter(|(_, ip)| !forgot(*ip))
         .map(|(s, _)| s)
         .collect();
+    assert!(
+        stale.is_empty(),
+        "dnsmasq still answering for {gone} on {stale:?}:\n{}",
+        dns_journals(c, &stale)
+    );
     step(
         t0,
         &format!(
-            "the path unit rendered DNS again on every node {:.1} s after worker-1's publisher stopped; dnsmasq still answering for it: {stale:?}",
+            "the path unit rendered DNS again on every node {:.1} s after worker-1's publisher \
+             stopped, and every dnsmasq forgot it",
             rendered.as_secs_f64()
         ),
     );
+}
+
+/// The journals of dns-render and dnsmasq on `nodes`, for a failing step's message.
+fn dns_journals(c: &SystemdCluster, nodes: &[&String]) -> String {
+    nodes
+        .iter()
+        .filter_map(|n| c.node(n).ok())
+        .map(|n| {
+            format!(
+                "--- {}:\n{}",
+                n.name,
+                n.container
+                    .journal(&["ipi-dns-render.service", "ipi-dnsmasq.service"])
+            )
+        })
+        .collect()
 }
 
 /// The smoke scenario under systemd, then `systemctl stop` leaving nothing behind.

@@ -136,7 +136,7 @@ fn target(output: &Option<PathBuf>) -> Target {
 
 /// The outputs of `job`, rendered.
 pub fn render(job: &Job) -> Result<Vec<(Target, String)>, JobError> {
-    let none = Path::new("");
+    let none = render::DnsmasqFiles::default();
     Ok(match job {
         Job::Corefile {
             inputs,
@@ -144,7 +144,7 @@ pub fn render(job: &Job) -> Result<Vec<(Target, String)>, JobError> {
             output,
         } => {
             let (model, env) = model(inputs, Some(upstream))?;
-            let text = render::render(&env, "Corefile", &model, none, none, &[])?;
+            let text = render::render(&env, "Corefile", &model, &none)?;
             vec![(target(output), text)]
         }
         Job::Dnsmasq {
@@ -154,15 +154,19 @@ pub fn render(job: &Job) -> Result<Vec<(Target, String)>, JobError> {
             listen,
         } => {
             let (model, env) = model(inputs, Some(upstream))?;
-            let (conf, hosts) = render::dnsmasq_paths(out_dir);
-            let c = render::render(&env, "dnsmasq.conf", &model, &conf, &hosts, listen)?;
-            let h = render::render(&env, "hosts", &model, &conf, &hosts, listen)?;
-            // The hosts file first: the config that names it must never come before it.
-            vec![(Target::File(hosts), h), (Target::File(conf), c)]
+            let files = render::DnsmasqFiles::new(out_dir, listen);
+            let [c, h, s] = ["dnsmasq.conf", "hosts", "servers"]
+                .map(|name| render::render(&env, name, &model, &files));
+            // The files the config names first: the config must never come before them.
+            vec![
+                (Target::File(files.hosts), h?),
+                (Target::File(files.servers), s?),
+                (Target::File(files.conf), c?),
+            ]
         }
         Job::Hosts { inputs, output } => {
             let (model, env) = model(inputs, None)?;
-            let text = render::render(&env, "hosts", &model, none, none, &[])?;
+            let text = render::render(&env, "hosts", &model, &none)?;
             vec![(target(output), text)]
         }
         Job::Dnsdata { input, output } => {
