@@ -24,7 +24,7 @@ pub struct Inputs {
     /// The node inventory (ipi-nodes(5): kubectl JSON, mdns-publish browse, or by hand).
     #[arg(long, value_name = "FILE")]
     pub nodes: PathBuf,
-    /// Templates that replace the built-in ones, by file name (Corefile, dnsmasq.conf, hosts).
+    /// Templates that replace the built-in ones, by file name (Corefile, dnsmasq.conf, hosts, servers).
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
 }
@@ -72,7 +72,7 @@ pub enum Command {
         #[command(flatten)]
         out: Output,
     },
-    /// DIR/dnsmasq.conf and the DIR/hosts file it names: `dnsmasq --conf-file=DIR/dnsmasq.conf`
+    /// DIR/dnsmasq.conf and the DIR/hosts and DIR/servers files it names. `dnsmasq --conf-file=DIR/dnsmasq.conf`
     /// serves the cluster.
     Dnsmasq {
         /// The cluster and its nodes.
@@ -81,7 +81,7 @@ pub enum Command {
         /// Where the upstream servers come from.
         #[command(flatten)]
         upstream: Upstream,
-        /// Where the two files go.
+        /// Where the three files go.
         #[arg(long, value_name = "DIR")]
         out_dir: PathBuf,
         /// Addresses dnsmasq listens on (repeatable; default: dnsmasq's own).

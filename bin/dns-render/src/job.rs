@@ -23,13 +23,13 @@ pub enum Job {
         /// The file; standard output when none.
         output: Option<PathBuf>,
     },
-    /// DIR/dnsmasq.conf and the DIR/hosts file it names.
+    /// DIR/dnsmasq.conf and the DIR/hosts and DIR/servers files it names.
     Dnsmasq {
         /// The cluster and its nodes.
         inputs: Inputs,
         /// Where the upstream servers come from.
         upstream: Upstream,
-        /// Where the two files go.
+        /// Where the three files go.
         out_dir: PathBuf,
         /// Addresses dnsmasq listens on (none: dnsmasq's own).
         listen: Vec<IpAddr>,
@@ -70,7 +70,7 @@ pub struct Inputs {
     pub cluster: PathBuf,
     /// The node inventory.
     pub nodes: PathBuf,
-    /// Templates by file name (Corefile, dnsmasq.conf, hosts).
+    /// Templates by file name (Corefile, dnsmasq.conf, hosts, servers).
     pub templates: Option<PathBuf>,
 }
 

@@ -111,7 +111,7 @@ pub enum TemplateError {
     /// A template that does not compile or render.
     #[error("template {name}: {why}")]
     Template {
-        /// The template's name (Corefile, dnsmasq.conf, hosts).
+        /// The template's name (Corefile, dnsmasq.conf, hosts, servers).
         name: String,
         /// What minijinja said.
         why: minijinja::Error,

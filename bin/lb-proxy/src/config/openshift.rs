@@ -37,6 +37,9 @@ pub const RACE_LOSSES: u32 = 3;
 /// A master that comes back takes a full share only after this long (`slowstart`; MCO
 /// #6400: an API server answers `/readyz` before it serves well).
 pub const SLOWSTART: Duration = Duration::from_secs(10);
+/// A master whose check has failed once is checked again this soon (`fastinter`), so one that
+/// says 503 to `/readyz` is DOWN (`fall 2`) within `inter` + this, not two `inter`s.
+pub const FASTINTER: Duration = Duration::from_millis(200);
 /// `timeout connect`: OpenShift's 10 s let a dark master hold a client for 10 s per try.
 pub const CONNECT: Duration = Duration::from_secs(2);
 
@@ -152,7 +155,7 @@ pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
             check_ssl: true,
             verify_none: true,
             inter: Duration::from_secs(1),
-            fastinter: None,
+            fastinter: Some(FASTINTER),
             downinter: None,
             rise: 3,
             fall: 2,
