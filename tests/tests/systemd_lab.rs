@@ -430,6 +430,7 @@ fn the_cluster_runs_under_systemd() {
     reload_moves_nothing(&c, t0);
     sigkill_restarts(&c, t0);
     path_unit_renders_again(&c, t0, &servers);
+    nm_hook_points_the_node_at_its_dnsmasq(&c, t0, &servers);
     smoke(&mut c, t0);
 }
 
@@ -607,6 +608,60 @@ fn path_unit_renders_again(
             "the path unit rendered DNS again on every node {:.1} s after worker-1's publisher \
              stopped, and every dnsmasq forgot it",
             rendered.as_secs_f64()
+        ),
+    );
+}
+
+/// NetworkManager's dispatcher runs the hook as root (`30-ipi-resolv IFACE up`): the node's
+/// resolv.conf then names its own dnsmasq first and the cluster domain first, so a program on
+/// the node (glibc's resolver, through `getent`) finds `api` and another node by its short name.
+fn nm_hook_points_the_node_at_its_dnsmasq(
+    c: &SystemdCluster,
+    t0: Instant,
+    servers: &[(String, std::net::Ipv4Addr)],
+) {
+    let hook = "/usr/lib/NetworkManager/dispatcher.d/30-ipi-resolv";
+    for (i, (name, ip)) in servers.iter().enumerate() {
+        let ct = &c.node(name).unwrap().container;
+        let out = ct.run(hook, &["host0", "up"]).unwrap();
+        assert!(out.success, "{name}: {hook}: {}{}", out.stdout, out.stderr);
+        let resolv = ct.run("cat", &["/etc/resolv.conf"]).unwrap().stdout;
+        let first = |key: &str| {
+            resolv
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(str::trim)
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            first("nameserver"),
+            Some(ip.to_string()),
+            "{name}: {resolv}"
+        );
+        assert!(
+            first("search").is_some_and(|s| s.split_whitespace().next() == Some(DOMAIN)),
+            "{name}: {resolv}"
+        );
+        let (other, other_ip) = &servers[(i + 1) % servers.len()];
+        for (asked, want) in [
+            (format!("api.{DOMAIN}"), API_VIP.to_string()),
+            (other.clone(), other_ip.to_string()),
+        ] {
+            let out = ct.run("getent", &["ahostsv4", &asked]).unwrap();
+            assert!(
+                out.stdout.split_whitespace().next() == Some(want.as_str()),
+                "{name}: getent ahostsv4 {asked}: want {want}, got {:?} {:?}\n{resolv}",
+                out.stdout,
+                out.stderr
+            );
+        }
+    }
+    step(
+        t0,
+        &format!(
+            "NetworkManager's hook on {} nodes: their own dnsmasq first; getent finds api and \
+             other nodes by short name",
+            servers.len()
         ),
     );
 }
