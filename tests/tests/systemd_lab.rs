@@ -621,7 +621,7 @@ fn nm_hook_points_the_node_at_its_dnsmasq(
     servers: &[(String, std::net::Ipv4Addr)],
 ) {
     let hook = "/usr/lib/NetworkManager/dispatcher.d/30-ipi-resolv";
-    for (i, (name, ip)) in servers.iter().enumerate() {
+    for (name, ip) in servers {
         let ct = &c.node(name).unwrap().container;
         let out = ct.run(hook, &["host0", "up"]).unwrap();
         assert!(out.success, "{name}: {hook}: {}{}", out.stdout, out.stderr);
@@ -642,7 +642,11 @@ fn nm_hook_points_the_node_at_its_dnsmasq(
             first("search").is_some_and(|s| s.split_whitespace().next() == Some(DOMAIN)),
             "{name}: {resolv}"
         );
-        let (other, other_ip) = &servers[(i + 1) % servers.len()];
+        // Another node still in the inventory (worker-1's publisher was stopped before).
+        let (other, other_ip) = servers
+            .iter()
+            .find(|(n, _)| n != name && n.starts_with("master"))
+            .unwrap();
         for (asked, want) in [
             (format!("api.{DOMAIN}"), API_VIP.to_string()),
             (other.clone(), other_ip.to_string()),

@@ -52,6 +52,11 @@ pub struct Output {
     /// previous output kept).
     #[arg(long)]
     pub watch: bool,
+    /// After writing an output that changed, send SIGHUP to the process whose id FILE holds
+    /// (repeatable; dnsmasq's --pid-file): dnsmasq reads the hosts and servers files again with
+    /// no restart. A pid file or process that is not there is logged and skipped.
+    #[arg(long = "reload-pid", value_name = "FILE")]
+    pub reload_pid: Vec<std::path::PathBuf>,
 }
 
 /// The subcommands.

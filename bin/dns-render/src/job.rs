@@ -342,15 +342,18 @@ fn stamp(job: &Job) -> Vec<Option<(SystemTime, u64, u64)>> {
         .collect()
 }
 
-/// Runs `job` whenever an input file changes (looked at every second); an error is logged and
-/// the previous output kept. Never returns.
-pub fn watch(job: &Job) -> ! {
+/// Runs `job` whenever an input file changes (looked at every second), then `changed` when an
+/// output did; an error is logged and the previous output kept. Never returns.
+pub fn watch(job: &Job, changed: impl Fn()) -> ! {
     let mut last = None;
     loop {
         let now = stamp(job);
         if last.as_ref() != Some(&now) {
             match run(job) {
-                Ok(true) => eprintln!("dns-render: written"),
+                Ok(true) => {
+                    eprintln!("dns-render: written");
+                    changed();
+                }
                 Ok(false) => {}
                 Err(e) => eprintln!("dns-render: {e} (the previous output is kept)"),
             }

@@ -2,14 +2,14 @@
 //! host: api, api-int, any name under apps, every node, AAAA per family (an empty answer where
 //! the cluster has no VIP of that family), and a name outside the cluster that a second
 //! dnsmasq, the upstream, answers. Then the inventory and the upstream servers change: rendered
-//! again and a SIGHUP later, dnsmasq answers the new nodes through the new upstream.
+//! again with `--reload-pid` (SIGHUP to dnsmasq), dnsmasq answers the new nodes through the new
+//! upstream.
 
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
 use ipi_lab::{wait_for, Host, Lab};
-use nix::sys::signal::Signal;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dns-render");
 
@@ -117,11 +117,13 @@ fn dnsmasq_serves_what_dns_render_writes() {
         String::from_utf8_lossy(&rendered.stderr)
     );
     let conf = format!("--conf-file={}", out.join("dnsmasq.conf").display());
+    let pid_file = dir.join("dnsmasq.pid");
+    let pid_arg = format!("--pid-file={}", pid_file.display());
     let d = dns
         .spawn(
             "dnsmasq",
             "dnsmasq",
-            ["--keep-in-foreground", conf.as_str()],
+            ["--keep-in-foreground", conf.as_str(), pid_arg.as_str()],
         )
         .unwrap();
     wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
@@ -174,8 +176,8 @@ fn dnsmasq_serves_what_dns_render_writes() {
         "forwarded upstream"
     );
 
-    // The inventory and the upstream servers change: rendered again, dnsmasq takes both on
-    // SIGHUP (what ipi-dns-render.service sends it), with no restart.
+    // The inventory and the upstream servers change: rendered again with --reload-pid, as
+    // ipi-dns-render.service runs it, dnsmasq takes both on the SIGHUP, with no restart.
     let up2 = lab.host("upstream2").unwrap();
     let _up2 = up2
         .spawn(
@@ -198,13 +200,16 @@ fn dnsmasq_serves_what_dns_render_writes() {
     )
     .unwrap();
     std::fs::write(&resolv, format!("nameserver {}\n", up2.ipv4())).unwrap();
-    let again = dns.command(BIN, render_args.iter()).output().unwrap();
+    let again = dns
+        .command(BIN, render_args.iter())
+        .args(["--reload-pid", pid_file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&again.stderr);
     assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
+        again.status.success() && said.contains("SIGHUP to"),
+        "{said}"
     );
-    d.signal(Signal::SIGHUP).unwrap();
     let now = || {
         (
             dig(&client, &dns, "worker-0.lab.example.com", "A"),
