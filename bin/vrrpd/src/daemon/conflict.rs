@@ -1,0 +1,383 @@
+//! VIPs that another host on the link uses: before an instance first runs (and so before it
+//! can first become MASTER), and again whenever a foreign router appears on its VRID
+//! ([`super::clash`]), each of its VIPs is probed on the wire (`ipi_core::acd`: RFC 5227 ARP
+//! probes from 0.0.0.0, RFC 4862 solicitations from ::). An answer from a host that is not one
+//! of the group's routers and not this host is a warning naming VIP, MAC and interface, kept
+//! in `vrrpd status` and the metrics until a later probe finds the VIP free. The instance runs
+//! on: the operator decides.
+//!
+//! The probe runs beside the state machine, never in its way: it starts with the instance,
+//! which then waits Master_Down_Interval (three advert intervals and Skew_Time) as BACKUP
+//! before it can take over, longer than the probe lasts (under 0.7 s by default) for any
+//! advert interval from 0.3 s up. With a shorter interval the verdict comes just after the
+//! first MASTER transition; it is the same verdict, as this host never answers its own probes.
+//!
+//! Who is of the group: the routers seen advertising the instance's VRID while the probe
+//! listens (it listens one advert interval and a bit, at most [`MAX_LISTEN`], so that a master
+//! that holds the VIPs is seen), less those [`super::clash`] knows as foreign. This host's
+//! own interfaces' MACs are never strangers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ipi_core::acd::{self, Evidence, Mac, Report, Timing};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::Daemon;
+use crate::fsm::Instant;
+
+/// The longest a probe listens for the group's adverts.
+pub const MAX_LISTEN: Duration = Duration::from_secs(5);
+
+/// A VIP that a stranger answered for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The instance whose VIP it is.
+    pub instance: String,
+    /// The interface it was probed on.
+    pub interface: String,
+    /// The VIP.
+    pub vip: IpAddr,
+    /// Who answered.
+    pub mac: Mac,
+    /// How.
+    pub evidence: Evidence,
+    /// When it was first found, in this appearance.
+    pub since: Instant,
+}
+
+/// What one instance's probe found: per interface, the report, and this host's MACs; or why
+/// the link could not be asked.
+#[derive(Debug)]
+pub struct Probed {
+    /// The instance.
+    pub instance: String,
+    /// The reports by interface, and the MACs of this host's interfaces.
+    pub outcome: Result<(Reports, Vec<Mac>), acd::Error>,
+}
+
+/// A probe's reports, by interface.
+pub type Reports = Vec<(String, Report)>;
+
+/// What the probes found, by instance.
+#[derive(Debug, Default)]
+pub struct Conflicts {
+    found: BTreeMap<(String, IpAddr), Conflict>,
+    appeared: BTreeMap<String, u64>,
+    probes: BTreeMap<String, u64>,
+    running: BTreeSet<String>,
+}
+
+/// The instance's side of a probe: its VRID and the sources of the foreign routers on it.
+#[derive(Debug, Clone, Copy)]
+pub struct Group<'a> {
+    /// The VRID.
+    pub vrid: u8,
+    /// Foreign routers' addresses ([`super::clash`]): never of the group.
+    pub foreign: &'a [IpAddr],
+}
+
+/// Whether `mac`, answering in `report`, is a stranger: not this host (`own`), not a router
+/// of `group` seen advertising in the report.
+pub fn stranger(mac: Mac, report: &Report, own: &[Mac], group: Group<'_>) -> bool {
+    let ours = mac == report.own || own.contains(&mac);
+    let member = report
+        .routers
+        .iter()
+        .any(|r| r.vrid == group.vrid && r.mac == mac && !group.foreign.contains(&r.from));
+    !ours && !member
+}
+
+impl Conflicts {
+    /// Marks a probe of `instance` as started; false when one is running already.
+    pub fn start(&mut self, instance: &str) -> bool {
+        self.running.insert(instance.to_owned())
+    }
+
+    /// Takes in what a probe of `instance` found at `now`: the VIPs answered by strangers are
+    /// its conflicts from now on (each new one logged as a warning); the others are clear.
+    pub fn probed(&mut self, now: Instant, found: &Probed, group: Group<'_>) {
+        let name = &found.instance;
+        self.running.remove(name);
+        *self.probes.entry(name.clone()).or_default() += 1;
+        let (reports, own) = match &found.outcome {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("{name}: the VIPs could not be probed: {e}");
+                return;
+            }
+        };
+        let mut now_found = BTreeSet::new();
+        for (interface, report) in reports {
+            for (vip, mac, evidence) in report.answered() {
+                if !stranger(mac, report, own, group) {
+                    continue;
+                }
+                now_found.insert(vip);
+                let key = (name.clone(), vip);
+                if self.found.get(&key).is_some_and(|c| c.mac == mac) {
+                    continue;
+                }
+                *self.appeared.entry(name.clone()).or_default() += 1;
+                tracing::warn!(
+                    "{name}: VIP {vip} is in use on {interface} by {} ({}), a host outside \
+                     this VRRP group; the instance runs on",
+                    acd::mac_string(mac),
+                    match evidence {
+                        Evidence::Holds => "it answered the probe",
+                        Evidence::Probing => "it probed for it at the same time",
+                    }
+                );
+                let conflict = Conflict {
+                    instance: name.clone(),
+                    interface: interface.clone(),
+                    vip,
+                    mac,
+                    evidence,
+                    since: now,
+                };
+                self.found.insert(key, conflict);
+            }
+        }
+        self.found.retain(|(instance, vip), _| {
+            let keep = instance != name || now_found.contains(vip);
+            if !keep {
+                tracing::info!("{name}: VIP {vip} is no longer answered by another host");
+            }
+            keep
+        });
+    }
+
+    /// The conflicts of `instance` now.
+    pub fn of<'a>(&'a self, instance: &'a str) -> impl Iterator<Item = &'a Conflict> + 'a {
+        self.found.values().filter(move |c| c.instance == instance)
+    }
+
+    /// Every conflict now.
+    pub fn all(&self) -> impl Iterator<Item = &Conflict> {
+        self.found.values()
+    }
+
+    /// How many conflicts appeared on `instance` (each one logged).
+    pub fn appearances(&self, instance: &str) -> u64 {
+        self.appeared.get(instance).copied().unwrap_or(0)
+    }
+
+    /// How many probes of `instance` ended.
+    pub fn probes(&self, instance: &str) -> u64 {
+        self.probes.get(instance).copied().unwrap_or(0)
+    }
+
+    /// The conflicts of `instance`, as `vrrpd status --json` shows them.
+    pub fn to_json(&self, now: Instant, instance: &str) -> Value {
+        let list: Vec<Value> = self
+            .of(instance)
+            .map(|c| {
+                json!({
+                    "vip": c.vip,
+                    "mac": acd::mac_string(c.mac),
+                    "interface": c.interface,
+                    "evidence": match c.evidence {
+                        Evidence::Holds => "answered",
+                        Evidence::Probing => "probing",
+                    },
+                    "found_ms_ago": now.saturating_duration_since(c.since).as_millis(),
+                })
+            })
+            .collect();
+        Value::Array(list)
+    }
+}
+
+/// Probes `vips` (by interface) of `instance` on a blocking thread and sends what it found to
+/// `tx`; listens at least one advert interval (`advert`) and a bit, up to [`MAX_LISTEN`].
+pub fn spawn(
+    instance: String,
+    vips: Vec<(String, Vec<IpAddr>)>,
+    timing: Timing,
+    advert: Duration,
+    tx: mpsc::UnboundedSender<Probed>,
+) {
+    let listen = (advert + Duration::from_millis(250)).min(MAX_LISTEN);
+    tokio::task::spawn_blocking(move || {
+        let outcome = vips
+            .iter()
+            .map(|(interface, addresses)| {
+                acd::probe_addresses(interface, addresses, timing, listen)
+                    .map(|r| (interface.clone(), r))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|reports| (reports, own_macs()));
+        let _ = tx.send(Probed { instance, outcome });
+    });
+}
+
+impl Daemon {
+    /// Probes the VIPs of instance `vr` (unless probing is off or one is running already).
+    pub(super) fn probe_vips(&mut self, vr: usize) {
+        let Some(timing) = self.probe else {
+            return;
+        };
+        let v = &self.parts.vrs[vr];
+        if !self.telemetry.conflicts.start(&v.cfg.name) {
+            return;
+        }
+        let mut by_interface: Vec<(String, Vec<IpAddr>)> = Vec::new();
+        for (interface, vip) in &v.vips {
+            match by_interface.iter_mut().find(|(i, _)| *i == interface.name) {
+                Some((_, list)) => list.push(vip.address),
+                None => by_interface.push((interface.name.clone(), vec![vip.address])),
+            }
+        }
+        let advert = Duration::from_millis(u64::from(v.cfg.advert_int_cs) * 10);
+        let tx = self.probes_tx.clone();
+        spawn(v.cfg.name.clone(), by_interface, timing, advert, tx);
+    }
+
+    /// What a probe found, taken in: status and metrics show it from now on.
+    pub(super) fn probed(&mut self, found: &Probed) {
+        let now = self.now();
+        let Some(v) = self.parts.vrs.iter().find(|v| v.cfg.name == found.instance) else {
+            return; // removed by a reload meanwhile
+        };
+        let foreign: Vec<IpAddr> = (self.telemetry.clashes.active(now))
+            .filter(|f| f.instance == found.instance)
+            .map(|f| f.source)
+            .collect();
+        let group = Group {
+            vrid: v.cfg.vrid,
+            foreign: &foreign,
+        };
+        self.telemetry.conflicts.probed(now, found, group);
+        self.status_dirty.set(true);
+    }
+}
+
+/// The MACs of this host's interfaces (in the network namespace whose /sys is mounted).
+fn own_macs() -> Vec<Mac> {
+    let Ok(dir) = std::fs::read_dir("/sys/class/net") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("address")).ok())
+        .filter_map(|text| parse_mac(text.trim()))
+        .collect()
+}
+
+fn parse_mac(text: &str) -> Option<Mac> {
+    let bytes: Vec<u8> = text
+        .split(':')
+        .map(|b| u8::from_str_radix(b, 16).ok())
+        .collect::<Option<_>>()?;
+    bytes.try_into().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipi_core::acd::{Router, Verdict};
+
+    const OWN: Mac = [2, 0, 0, 0, 0, 1];
+    const PEER: Mac = [2, 0, 0, 0, 0, 2];
+    const STRANGER: Mac = [2, 0, 0, 0, 0, 9];
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn report(answers: &[(&str, Mac)], routers: &[(u8, &str, Mac)]) -> Report {
+        Report {
+            verdicts: answers
+                .iter()
+                .map(|(vip, mac)| {
+                    let v = Verdict::Answered {
+                        mac: *mac,
+                        evidence: Evidence::Holds,
+                    };
+                    (ip(vip), v)
+                })
+                .collect(),
+            routers: routers
+                .iter()
+                .map(|(vrid, from, mac)| Router {
+                    vrid: *vrid,
+                    from: ip(from),
+                    mac: *mac,
+                })
+                .collect(),
+            own: OWN,
+        }
+    }
+
+    fn probed(r: Report) -> Probed {
+        Probed {
+            instance: "VI_1".into(),
+            outcome: Ok((vec![("eth0".into(), r)], vec![OWN])),
+        }
+    }
+
+    const GROUP: Group<'static> = Group {
+        vrid: 51,
+        foreign: &[],
+    };
+
+    #[test]
+    fn a_stranger_is_a_conflict_until_a_probe_finds_the_vip_free() {
+        let mut c = Conflicts::default();
+        assert!(c.start("VI_1"));
+        assert!(!c.start("VI_1"), "one probe at a time");
+        c.probed(
+            Instant::ZERO,
+            &probed(report(&[("192.0.2.100", STRANGER)], &[])),
+            GROUP,
+        );
+        let found: Vec<&Conflict> = c.of("VI_1").collect();
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].vip, found[0].mac), (ip("192.0.2.100"), STRANGER));
+        let j = c.to_json(Instant::from_millis(1500), "VI_1");
+        assert_eq!(j[0]["mac"], "02:00:00:00:00:09");
+        assert_eq!(j[0]["interface"], "eth0");
+        assert_eq!(j[0]["found_ms_ago"], 1500);
+        // Found again: the same appearance.
+        c.probed(
+            Instant::ZERO,
+            &probed(report(&[("192.0.2.100", STRANGER)], &[])),
+            GROUP,
+        );
+        assert_eq!(c.appearances("VI_1"), 1);
+        c.probed(Instant::ZERO, &probed(report(&[], &[])), GROUP);
+        assert_eq!(c.of("VI_1").count(), 0);
+        assert_eq!(c.probes("VI_1"), 3);
+        assert!(c.start("VI_1"));
+    }
+
+    #[test]
+    fn the_group_and_this_host_are_never_strangers() {
+        let mut c = Conflicts::default();
+        // A group router seen advertising the VRID holds the VIP (the master before us).
+        let r = report(&[("192.0.2.100", PEER)], &[(51, "192.0.2.2", PEER)]);
+        c.probed(Instant::ZERO, &probed(r), GROUP);
+        // This host's own MAC, on another interface.
+        let r = report(&[("192.0.2.100", OWN)], &[]);
+        c.probed(Instant::ZERO, &probed(r), GROUP);
+        assert_eq!(c.of("VI_1").count(), 0);
+        // A router on another VRID, or one clash.rs calls foreign, is no member.
+        let r = report(&[("192.0.2.100", PEER)], &[(52, "192.0.2.2", PEER)]);
+        assert!(stranger(PEER, &r, &[OWN], GROUP));
+        let r = report(&[("192.0.2.100", PEER)], &[(51, "192.0.2.2", PEER)]);
+        let foreign = [ip("192.0.2.2")];
+        let group = Group {
+            vrid: 51,
+            foreign: &foreign,
+        };
+        assert!(stranger(PEER, &r, &[OWN], group));
+    }
+
+    #[test]
+    fn macs_are_read_as_sysfs_writes_them() {
+        assert_eq!(parse_mac("02:00:00:00:00:09"), Some(STRANGER));
+        assert_eq!(parse_mac("00:00:00:00:00:00:00:00"), None);
+        assert_eq!(parse_mac("zz"), None);
+    }
+}
