@@ -67,7 +67,10 @@ pub struct Conflicts {
     found: BTreeMap<(String, IpAddr), Conflict>,
     appeared: BTreeMap<String, u64>,
     probes: BTreeMap<String, u64>,
-    running: BTreeSet<String>,
+    /// Instances waiting for the next batch.
+    pending: BTreeSet<String>,
+    /// Whether a batch is on the wire.
+    running: bool,
 }
 
 /// The instance's side of a probe: its VRID and the sources of the foreign routers on it.
@@ -91,16 +94,31 @@ pub fn stranger(mac: Mac, report: &Report, own: &[Mac], group: Group<'_>) -> boo
 }
 
 impl Conflicts {
-    /// Marks a probe of `instance` as started; false when one is running already.
-    pub fn start(&mut self, instance: &str) -> bool {
-        self.running.insert(instance.to_owned())
+    /// Asks for a probe of `instance`'s VIPs in the next batch.
+    pub fn ask(&mut self, instance: &str) {
+        self.pending.insert(instance.to_owned());
+    }
+
+    /// The instances of the next batch, when none is on the wire and some wait: one batch
+    /// probes them all at once (1,000 instances starting together are one probe per
+    /// interface, not 1,000 sockets that each see every frame of the link).
+    pub fn next_batch(&mut self) -> Option<Vec<String>> {
+        if self.running || self.pending.is_empty() {
+            return None;
+        }
+        self.running = true;
+        Some(std::mem::take(&mut self.pending).into_iter().collect())
+    }
+
+    /// The batch on the wire has ended.
+    pub fn batch_done(&mut self) {
+        self.running = false;
     }
 
     /// Takes in what a probe of `instance` found at `now`: the VIPs answered by strangers are
     /// its conflicts from now on (each new one logged as a warning); the others are clear.
     pub fn probed(&mut self, now: Instant, found: &Probed, group: Group<'_>) {
         let name = &found.instance;
-        self.running.remove(name);
         *self.probes.entry(name.clone()).or_default() += 1;
         let (reports, own) = match &found.outcome {
             Ok(r) => r,
@@ -191,67 +209,152 @@ impl Conflicts {
     }
 }
 
-/// Probes `vips` (by interface) of `instance` on a blocking thread and sends what it found to
-/// `tx`; listens at least one advert interval (`advert`) and a bit, up to [`MAX_LISTEN`].
-pub fn spawn(
-    instance: String,
-    vips: Vec<(String, Vec<IpAddr>)>,
-    timing: Timing,
-    advert: Duration,
-    tx: mpsc::UnboundedSender<Probed>,
-) {
-    let listen = (advert + Duration::from_millis(250)).min(MAX_LISTEN);
-    tokio::task::spawn_blocking(move || {
-        let outcome = vips
-            .iter()
-            .map(|(interface, addresses)| {
-                acd::probe_addresses(interface, addresses, timing, listen)
-                    .map(|r| (interface.clone(), r))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(|reports| (reports, own_macs()));
-        let _ = tx.send(Probed { instance, outcome });
-    });
+/// One batch: the instances and their VIPs by interface, and what the wire said.
+#[derive(Debug)]
+pub struct Batch {
+    /// Each instance and its VIPs.
+    pub instances: Vec<(String, Vec<IpAddr>)>,
+    /// The reports by interface and this host's MACs, or why the link could not be asked.
+    pub outcome: Result<(Reports, Vec<Mac>), acd::Error>,
+}
+
+impl Batch {
+    /// What the batch says about `instance`'s `vips` alone.
+    fn of(&self, instance: &str, vips: &[IpAddr]) -> Probed {
+        let outcome = match &self.outcome {
+            Ok((reports, own)) => {
+                let mine = reports
+                    .iter()
+                    .map(|(interface, r)| {
+                        let mut r = r.clone();
+                        r.verdicts.retain(|(ip, _)| vips.contains(ip));
+                        (interface.clone(), r)
+                    })
+                    .collect();
+                Ok((mine, own.clone()))
+            }
+            Err(e) => Err(acd::Error::Io {
+                interface: String::new(),
+                operation: "probe",
+                source: std::io::Error::other(e.to_string()),
+            }),
+        };
+        Probed {
+            instance: instance.to_owned(),
+            outcome,
+        }
+    }
 }
 
 impl Daemon {
-    /// Probes the VIPs of instance `vr` (unless probing is off or one is running already).
+    /// Asks for a probe of instance `vr`'s VIPs (unless probing is off).
     pub(super) fn probe_vips(&mut self, vr: usize) {
+        if self.probe.is_some() {
+            self.telemetry.conflicts.ask(&self.parts.vrs[vr].cfg.name);
+        }
+    }
+
+    /// Starts the next batch of probes, if one is due.
+    pub(super) fn start_probes(&mut self) {
         let Some(timing) = self.probe else {
             return;
         };
-        let v = &self.parts.vrs[vr];
-        if !self.telemetry.conflicts.start(&v.cfg.name) {
+        let Some(names) = self.telemetry.conflicts.next_batch() else {
             return;
-        }
-        let mut by_interface: Vec<(String, Vec<IpAddr>)> = Vec::new();
-        for (interface, vip) in &v.vips {
-            match by_interface.iter_mut().find(|(i, _)| *i == interface.name) {
-                Some((_, list)) => list.push(vip.address),
-                None => by_interface.push((interface.name.clone(), vec![vip.address])),
+        };
+        let mut instances = Vec::new();
+        let mut by_interface: BTreeMap<String, BTreeSet<IpAddr>> = BTreeMap::new();
+        let mut advert = Duration::ZERO;
+        for v in self
+            .parts
+            .vrs
+            .iter()
+            .filter(|v| names.contains(&v.cfg.name))
+        {
+            for (interface, vip) in &v.vips {
+                by_interface
+                    .entry(interface.name.clone())
+                    .or_default()
+                    .insert(vip.address);
             }
+            let vips = v.vips.iter().map(|(_, vip)| vip.address).collect();
+            instances.push((v.cfg.name.clone(), vips));
+            advert = advert.max(Duration::from_millis(u64::from(v.cfg.advert_int_cs) * 10));
         }
-        let advert = Duration::from_millis(u64::from(v.cfg.advert_int_cs) * 10);
-        let tx = self.probes_tx.clone();
-        spawn(v.cfg.name.clone(), by_interface, timing, advert, tx);
+        let by_interface = by_interface
+            .into_iter()
+            .map(|(i, set)| (i, set.into_iter().collect()))
+            .collect();
+        spawn(
+            instances,
+            by_interface,
+            timing,
+            advert,
+            self.probes_tx.clone(),
+        );
     }
 
-    /// What a probe found, taken in: status and metrics show it from now on.
-    pub(super) fn probed(&mut self, found: &Probed) {
+    /// What a batch found, taken in: status and metrics show it from now on.
+    pub(super) fn probed(&mut self, batch: &Batch) {
         let now = self.now();
-        let Some(v) = self.parts.vrs.iter().find(|v| v.cfg.name == found.instance) else {
-            return; // removed by a reload meanwhile
-        };
-        let foreign: Vec<IpAddr> = (self.telemetry.clashes.active(now))
-            .filter(|f| f.instance == found.instance)
-            .map(|f| f.source)
-            .collect();
-        let group = Group {
-            vrid: v.cfg.vrid,
-            foreign: &foreign,
-        };
-        self.telemetry.conflicts.probed(now, found, group);
+        for (name, vips) in &batch.instances {
+            let Some(v) = self.parts.vrs.iter().find(|v| v.cfg.name == *name) else {
+                continue; // removed by a reload meanwhile
+            };
+            let foreign: Vec<IpAddr> = (self.telemetry.clashes.active(now))
+                .filter(|f| f.instance == *name)
+                .map(|f| f.source)
+                .collect();
+            let group = Group {
+                vrid: v.cfg.vrid,
+                foreign: &foreign,
+            };
+            self.telemetry
+                .conflicts
+                .probed(now, &batch.of(name, vips), group);
+        }
+        self.telemetry.conflicts.batch_done();
         self.status_dirty.set(true);
+    }
+}
+
+/// Probes `vips` (by interface, each interface on a thread of its own) on a blocking thread
+/// and sends what it found to `tx`; listens at least one advert interval (`advert`) and a bit,
+/// up to [`MAX_LISTEN`].
+fn spawn(
+    instances: Vec<(String, Vec<IpAddr>)>,
+    vips: Vec<(String, Vec<IpAddr>)>,
+    timing: Timing,
+    advert: Duration,
+    tx: mpsc::UnboundedSender<Batch>,
+) {
+    let listen = (advert + Duration::from_millis(250)).min(MAX_LISTEN);
+    tokio::task::spawn_blocking(move || {
+        let outcome = std::thread::scope(|scope| {
+            let running: Vec<_> = vips
+                .iter()
+                .map(|(interface, addresses)| {
+                    scope.spawn(move || {
+                        acd::probe_addresses(interface, addresses, timing, listen)
+                            .map(|r| (interface.clone(), r))
+                    })
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|t| t.join().unwrap_or_else(|_| Err(panicked())))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map(|reports| (reports, own_macs()));
+        let _ = tx.send(Batch { instances, outcome });
+    });
+}
+
+fn panicked() -> acd::Error {
+    acd::Error::Io {
+        interface: String::new(),
+        operation: "probe",
+        source: std::io::Error::other("the probing thread panicked"),
     }
 }
 
@@ -325,8 +428,13 @@ mod tests {
     #[test]
     fn a_stranger_is_a_conflict_until_a_probe_finds_the_vip_free() {
         let mut c = Conflicts::default();
-        assert!(c.start("VI_1"));
-        assert!(!c.start("VI_1"), "one probe at a time");
+        assert_eq!(c.next_batch(), None);
+        c.ask("VI_1");
+        c.ask("VI_2");
+        c.ask("VI_1");
+        assert_eq!(c.next_batch(), Some(vec!["VI_1".into(), "VI_2".into()]));
+        c.ask("VI_1");
+        assert_eq!(c.next_batch(), None, "one batch at a time");
         c.probed(
             Instant::ZERO,
             &probed(report(&[("192.0.2.100", STRANGER)], &[])),
@@ -349,7 +457,8 @@ mod tests {
         c.probed(Instant::ZERO, &probed(report(&[], &[])), GROUP);
         assert_eq!(c.of("VI_1").count(), 0);
         assert_eq!(c.probes("VI_1"), 3);
-        assert!(c.start("VI_1"));
+        c.batch_done();
+        assert_eq!(c.next_batch(), Some(vec!["VI_1".into()]));
     }
 
     #[test]

@@ -159,8 +159,8 @@ struct Daemon {
     values: mpsc::UnboundedReceiver<(String, i64)>,
     /// How the VIPs are probed ([`conflict`]); `None`: not at all.
     probe: Option<ipi_core::acd::Timing>,
-    probes_tx: mpsc::UnboundedSender<conflict::Probed>,
-    probes: mpsc::UnboundedReceiver<conflict::Probed>,
+    probes_tx: mpsc::UnboundedSender<conflict::Batch>,
+    probes: mpsc::UnboundedReceiver<conflict::Batch>,
 }
 
 /// How soon a state change shows in the status file, at the latest (unless the 1 s tick
@@ -286,6 +286,7 @@ impl Daemon {
         // After a stall, one write rather than one per missed second.
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            self.start_probes();
             let next = self.timers.earliest();
             let deadline = next.map(|at| self.start + Duration::from_millis(at.as_millis()));
             tokio::select! {
