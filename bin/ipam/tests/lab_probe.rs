@@ -117,34 +117,7 @@ fn vip_validate_names_a_vip_in_use_and_its_mac_then_passes_once_it_is_gone() {
 /// from the prober's own address `own`), each solicitation from :: to the VIP's
 /// solicited-node group.
 fn probes_on_the_wire(pcap: &Path, own: String) {
-    let fields = |filter: &str, fields: &[&str]| -> Vec<Vec<String>> {
-        let mut args = vec![
-            "-r".to_string(),
-            pcap.display().to_string(),
-            "-Y".into(),
-            filter.into(),
-            "-T".into(),
-            "fields".into(),
-        ];
-        for f in fields {
-            args.push("-e".into());
-            args.push((*f).into());
-        }
-        let out = std::process::Command::new("tshark")
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| l.split('\t').map(str::to_string).collect())
-            .collect()
-    };
+    let fields = |filter: &str, fields: &[&str]| ipi_lab::tshark_fields(pcap, filter, fields);
     let arp = fields(
         "arp.opcode == 1",
         &["arp.src.proto_ipv4", "arp.dst.proto_ipv4", "arp.dst.hw_mac"],

@@ -179,27 +179,7 @@ fn a_vip_held_outside_the_group_is_warned_with_its_mac_and_the_instance_runs_on(
 /// ARP probes in `pcap` come from 0.0.0.0 with `mac`, for VIP4; NS for VIP6 from :: to its
 /// solicited-node group, hop limit 255.
 fn probes_from_nowhere(pcap: &Path, mac: &str) {
-    let fields = |filter: &str, fields: &[&str]| -> Vec<Vec<String>> {
-        let path = pcap.display().to_string();
-        let mut args = vec!["-r", path.as_str(), "-Y", filter, "-T", "fields"];
-        for f in fields {
-            args.extend(["-e", f]);
-        }
-        let out = std::process::Command::new("tshark")
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| l.split('\t').map(str::to_string).collect())
-            .collect()
-    };
+    let fields = |filter: &str, fields: &[&str]| ipi_lab::tshark_fields(pcap, filter, fields);
     let probes = fields(
         &format!("arp.opcode == 1 && arp.dst.proto_ipv4 == {VIP4} && arp.src.hw_mac == {mac}"),
         &["arp.src.proto_ipv4"],
@@ -260,14 +240,8 @@ fn the_groups_own_routers_are_no_conflict() {
     assert!(!db.log().contains("is in use on"), "{}", db.log());
     // a did answer: an ARP reply for VIP4 and an NA for VIP6 from a's MAC.
     let a_mac = a.mac().unwrap();
-    let seen = |filter: String| {
-        let path = pcap.display().to_string();
-        let out = std::process::Command::new("tshark")
-            .args(["-r", path.as_str(), "-Y", filter.as_str()])
-            .output()
-            .unwrap();
-        !String::from_utf8_lossy(&out.stdout).trim().is_empty()
-    };
+    let seen =
+        |filter: String| !ipi_lab::tshark_fields(&pcap, &filter, &["frame.number"]).is_empty();
     assert!(seen(format!(
         "arp.opcode == 2 && arp.src.proto_ipv4 == {VIP4} && arp.src.hw_mac == {a_mac}"
     )));
