@@ -16,11 +16,6 @@ use crate::store::{Record, Store};
 /// Asks the wire about one address: the MAC of a host that answered for it, if one did.
 pub type Check<'a> = dyn FnMut(IpAddr) -> Result<Option<Mac>, acd::Error> + 'a;
 
-/// A check that asks nothing: every address is free on the wire.
-pub fn unchecked(_: IpAddr) -> Result<Option<Mac>, acd::Error> {
-    Ok(None)
-}
-
 /// The store's holder of an address answered on the wire.
 pub fn holder(ip: IpAddr) -> String {
     format!("answered/{ip}")

@@ -1,6 +1,6 @@
 //! `--probe IF` on the wire: in a lab, a host holds one of the VIPs (or pool addresses) as a
-//! plain address, and `ipam vip validate --probe` names it and its MAC, `vip suggest --probe`
-//! and `pool reserve --probe` pass it over (the pool marks it in the store until it is
+//! plain address, and `ipam vip validate --probe` names it and its MAC, `vip suggest --probe`,
+//! `reserve --probe` and `pool reserve --probe` pass it over (the pool marks it in the store until it is
 //! released by hand); with the address gone, all pass. IPv4 and IPv6. The probes themselves
 //! are read back with tshark: ARP requests from 0.0.0.0 for the VIP, neighbour solicitations
 //! from :: to its solicited-node group.
@@ -279,5 +279,77 @@ fn pool_reserve_skips_and_marks_an_answered_address_until_released_by_hand() {
     );
     let again = reserve(&v4, "svc-c");
     assert_eq!(again.stdout, "192.0.2.5\n", "{}", again.stderr);
+    assert!(again.stderr.is_empty(), "{}", again.stderr);
+}
+
+#[test]
+fn reserve_skips_an_answered_address_on_every_network_of_an_ipset() {
+    if !lab_ready() {
+        return;
+    }
+    let (lab, prober, holder, mac) = setup(&["192.0.2.10", "2001:db8::10"]);
+    let netconfig = write(
+        lab.dir(),
+        "netconfig.yaml",
+        "kind: NetConfig\nspec:\n  networks:\n  - name: A\n    subnets:\n    - name: s\n      \
+         cidr: 192.0.2.0/24\n      allocationRanges:\n      - start: 192.0.2.10\n        \
+         end: 192.0.2.20\n  - name: B\n    subnets:\n    - name: s\n      cidr: 2001:db8::/64\n      \
+         allocationRanges:\n      - start: 2001:db8::10\n        end: 2001:db8::20\n",
+    );
+    let ipset = |name: &str| {
+        write(
+            lab.dir(),
+            &format!("{name}.yaml"),
+            &format!(
+                "kind: IPSet\nmetadata:\n  name: {name}\nspec:\n  networks:\n  - name: A\n    \
+                 subnetName: s\n  - name: B\n    subnetName: s\n"
+            ),
+        )
+    };
+    let store = lab.dir().join("store").display().to_string();
+    let reserve = |name: &str| {
+        let file = ipset(name);
+        let args = [
+            "reserve",
+            "--netconfig",
+            &netconfig,
+            "--ipset",
+            &file,
+            "--store",
+            &store,
+            "--json",
+            "--probe",
+            "eth0",
+        ];
+        let out = ipam(&prober, &args);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        out
+    };
+    let first = reserve("node-0");
+    let addresses: Vec<String> = serde_json::from_str::<serde_json::Value>(&first.stdout).unwrap()
+        ["reservations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["address"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        addresses,
+        ["192.0.2.11", "2001:db8::11"],
+        "{}",
+        first.stdout
+    );
+    for held in ["192.0.2.10", "2001:db8::10"] {
+        let said = format!("{held} is in use on eth0: answered by {mac}");
+        assert!(first.stderr.contains(&said), "{}", first.stderr);
+    }
+    let list = ipam(&prober, &["list", "--store", &store]).stdout;
+    assert!(
+        list.contains("answered/192.0.2.10") && list.contains("answered/2001:db8::10"),
+        "{list}"
+    );
+    // The same IPSet again: the same answer, no probe (its own holder would answer).
+    let again = reserve("node-0");
+    assert_eq!(again.stdout, first.stdout);
     assert!(again.stderr.is_empty(), "{}", again.stderr);
 }
