@@ -287,7 +287,7 @@ fn reserve_skips_an_answered_address_on_every_network_of_an_ipset() {
     if !lab_ready() {
         return;
     }
-    let (lab, prober, holder, mac) = setup(&["192.0.2.10", "2001:db8::10"]);
+    let (lab, prober, _holder, mac) = setup(&["192.0.2.10", "2001:db8::10"]);
     let netconfig = write(
         lab.dir(),
         "netconfig.yaml",
