@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ipi_core::acd::{self, Evidence, Mac, Report, Timing};
@@ -48,18 +49,20 @@ pub struct Conflict {
     pub since: Instant,
 }
 
-/// What one instance's probe found: per interface, the report, and this host's MACs; or why
-/// the link could not be asked.
+/// What one instance's probe found: per interface, the report or why the link could not be
+/// asked there; and this host's MACs.
 #[derive(Debug)]
 pub struct Probed {
     /// The instance.
     pub instance: String,
-    /// The reports by interface, and the MACs of this host's interfaces.
-    pub outcome: Result<(Reports, Vec<Mac>), acd::Error>,
+    /// The reports by interface.
+    pub reports: Reports,
+    /// The MACs of this host's interfaces.
+    pub own: Vec<Mac>,
 }
 
-/// A probe's reports, by interface.
-pub type Reports = Vec<(String, Report)>;
+/// A probe's reports, by interface (an error shared by every instance on the interface).
+pub type Reports = Vec<(String, Result<Report, Arc<acd::Error>>)>;
 
 /// What the probes found, by instance.
 #[derive(Debug, Default)]
@@ -120,17 +123,18 @@ impl Conflicts {
     pub fn probed(&mut self, now: Instant, found: &Probed, group: Group<'_>) {
         let name = &found.instance;
         *self.probes.entry(name.clone()).or_default() += 1;
-        let (reports, own) = match &found.outcome {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!("{name}: the VIPs could not be probed: {e}");
-                return;
-            }
-        };
-        let mut now_found = BTreeSet::new();
-        for (interface, report) in reports {
+        let (mut now_found, mut failed) = (BTreeSet::new(), BTreeSet::new());
+        for (interface, report) in &found.reports {
+            let report = match report {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!("{name}: the VIPs on {interface} could not be probed: {e}");
+                    failed.insert(interface.as_str());
+                    continue;
+                }
+            };
             for (vip, mac, evidence) in report.answered() {
-                if !stranger(mac, report, own, group) {
+                if !stranger(mac, report, &found.own, group) {
                     continue;
                 }
                 now_found.insert(vip);
@@ -159,8 +163,11 @@ impl Conflicts {
                 self.found.insert(key, conflict);
             }
         }
-        self.found.retain(|(instance, vip), _| {
-            let keep = instance != name || now_found.contains(vip);
+        // What a failed interface said before stands until it can be asked again.
+        self.found.retain(|(instance, vip), c| {
+            let keep = instance != name
+                || now_found.contains(vip)
+                || failed.contains(c.interface.as_str());
             if !keep {
                 tracing::info!("{name}: VIP {vip} is no longer answered by another host");
             }
@@ -214,34 +221,28 @@ impl Conflicts {
 pub struct Batch {
     /// Each instance and its VIPs.
     pub instances: Vec<(String, Vec<IpAddr>)>,
-    /// The reports by interface and this host's MACs, or why the link could not be asked.
-    pub outcome: Result<(Reports, Vec<Mac>), acd::Error>,
+    /// The reports by interface.
+    pub reports: Reports,
+    /// This host's MACs.
+    pub own: Vec<Mac>,
 }
 
 impl Batch {
     /// What the batch says about `instance`'s `vips` alone.
     fn of(&self, instance: &str, vips: &[IpAddr]) -> Probed {
-        let outcome = match &self.outcome {
-            Ok((reports, own)) => {
-                let mine = reports
-                    .iter()
-                    .map(|(interface, r)| {
-                        let mut r = r.clone();
-                        r.verdicts.retain(|(ip, _)| vips.contains(ip));
-                        (interface.clone(), r)
-                    })
-                    .collect();
-                Ok((mine, own.clone()))
-            }
-            Err(e) => Err(acd::Error::Io {
-                interface: String::new(),
-                operation: "probe",
-                source: std::io::Error::other(e.to_string()),
-            }),
-        };
+        let reports = (self.reports.iter())
+            .map(|(interface, r)| {
+                let mine = r.clone().map(|mut r| {
+                    r.verdicts.retain(|(ip, _)| vips.contains(ip));
+                    r
+                });
+                (interface.clone(), mine)
+            })
+            .collect();
         Probed {
             instance: instance.to_owned(),
-            outcome,
+            reports,
+            own: self.own.clone(),
         }
     }
 }
@@ -330,29 +331,33 @@ fn spawn(
 ) {
     let listen = (advert + Duration::from_millis(250)).min(MAX_LISTEN);
     tokio::task::spawn_blocking(move || {
-        let outcome = std::thread::scope(|scope| {
-            let running: Vec<_> = vips
-                .iter()
+        let reports = std::thread::scope(|scope| {
+            let running: Vec<_> = (vips.iter())
                 .map(|(interface, addresses)| {
-                    scope.spawn(move || {
-                        acd::probe_addresses(interface, addresses, timing, listen)
-                            .map(|r| (interface.clone(), r))
-                    })
+                    let probe = scope
+                        .spawn(move || acd::probe_addresses(interface, addresses, timing, listen));
+                    (interface, probe)
                 })
                 .collect();
-            running
-                .into_iter()
-                .map(|t| t.join().unwrap_or_else(|_| Err(panicked())))
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .map(|reports| (reports, own_macs()));
-        let _ = tx.send(Batch { instances, outcome });
+            (running.into_iter())
+                .map(|(interface, t)| {
+                    let r = t.join().unwrap_or_else(|_| Err(panicked(interface)));
+                    (interface.clone(), r.map_err(Arc::new))
+                })
+                .collect()
+        });
+        let own = own_macs();
+        let _ = tx.send(Batch {
+            instances,
+            reports,
+            own,
+        });
     });
 }
 
-fn panicked() -> acd::Error {
+fn panicked(interface: &str) -> acd::Error {
     acd::Error::Io {
-        interface: String::new(),
+        interface: interface.to_owned(),
         operation: "probe",
         source: std::io::Error::other("the probing thread panicked"),
     }
@@ -416,7 +421,8 @@ mod tests {
     fn probed(r: Report) -> Probed {
         Probed {
             instance: "VI_1".into(),
-            outcome: Ok((vec![("eth0".into(), r)], vec![OWN])),
+            reports: vec![("eth0".into(), Ok(r))],
+            own: vec![OWN],
         }
     }
 
@@ -447,6 +453,17 @@ mod tests {
         assert_eq!(j[0]["mac"], "02:00:00:00:00:09");
         assert_eq!(j[0]["interface"], "eth0");
         assert_eq!(j[0]["found_ms_ago"], 1500);
+        // An interface that cannot be asked keeps what it said.
+        let failed = Probed {
+            instance: "VI_1".into(),
+            reports: vec![(
+                "eth0".into(),
+                Err(Arc::new(acd::Error::NoMac("eth0".into()))),
+            )],
+            own: vec![OWN],
+        };
+        c.probed(Instant::ZERO, &failed, GROUP);
+        assert_eq!(c.of("VI_1").count(), 1);
         // Found again: the same appearance.
         c.probed(
             Instant::ZERO,
@@ -456,7 +473,7 @@ mod tests {
         assert_eq!(c.appearances("VI_1"), 1);
         c.probed(Instant::ZERO, &probed(report(&[], &[])), GROUP);
         assert_eq!(c.of("VI_1").count(), 0);
-        assert_eq!(c.probes("VI_1"), 3);
+        assert_eq!(c.probes("VI_1"), 4);
         c.batch_done();
         assert_eq!(c.next_batch(), Some(vec!["VI_1".into()]));
     }
