@@ -113,9 +113,11 @@ impl Conflicts {
         Some(std::mem::take(&mut self.pending).into_iter().collect())
     }
 
-    /// The batch on the wire has ended.
-    pub fn batch_done(&mut self) {
+    /// The batch on the wire has ended; what it found about instances no longer running (a
+    /// reload removed them) is forgotten.
+    pub fn batch_done(&mut self, running: impl Fn(&str) -> bool) {
         self.running = false;
+        self.found.retain(|(instance, _), _| running(instance));
     }
 
     /// Takes in what a probe of `instance` found at `now`: the VIPs answered by strangers are
@@ -314,7 +316,8 @@ impl Daemon {
                 .conflicts
                 .probed(now, &batch.of(name, vips), group);
         }
-        self.telemetry.conflicts.batch_done();
+        let vrs = &self.parts.vrs;
+        (self.telemetry.conflicts).batch_done(|name| vrs.iter().any(|v| v.cfg.name == name));
         self.status_dirty.set(true);
     }
 }
@@ -474,7 +477,14 @@ mod tests {
         c.probed(Instant::ZERO, &probed(report(&[], &[])), GROUP);
         assert_eq!(c.of("VI_1").count(), 0);
         assert_eq!(c.probes("VI_1"), 4);
-        c.batch_done();
+        assert_eq!(c.appearances("VI_1"), 1);
+        c.probed(
+            Instant::ZERO,
+            &probed(report(&[("192.0.2.100", STRANGER)], &[])),
+            GROUP,
+        );
+        c.batch_done(|name| name != "VI_1");
+        assert_eq!(c.of("VI_1").count(), 0, "a removed instance is forgotten");
         assert_eq!(c.next_batch(), Some(vec!["VI_1".into()]));
     }
 
