@@ -3,8 +3,9 @@
 //! `vrrpd status --json` and the metrics, and runs on as MASTER; once the address is gone, a
 //! clash (a foreign router appearing on the VRID) probes again and the warning clears. No
 //! false alarm: a second router of the group that starts while the first holds the VIPs is
-//! answered by it (tshark shows the answer) and reports nothing, and a router probing VIPs it
-//! holds itself reports nothing either. The probes themselves: ARP from 0.0.0.0, NS from ::.
+//! answered by it (tshark shows the answer) and reports nothing, nor does vrrpd joining a group
+//! whose master is the real keepalived; a router probing VIPs it holds itself reports nothing
+//! either. The probes themselves: ARP from 0.0.0.0, NS from ::.
 
 // Helpers outside #[test] functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -13,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ipi_lab::{Daemon, Host, Lab};
+use ipi_net_tests::vrrp::{Router, Speaker};
 use support::{status, until};
 
 #[allow(
@@ -248,4 +250,51 @@ fn the_groups_own_routers_are_no_conflict() {
     assert!(seen(format!(
         "icmpv6.type == 136 && icmpv6.nd.na.target_address == {VIP6} && eth.src == {a_mac}"
     )));
+}
+
+#[test]
+fn a_keepalived_master_of_the_group_is_no_conflict() {
+    if !ready() || !ipi_lab::tool("keepalived", "keepalived") {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let (k, b) = (lab.host("k").unwrap(), lab.host("b").unwrap());
+    let kk = Router::start_with(&k, Speaker::Keepalived, &conf(200), 200, None).unwrap();
+    let (vip4, vip6) = (VIP4.parse().unwrap(), VIP6.parse().unwrap());
+    until(
+        "keepalived holds both VIPs",
+        Duration::from_secs(10),
+        &[&kk.daemon],
+        || support::holds(&k, vip4) && support::holds(&k, vip6),
+    );
+    // vrrpd joins the group as backup: keepalived's host answers its probes, and keepalived
+    // advertises the VRIDs, so nothing is reported.
+    let capture = b.capture("answers", "arp or icmp6").unwrap();
+    let db = support::vrrpd(&b, &conf(100));
+    for name in ["VI_4", "VI_6"] {
+        until(
+            &format!("b: {name} BACKUP after one probe"),
+            Duration::from_secs(10),
+            &[&db, &kk.daemon],
+            || {
+                let s = status(&b);
+                let i = instance(&s, name);
+                i["state"] == "BACKUP" && i["vip_probes"] == 1
+            },
+        );
+        assert_eq!(
+            instance(&status(&b), name)["vip_conflicts"],
+            serde_json::json!([]),
+            "{}",
+            db.log()
+        );
+    }
+    let pcap = capture.stop().unwrap();
+    let k_mac = k.mac().unwrap();
+    let filter =
+        format!("arp.opcode == 2 && arp.src.proto_ipv4 == {VIP4} && arp.src.hw_mac == {k_mac}");
+    assert!(
+        !ipi_lab::tshark_fields(&pcap, &filter, &["frame.number"]).is_empty(),
+        "keepalived's host never answered b's probe"
+    );
 }
