@@ -74,7 +74,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Release every address reserved for NAME (an IPSet, or a pool request), in every pool.
+    /// Release every address reserved for NAME (an IPSet, or a pool request), in every pool;
+    /// `answered/ADDRESS` frees an address that `--probe` found in use on the wire.
     Release {
         /// The IPSet's or the request's name.
         name: String,
