@@ -11,6 +11,9 @@
 //! before it can take over, longer than the probe lasts (under 0.7 s by default) for any
 //! advert interval from 0.3 s up. With a shorter interval the verdict comes just after the
 //! first MASTER transition; it is the same verdict, as this host never answers its own probes.
+//! So it comes for an address owner (priority 255, MASTER at once: RFC 5798 6.4.1) and for an
+//! instance asked while a batch is on the wire (it waits for that batch to end, at most the
+//! probe's bound and [`MAX_LISTEN`]). Instances asked together are probed in one batch.
 //!
 //! Who is of the group: the routers seen advertising the instance's VRID while the probe
 //! listens (it listens one advert interval and a bit, at most [`MAX_LISTEN`], so that a master
