@@ -146,36 +146,40 @@ fn a_vip_held_outside_the_group_is_warned_with_its_mac_and_the_instance_runs_on(
     // The probes on the wire: ARP from 0.0.0.0 for the VIP, NS from :: for the IPv6 VIP.
     probes_from_nowhere(&pcap, &a.mac().unwrap());
 
-    // The address leaves the stranger; a foreign router appears on VI_4's VRID (k: another
-    // group on VRID 61 with another VIP), and the probe it triggers finds VIP4 free, while a
-    // holds it itself: no false alarm from our own VIP.
+    // The addresses leave the stranger; foreign routers appear on both VRIDs (k: other groups
+    // on VRIDs 61 and 62 with other VIPs), and the probes they trigger find the VIPs free,
+    // while a holds them itself: no false alarm from our own VIPs.
     plain_address(&holder, "del", VIP4);
     plain_address(&holder, "del", VIP6);
     let foreign = "global_defs {\n    vrrp_version 3\n}\nvrrp_instance OTHER {\n    \
         interface eth0\n    virtual_router_id 61\n    priority 50\n    advert_int 0.5\n    \
-        virtual_ipaddress {\n        192.0.2.201/32\n    }\n}\n";
+        virtual_ipaddress {\n        192.0.2.201/32\n    }\n}\nvrrp_instance OTHER6 {\n    \
+        interface eth0\n    virtual_router_id 62\n    priority 50\n    advert_int 0.5\n    \
+        virtual_ipaddress {\n        2001:db8::201/128\n    }\n}\n";
     let dk = support::vrrpd_with(&k, foreign, &["--no-probe"]);
-    until(
-        "VI_4: a second probe after the clash, clear",
-        Duration::from_secs(10),
-        &[&da, &dk],
-        || {
-            let s = status(&a);
-            let i = instance(&s, "VI_4");
-            i["clashes"] == 1
-                && i["vip_probes"] == 2
-                && i["vip_conflicts"] == serde_json::json!([])
-                && i["state"] == "MASTER"
-        },
-    );
-    assert!(
-        da.log().contains(&format!(
-            "VI_4: VIP {VIP4} is no longer answered by another host"
-        )),
-        "{}",
-        da.log()
-    );
-    assert!(scrape(&a).contains("vrrpd_vip_conflicts{instance=\"VI_4\"} 0"));
+    for (name, vip) in [("VI_4", VIP4), ("VI_6", VIP6)] {
+        until(
+            &format!("{name}: a second probe after the clash, clear"),
+            Duration::from_secs(10),
+            &[&da, &dk],
+            || {
+                let s = status(&a);
+                let i = instance(&s, name);
+                i["clashes"] == 1
+                    && i["vip_probes"] == 2
+                    && i["vip_conflicts"] == serde_json::json!([])
+                    && i["state"] == "MASTER"
+            },
+        );
+        let cleared = format!("{name}: VIP {vip} is no longer answered by another host");
+        assert!(da.log().contains(&cleared), "{}", da.log());
+    }
+    let metrics = scrape(&a);
+    for name in ["VI_4", "VI_6"] {
+        let zero = format!("vrrpd_vip_conflicts{{instance=\"{name}\"}} 0");
+        assert!(metrics.contains(&zero), "{metrics}");
+    }
+    assert!(!metrics.contains("vrrpd_vip_conflict_info{"), "{metrics}");
 }
 
 /// ARP probes in `pcap` come from 0.0.0.0 with `mac`, for VIP4; NS for VIP6 from :: to its
