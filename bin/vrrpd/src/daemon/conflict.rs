@@ -9,15 +9,17 @@
 //! The probe runs beside the state machine, never in its way: it starts with the instance,
 //! which then waits Master_Down_Interval (three advert intervals and Skew_Time) as BACKUP
 //! before it can take over, longer than the probe lasts (under 0.7 s by default) for any
-//! advert interval from 0.3 s up. With a shorter interval the verdict comes just after the
+//! advert interval from 0.3 s up (the listening for the group's adverts, below, goes on
+//! beside it and ends, for 1 s adverts, at 2.25 s, before Master_Down_Interval's 3 s and
+//! Skew_Time). With a shorter interval the verdict comes just after the
 //! first MASTER transition; it is the same verdict, as this host never answers its own probes.
 //! So it comes for an address owner (priority 255, MASTER at once: RFC 5798 6.4.1) and for an
 //! instance asked while a batch is on the wire (it waits for that batch to end, at most the
 //! probe's bound and [`MAX_LISTEN`]). Instances asked together are probed in one batch.
 //!
 //! Who is of the group: the routers seen advertising the instance's VRID while the probe
-//! listens (it listens one advert interval and a bit, at most [`MAX_LISTEN`], so that a master
-//! that holds the VIPs is seen), less those [`super::clash`] knows as foreign. This host's
+//! listens (two advert intervals and a bit, at most [`MAX_LISTEN`], so that a master that holds
+//! the VIPs is seen even with one advert late or lost), less those [`super::clash`] knows as foreign. This host's
 //! own interfaces' MACs are never strangers.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -326,7 +328,7 @@ impl Daemon {
 }
 
 /// Probes `vips` (by interface, each interface on a thread of its own) on a blocking thread
-/// and sends what it found to `tx`; listens at least one advert interval (`advert`) and a bit,
+/// and sends what it found to `tx`; listens at least two advert intervals (`advert`) and a bit,
 /// up to [`MAX_LISTEN`].
 fn spawn(
     instances: Vec<(String, Vec<IpAddr>)>,
@@ -335,7 +337,7 @@ fn spawn(
     advert: Duration,
     tx: mpsc::UnboundedSender<Batch>,
 ) {
-    let listen = (advert + Duration::from_millis(250)).min(MAX_LISTEN);
+    let listen = (advert * 2 + Duration::from_millis(250)).min(MAX_LISTEN);
     tokio::task::spawn_blocking(move || {
         let reports = std::thread::scope(|scope| {
             let running: Vec<_> = (vips.iter())
