@@ -1,7 +1,8 @@
-//! Fuzz the address-conflict-detection frame parser: arbitrary bytes as a received Ethernet
-//! frame to `ipi_core::acd::frame::parse`, and whatever it reads fed to a probe for an IPv4
-//! and an IPv6 address. Nothing may panic; a frame from the probing interface's own MAC is
-//! never an answer.
+//! Fuzz the address-conflict-detection parsers: arbitrary bytes as a received Ethernet frame
+//! to `ipi_core::acd::frame::parse`, and whatever it reads fed to a probe for an IPv4 and an
+//! IPv6 address; the same bytes as text to the `--probe-timing` parser (`Timing`), whose
+//! accepted values must print back to themselves. Nothing may panic; a frame from the probing
+//! interface's own MAC is never an answer.
 
 #![no_main]
 
@@ -11,6 +12,9 @@ use ipi_core::acd::{frame, Probe, Step, Timing, Verdict};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    if let Ok(Ok(t)) = std::str::from_utf8(data).map(str::parse::<Timing>) {
+        assert_eq!(t.to_string().parse::<Timing>().ok(), Some(t));
+    }
     let Some(seen) = frame::parse(data) else {
         return;
     };
