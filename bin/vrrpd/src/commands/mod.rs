@@ -72,6 +72,7 @@ pub fn run(
     source: &cli::Source,
     state_dir: &Path,
     metrics: &cli::Metrics,
+    probe: &cli::Probe,
     verbose: u8,
     quiet: bool,
 ) -> ExitCode {
@@ -93,7 +94,8 @@ pub fn run(
     } else {
         Box::new(|| Err(SourceError::NotReloadable))
     };
-    match crate::daemon::run(config, state_dir, reload, metrics) {
+    let probe = (!probe.no_probe).then_some(probe.probe_timing);
+    match crate::daemon::run(config, state_dir, reload, metrics, probe) {
         Ok(()) => Status::Success.into(),
         Err(e) => {
             eprintln!("vrrpd: {e}");
