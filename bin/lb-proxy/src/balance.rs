@@ -12,6 +12,8 @@ pub const WEIGHT_SCALE: u32 = 16;
 #[derive(Debug, Clone, Default)]
 pub struct RoundRobin {
     current: Vec<i64>,
+    /// The last server `least_connections` picked.
+    last: usize,
 }
 
 impl RoundRobin {
@@ -37,6 +39,36 @@ impl RoundRobin {
         self.current[b] -= total;
         Some(b)
     }
+
+    /// `balance leastconn` (haproxy's `fwlc_get_next_server`): the eligible server with the
+    /// fewest connections for its weight, (connections + 1) / weight as haproxy keys its tree,
+    /// so that a heavier server takes more; among equals, the next after the last picked, so
+    /// that idle servers take turns. None when no server is eligible (weight 0).
+    pub fn least_connections(&mut self, weights: &[u32], active: &[u64]) -> Option<usize> {
+        let n = weights.len();
+        let key = |i: usize| {
+            (
+                u128::from(active.get(i).copied().unwrap_or(0)) + 1,
+                u128::from(weights[i]),
+            )
+        };
+        let mut best: Option<usize> = None;
+        for step in 1..=n {
+            let i = (self.last + step) % n;
+            if weights[i] == 0 {
+                continue;
+            }
+            let better = best.is_none_or(|b| {
+                let ((ai, wi), (ab, wb)) = (key(i), key(b));
+                ai * wb < ab * wi
+            });
+            if better {
+                best = Some(i);
+            }
+        }
+        self.last = best?;
+        best
+    }
 }
 
 /// A server's effective weight: its configured weight scaled, ramped up linearly over
@@ -61,6 +93,24 @@ pub fn effective_weight(weight: u32, up_for: Option<Duration>, slowstart: Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn least_connections_picks_the_least_loaded_and_rotates_ties() {
+        let mut rr = RoundRobin::default();
+        let w = [16, 16, 16];
+        let picks: Vec<_> = (0..4)
+            .map(|_| rr.least_connections(&w, &[0, 0, 0]).unwrap())
+            .collect();
+        assert_eq!(picks, [1, 2, 0, 1], "idle servers take turns");
+        assert_eq!(rr.least_connections(&w, &[3, 1, 2]), Some(1));
+        assert_eq!(rr.least_connections(&[16, 0, 16], &[3, 0, 2]), Some(2));
+        assert_eq!(
+            rr.least_connections(&[16, 32], &[1, 2]),
+            Some(1),
+            "(2 + 1) / 32 < (1 + 1) / 16: weight counts"
+        );
+        assert_eq!(rr.least_connections(&[0, 0], &[0, 0]), None);
+    }
 
     fn sequence(weights: &[u32], n: usize) -> Vec<usize> {
         let mut rr = RoundRobin::default();

@@ -9,8 +9,8 @@ use std::time::Duration;
 use ipi_core::{Cluster, Family, Inventory, Role};
 
 use super::model::{
-    Bind, Config, Global, HttpCheck, InitState, Kind, Location, Mode, MonitorFail, OnError, Proxy,
-    Race, RetryOn, Server, Stats, Timeouts,
+    Bind, Config, Global, HttpCheck, InitAddr, InitState, Kind, Location, Mode, MonitorFail,
+    OnError, Proxy, Race, RetryOn, Server, Stats, Timeouts,
 };
 
 /// The API servers' port.
@@ -69,8 +69,9 @@ fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
         },
         binds: Vec::new(),
         default_backend: None,
-        balance_roundrobin: true,
         httpchk: None,
+        tcp_check: None,
+        leastconn: false,
         monitor_uri: None,
         monitor_fail: None,
         stats: Stats::default(),
@@ -137,11 +138,7 @@ pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
     };
 
     let mut backend = proxy("masters", Kind::Backend, Mode::Tcp);
-    backend.httpchk = Some(HttpCheck {
-        method: "GET".to_string(),
-        uri: "/readyz".to_string(),
-        version: "HTTP/1.0".to_string(),
-    });
+    backend.httpchk = Some(HttpCheck::new("GET", "/readyz", "HTTP/1.0"));
     backend.servers = masters
         .into_iter()
         .map(|(name, address)| Server {
@@ -162,6 +159,11 @@ pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
             observe: true,
             error_limit: 1,
             on_error: OnError::MarkDown,
+            maxconn: None,
+            fqdn: None,
+            resolvers: None,
+            init_addr: vec![InitAddr::Last, InitAddr::Libc],
+            prefer_ipv4: false,
             location: Location::default(),
         })
         .collect();
@@ -169,7 +171,9 @@ pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
         global: Global {
             maxconn: None,
             stats_socket: Some("/var/lib/haproxy/run/haproxy.sock".to_string()),
+            spread_checks: 0,
         },
         proxies: vec![main, ready, monitor, stats, backend],
+        resolvers: Vec::new(),
     }
 }

@@ -170,6 +170,8 @@ pub struct Backend {
     /// Its servers, in file order.
     pub servers: Vec<Arc<Server>>,
     rotation: Mutex<RoundRobin>,
+    /// `balance leastconn` (else roundrobin).
+    pub leastconn: bool,
     /// `retries`.
     pub retries: u32,
     /// `option redispatch [N]`.
@@ -213,13 +215,14 @@ impl Backend {
             name: p.name.clone(),
             servers,
             rotation: Mutex::new(RoundRobin::default()),
+            leastconn: p.leastconn,
             retries: p.retries,
             redispatch: p.redispatch,
             retry_connect: p.retry_on.conn_failure,
             race: p.race,
             replay: p.replay_unanswered,
             connect: p.timeouts.connect.unwrap_or(Duration::from_secs(5)),
-            probe: Probe::new(p.httpchk.as_ref(), tls),
+            probe: Probe::new(p.httpchk.as_ref(), p.tcp_check.as_deref(), tls),
             check_timeout: p.timeouts.check,
             idle: Idle {
                 server: p.timeouts.server,
@@ -244,7 +247,14 @@ impl Backend {
                 }
             }
         }
-        let i = lock(&self.rotation).pick(&weights)?;
+        let i = if self.leastconn {
+            let active: Vec<u64> = (self.servers.iter())
+                .map(|s| s.active.load(Ordering::Relaxed))
+                .collect();
+            lock(&self.rotation).least_connections(&weights, &active)?
+        } else {
+            lock(&self.rotation).pick(&weights)?
+        };
         Some(Arc::clone(&self.servers[i]))
     }
 
