@@ -381,6 +381,19 @@ impl Probe {
     }
 }
 
+/// `interval` moved by up to `percent` % either way (haproxy's `spread-checks`): `random` is
+/// uniform over u32, 0 moves it earliest, u32::MAX latest.
+pub fn spread(interval: Duration, percent: u32, random: u32) -> Duration {
+    if percent == 0 {
+        return interval;
+    }
+    let micros = interval.as_micros();
+    let reach = micros * u128::from(percent.min(50)) / 100;
+    // micros - reach + 2 * reach * random / u32::MAX, in integers.
+    let moved = micros - reach + 2 * reach * u128::from(random) / u128::from(u32::MAX);
+    Duration::from_micros(u64::try_from(moved).unwrap_or(u64::MAX))
+}
+
 /// When the first check of server `index` of `count` runs: spread evenly over one interval,
 /// as haproxy does, so that checks do not all go at once.
 pub fn first_delay(index: usize, count: usize, inter: Duration) -> Duration {
@@ -604,6 +617,19 @@ mod tests {
             .map(|i| first_delay(i, 4, inter).as_millis())
             .collect();
         assert_eq!(d, [0, 250, 500, 750]);
+    }
+
+    #[test]
+    fn spread_checks_move_the_interval_by_up_to_the_percentage() {
+        let s = Duration::from_secs(2);
+        assert_eq!(spread(s, 0, 7), s);
+        assert_eq!(spread(s, 10, 0), Duration::from_millis(1800));
+        assert_eq!(spread(s, 10, u32::MAX), Duration::from_millis(2200));
+        assert_eq!(
+            spread(s, 10, u32::MAX / 2),
+            Duration::from_micros(1_999_999)
+        );
+        assert_eq!(spread(s, 80, 0), Duration::from_secs(1), "at most 50 %");
     }
 
     #[test]

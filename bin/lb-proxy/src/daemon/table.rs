@@ -3,6 +3,7 @@
 //! reload builds a new table and keeps the live state of every server that did not change.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -58,6 +59,9 @@ pub struct Server {
     pub last_passive: Mutex<String>,
     /// Connect races it lost (another server connected first).
     pub races_lost: AtomicU64,
+    /// Where it is now: its address, or what the DNS last gave for its name (None: a name
+    /// not resolved yet, or no longer; the server is then out of the rotation, unchecked).
+    address: Mutex<Option<SocketAddr>>,
 }
 
 impl Server {
@@ -90,8 +94,21 @@ impl Server {
             downs: AtomicU64::new(0),
             moved: Moved::default(),
             down_epoch: watch::Sender::new(0),
+            address: Mutex::new(
+                Some(cfg.address).filter(|a| cfg.fqdn.is_none() || !a.ip().is_unspecified()),
+            ),
             cfg,
         }
+    }
+
+    /// Where it is now (see the field).
+    pub fn address(&self) -> Option<SocketAddr> {
+        *lock(&self.address)
+    }
+
+    /// Where it is from now on (run-time resolution).
+    pub fn set_address(&self, address: Option<SocketAddr>) {
+        *lock(&self.address) = address;
     }
 
     /// UP or not.
@@ -144,6 +161,9 @@ impl Server {
 
     /// The weight round robin uses now.
     pub fn weight(&self) -> u32 {
+        if self.address().is_none() {
+            return 0;
+        }
         let up_for = self.is_up().then(|| lock(&self.up_since).elapsed());
         effective_weight(self.cfg.weight, up_for, self.cfg.slowstart)
     }
