@@ -1,0 +1,231 @@
+//! Files of the haproxy.cfg corpus (`tests/fixtures/haproxy-corpus`) run by haproxy and by
+//! lb-proxy side by side in the lab, each proxy in a host of its own, both balancing over the
+//! same stand-in API servers (hosts s0, s1, s2): a client in each proxy's host sees the same
+//! rotation over the servers, and the same servers leave and rejoin it when they fail and
+//! pass their `http-check` or `tcp-check` expectations again.
+//!
+//! A corpus file is run as it is but for its addresses, which become the lab servers' (and
+//! kubeadm's `# [...]` placeholder, which becomes the two further servers it stands for).
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use ipi_lab::api::ApiServer;
+use ipi_lab::{wait_for, Daemon, Host, Lab};
+
+/// Which program runs a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Haproxy,
+    LbProxy,
+}
+
+const KINDS: [Kind; 2] = [Kind::Haproxy, Kind::LbProxy];
+
+/// The servers and a proxy host for each program.
+struct Bench {
+    _lab: Lab,
+    servers: Vec<Host>,
+    proxies: Vec<(Kind, Host)>,
+}
+
+fn bench() -> Bench {
+    let mut lab = Lab::new().unwrap();
+    let servers = (0..3)
+        .map(|i| lab.host(&format!("s{i}")).unwrap())
+        .collect();
+    let proxies = KINDS
+        .iter()
+        .map(|k| (*k, lab.host(&format!("{k:?}").to_lowercase()).unwrap()))
+        .collect();
+    Bench {
+        _lab: lab,
+        servers,
+        proxies,
+    }
+}
+
+impl Bench {
+    /// A stand-in API server named `sN` on each server host, on `port`.
+    fn serve(&self, port: u16) -> Vec<ApiServer> {
+        (self.servers.iter().enumerate())
+            .map(|(i, h)| {
+                let at = SocketAddr::new(IpAddr::V4(h.ipv4()), port);
+                ApiServer::start_in(h, at, &format!("s{i}")).unwrap()
+            })
+            .collect()
+    }
+
+    /// Runs `text` under both programs, each in its host; started once `port` answers there.
+    fn start(&self, text: &str, port: u16) -> Vec<(Kind, Daemon)> {
+        (self.proxies.iter())
+            .map(|(kind, host)| {
+                let path = host.dir().join("haproxy.cfg");
+                std::fs::write(&path, text).unwrap();
+                let path = path.to_str().unwrap();
+                let daemon = match kind {
+                    Kind::Haproxy => host.spawn("haproxy", "haproxy", ["-db", "-f", path]),
+                    Kind::LbProxy => host.spawn(
+                        "lb-proxy",
+                        env!("CARGO_BIN_EXE_lb-proxy"),
+                        ["run", "-f", path],
+                    ),
+                }
+                .unwrap();
+                let front = SocketAddr::from(([127, 0, 0, 1], port));
+                let up = wait_for(Duration::from_secs(20), Duration::from_millis(50), || {
+                    host.within(|| std::net::TcpStream::connect(front)).is_ok()
+                });
+                assert!(up.is_some(), "{kind:?} did not start:\n{}", daemon.log());
+                (*kind, daemon)
+            })
+            .collect()
+    }
+
+    /// The servers that answer `n` requests through `port` of each proxy, in order.
+    fn rotations(&self, port: u16, n: usize) -> Vec<(Kind, Vec<String>)> {
+        (self.proxies.iter())
+            .map(|(kind, host)| (*kind, names(host, port, n)))
+            .collect()
+    }
+
+    /// Waits until every proxy's rotation over `n` requests on `port` passes `ok`.
+    fn wait_for_rotation(&self, what: &str, port: u16, n: usize, ok: impl Fn(&[String]) -> bool) {
+        for (kind, host) in &self.proxies {
+            let seen = wait_for(Duration::from_secs(60), Duration::from_millis(100), || {
+                ok(&names(host, port, n))
+            });
+            assert!(
+                seen.is_some(),
+                "{kind:?}: {what}: last rotation {:?}",
+                names(host, port, n)
+            );
+            eprintln!("{kind:?}: {what} after {seen:?}");
+        }
+    }
+
+    /// `text` with the corpus file's addresses `from` replaced by the servers'.
+    fn addresses(&self, text: &str, from: &[&str]) -> String {
+        let mut out = text.to_string();
+        for (old, host) in from.iter().zip(&self.servers) {
+            out = out.replace(old, &host.ipv4().to_string());
+        }
+        out
+    }
+}
+
+/// The names `n` requests through 127.0.0.1:`port` in `host` got (`-` for no answer).
+fn names(host: &Host, port: u16, n: usize) -> Vec<String> {
+    let front = SocketAddr::from(([127, 0, 0, 1], port));
+    (0..n)
+        .map(|_| {
+            host.within(|| support::request(front, "/", "Connection: close\r\n"))
+                .map_or_else(|_| "-".to_string(), |(_, body)| body.trim().to_string())
+        })
+        .collect()
+}
+
+fn corpus(name: &str) -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(dir.join("../../tests/fixtures/haproxy-corpus").join(name)).unwrap()
+}
+
+fn can_run() -> bool {
+    ipi_lab::available() && ipi_lab::tool("haproxy", "haproxy")
+}
+
+/// RKE2's documented load balancer (two frontends, `option tcp-check`, `default-server inter
+/// 10s downinter 5s`): the same round robin on both ports.
+#[test]
+fn rke2s_file_rotates_as_haproxy_does() {
+    if !can_run() {
+        return;
+    }
+    let b = bench();
+    let (_api, _supervisor) = (b.serve(6443), b.serve(9345));
+    let text = b.addresses(
+        &corpus("rke2-docs-cluster-loadbalancer.cfg"),
+        &["10.10.10.50", "10.10.10.51", "10.10.10.52"],
+    );
+    let _running = b.start(&text, 6443);
+    for port in [6443, 9345] {
+        let seen = b.rotations(port, 6);
+        eprintln!("port {port}: {seen:?}");
+        assert_eq!(seen[0].1, seen[1].1, "port {port}: the same rotation");
+        for s in ["s0", "s1", "s2"] {
+            let count = seen[1].1.iter().filter(|n| *n == s).count();
+            assert_eq!(count, 2, "port {port}: {s} in {:?}", seen[1].1);
+        }
+    }
+}
+
+/// kubeadm's HA guide (`http-check connect ssl`, `http-check send meth GET uri /healthz`,
+/// `http-check expect status 200`): a server whose /healthz says 503 leaves both rotations,
+/// and rejoins both when it says 200 again.
+#[test]
+fn kubeadms_http_check_expect_decides_as_haproxy_does() {
+    if !can_run() {
+        return;
+    }
+    let b = bench();
+    let api = b.serve(6443);
+    let more = format!(
+        "    server cp2 {}:6443 check verify none\n    server cp3 {}:6443 check verify none",
+        b.servers[1].ipv4(),
+        b.servers[2].ipv4()
+    );
+    let text = b
+        .addresses(&corpus("kubeadm-ha-considerations.cfg"), &["192.0.2.11"])
+        .replace("    # [...]", &more);
+    let _running = b.start(&text, 6443);
+    let seen = b.rotations(6443, 6);
+    assert_eq!(seen[0].1, seen[1].1, "the same rotation");
+
+    api[1].set_ready(false);
+    b.wait_for_rotation("s1 out", 6443, 6, |r| {
+        !r.iter().any(|n| n == "s1") && r.iter().all(|n| n == "s0" || n == "s2")
+    });
+    api[1].set_ready(true);
+    b.wait_for_rotation("s1 back", 6443, 6, |r| {
+        ["s0", "s1", "s2"]
+            .iter()
+            .all(|s| r.iter().filter(|n| n == s).count() == 2)
+    });
+}
+
+/// `option tcp-check` with `send` and `expect rstring` (a rule list none of the corpus files
+/// has beyond connect, so written here): an HTTP health request over the raw connection,
+/// the status line matched; the server that answers 503 leaves both rotations.
+#[test]
+fn tcp_check_expect_decides_as_haproxy_does() {
+    if !can_run() {
+        return;
+    }
+    let b = bench();
+    let api = b.serve(6443);
+    let mut text = String::from(
+        "defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 10s\n  \
+         timeout server 10s\n  timeout check 1s\n\
+         frontend kubernetes\n  bind :7443\n  default_backend kubernetes\n\
+         backend kubernetes\n  option tcp-check\n  tcp-check connect\n  \
+         tcp-check send \"GET /healthz HTTP/1.0\\r\\nConnection: close\\r\\n\\r\\n\"\n  \
+         tcp-check expect rstring ^HTTP/1\\.[01]\\ 200\n  \
+         default-server inter 200ms fall 2 rise 2\n",
+    );
+    for (i, h) in b.servers.iter().enumerate() {
+        text.push_str(&format!("  server s{i} {}:6443 check\n", h.ipv4()));
+    }
+    let _running = b.start(&text, 7443);
+    let seen = b.rotations(7443, 6);
+    assert_eq!(seen[0].1, seen[1].1, "the same rotation");
+    api[2].set_ready(false);
+    b.wait_for_rotation("s2 out", 7443, 6, |r| {
+        r.iter().all(|n| n == "s0" || n == "s1")
+    });
+    api[2].set_ready(true);
+    b.wait_for_rotation("s2 back", 7443, 6, |r| r.iter().any(|n| n == "s2"));
+}
