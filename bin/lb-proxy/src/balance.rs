@@ -12,8 +12,8 @@ pub const WEIGHT_SCALE: u32 = 16;
 #[derive(Debug, Clone, Default)]
 pub struct RoundRobin {
     current: Vec<i64>,
-    /// The last server `least_connections` picked.
-    last: usize,
+    /// The last server `least_connections` picked (None: none yet, the first goes first).
+    last: Option<usize>,
 }
 
 impl RoundRobin {
@@ -53,8 +53,9 @@ impl RoundRobin {
             )
         };
         let mut best: Option<usize> = None;
-        for step in 1..=n {
-            let i = (self.last + step) % n;
+        let start = self.last.map_or(0, |l| l + 1);
+        for step in 0..n {
+            let i = (start + step) % n;
             if weights[i] == 0 {
                 continue;
             }
@@ -66,7 +67,7 @@ impl RoundRobin {
                 best = Some(i);
             }
         }
-        self.last = best?;
+        self.last = Some(best?);
         best
     }
 }
@@ -101,7 +102,7 @@ mod tests {
         let picks: Vec<_> = (0..4)
             .map(|_| rr.least_connections(&w, &[0, 0, 0]).unwrap())
             .collect();
-        assert_eq!(picks, [1, 2, 0, 1], "idle servers take turns");
+        assert_eq!(picks, [0, 1, 2, 0], "idle servers take turns, the first first");
         assert_eq!(rr.least_connections(&w, &[3, 1, 2]), Some(1));
         assert_eq!(rr.least_connections(&[16, 0, 16], &[3, 0, 2]), Some(2));
         assert_eq!(

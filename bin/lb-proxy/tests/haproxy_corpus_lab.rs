@@ -229,3 +229,49 @@ fn tcp_check_expect_decides_as_haproxy_does() {
     api[2].set_ready(true);
     b.wait_for_rotation("s2 back", 7443, 6, |r| r.iter().any(|n| n == "s2"));
 }
+
+/// kubespray's load balancer (`balance leastconn`, `option httpchk GET /healthz`,
+/// `http-check expect status 200`, `check check-ssl verify none`): one request after another,
+/// every server idle, the same turns as haproxy's; with a connection held open on one server,
+/// the next requests go to the others.
+#[test]
+fn kubesprays_leastconn_picks_as_haproxy_does() {
+    if !can_run() {
+        return;
+    }
+    let b = bench();
+    let _api = b.serve(6443);
+    let text = b.addresses(
+        &corpus("kubespray-loadbalancer.cfg"),
+        &["192.0.2.11", "192.0.2.12", "192.0.2.13"],
+    );
+    let _running = b.start(&text, 6443);
+    let seen = b.rotations(6443, 6);
+    eprintln!("{seen:?}");
+    assert_eq!(seen[0].1, seen[1].1, "the same turns");
+    for (kind, host) in &b.proxies {
+        // A connection that stays open: its server is the busiest from now on.
+        let front = SocketAddr::from(([127, 0, 0, 1], 6443));
+        let held = host
+            .within(|| {
+                use std::io::{BufRead, Write};
+                let mut s = std::net::TcpStream::connect(front)?;
+                s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")?;
+                let mut r = std::io::BufReader::new(s.try_clone()?);
+                let mut line = String::new();
+                while r.read_line(&mut line)? > 2 {
+                    line.clear();
+                }
+                let mut name = String::new();
+                r.read_line(&mut name)?;
+                Ok((s, name.trim().to_string()))
+            })
+            .unwrap();
+        let after = names(host, 6443, 4);
+        assert!(
+            after.iter().all(|n| *n != held.1),
+            "{kind:?}: {} holds a connection, yet got one of {after:?}",
+            held.1
+        );
+    }
+}
