@@ -31,3 +31,12 @@ cd "$out" && for f in *; do
     [ "$f" = "$sum" ] || mv -f "$f" "$sum"
 done
 echo "$(ls "$out" | wc -l) seeds in $out"
+
+# Seed fuzz/corpus/haproxy_cfg/ with the real haproxy.cfg files of
+# tests/fixtures/haproxy-corpus (lb-proxy's reader: sections, checks, resolvers).
+hout="$here/corpus/haproxy_cfg"
+mkdir -p "$hout"
+for cfg in "$here"/../tests/fixtures/haproxy-corpus/*.cfg; do
+    cp "$cfg" "$hout/$(sha1sum "$cfg" | cut -c1-40)"
+done
+echo "$(ls "$hout" | wc -l) seeds in $hout"
