@@ -102,7 +102,11 @@ mod tests {
         let picks: Vec<_> = (0..4)
             .map(|_| rr.least_connections(&w, &[0, 0, 0]).unwrap())
             .collect();
-        assert_eq!(picks, [0, 1, 2, 0], "idle servers take turns, the first first");
+        assert_eq!(
+            picks,
+            [0, 1, 2, 0],
+            "idle servers take turns, the first first"
+        );
         assert_eq!(rr.least_connections(&w, &[3, 1, 2]), Some(1));
         assert_eq!(rr.least_connections(&[16, 0, 16], &[3, 0, 2]), Some(2));
         assert_eq!(

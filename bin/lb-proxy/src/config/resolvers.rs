@@ -1,7 +1,7 @@
 //! A `resolvers` section's settings (haproxy 2.6's keywords and defaults), one line at a time.
 
+use super::lexer::{address, duration};
 use super::model::Resolvers;
-use super::parse::{address, duration};
 
 /// Applies the line `w` of a `resolvers` section to `r`, or says what is wrong with it.
 pub fn setting(r: &mut Resolvers, w: &[String]) -> Result<(), String> {
