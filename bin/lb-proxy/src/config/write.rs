@@ -529,6 +529,35 @@ mod tests {
     }
 
     #[test]
+    fn checks_resolvers_and_names_read_back_the_same() {
+        let text = "global\n  spread-checks 5\n\
+                    resolvers dns\n  nameserver a 192.0.2.53:53\n  parse-resolv-conf\n  \
+                    hold valid 5s\n  hold nx 40s\n  resolve_retries 4\n  timeout retry 500ms\n\
+                    backend t\n  balance leastconn\n  option tcp-check\n  \
+                    tcp-check connect port 6443 ssl\n  tcp-check send \"PING a#b\\r\\n\"\n  \
+                    tcp-check send-binary 00ff\n  tcp-check expect min-recv 3 ! rstring ^-ERR\\ x\n  \
+                    tcp-check expect binary 0d0a\n  \
+                    server s api.example.test:6443 resolvers dns init-addr none resolve-prefer ipv4 maxconn 9 check verify none\n\
+                    backend h\n  option httpchk GET /healthz HTTP/1.1\n  http-check connect ssl\n  \
+                    http-check send hdr Host \"api server\"\n  http-check expect ! rstring \"not ok\"\n  \
+                    server s 192.0.2.2:6443 check verify none\n\
+                    backend s\n  option ssl-hello-chk\n  server s 192.0.2.3:6443 check\n";
+        let c = crate::config::parse_str(text, "t").unwrap();
+        let written = write(&c);
+        let again =
+            crate::config::parse_str(&written, "w").unwrap_or_else(|e| panic!("{e}\n{written}"));
+        let mut again = placeless(again);
+        for r in &mut again.resolvers {
+            r.location = Default::default();
+        }
+        let mut c = placeless(c);
+        for r in &mut c.resolvers {
+            r.location = Default::default();
+        }
+        assert_eq!(again, c, "{written}");
+    }
+
+    #[test]
     fn durations_in_the_largest_exact_unit() {
         assert_eq!(duration(Duration::from_secs(86_400)), "86400s");
         assert_eq!(duration(Duration::from_millis(1500)), "1500ms");
