@@ -275,3 +275,49 @@ fn kubesprays_leastconn_picks_as_haproxy_does() {
         );
     }
 }
+
+/// A server written with a name and `resolvers` (cluster-api's and kind's way, with a
+/// nameserver on 127.0.0.11 as Docker's): both proxies follow the DNS when the name moves
+/// from s0 to s1 (dnsmasq in each proxy's host, its hosts file rewritten and reloaded).
+#[test]
+fn server_names_follow_the_dns_as_haproxy_does() {
+    if !can_run() || !ipi_lab::tool("dnsmasq", "dnsmasq-base") {
+        return;
+    }
+    let b = bench();
+    let _api = b.serve(6443);
+    let text = "resolvers dns\n  nameserver ns 127.0.0.11:53\n  hold valid 1s\n  \
+                timeout resolve 1s\n  timeout retry 1s\n\
+                defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 10s\n  \
+                timeout server 10s\n  default-server init-addr none\n\
+                frontend control-plane\n  bind *:6443\n  default_backend kube-apiservers\n\
+                backend kube-apiservers\n  \
+                server api api.lab.test:6443 check inter 500ms resolvers dns resolve-prefer ipv4\n";
+    let point = |host: &Host, to: &Host| {
+        let hosts = host.dir().join("dns-hosts");
+        std::fs::write(&hosts, format!("{} api.lab.test\n", to.ipv4())).unwrap();
+        hosts
+    };
+    let dns: Vec<Daemon> = (b.proxies.iter())
+        .map(|(_, host)| {
+            let hosts = point(host, &b.servers[0]);
+            let args = [
+                "--no-daemon",
+                "--no-resolv",
+                "--no-hosts",
+                "--bind-interfaces",
+                "--listen-address=127.0.0.11",
+                "--user=root",
+                &format!("--addn-hosts={}", hosts.display()),
+            ];
+            host.spawn("dnsmasq", "dnsmasq", args).unwrap()
+        })
+        .collect();
+    let _running = b.start(text, 6443);
+    b.wait_for_rotation("the name on s0", 6443, 3, |r| r.iter().all(|n| n == "s0"));
+    for ((_, host), d) in b.proxies.iter().zip(&dns) {
+        point(host, &b.servers[1]);
+        d.signal(nix::sys::signal::Signal::SIGHUP).unwrap();
+    }
+    b.wait_for_rotation("the name on s1", 6443, 3, |r| r.iter().all(|n| n == "s1"));
+}
