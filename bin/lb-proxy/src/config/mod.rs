@@ -206,10 +206,16 @@ pub enum SourceError {
 pub fn load_source(source: &Source) -> Result<Loaded, SourceError> {
     let (path, nodes_path) = match source {
         Source::File(path) => {
+            // What is accepted without effect is said where `run` logs (`check-config`
+            // prints it).
+            let (config, warnings) = load_warned(path);
+            for (at, why) in &warnings.0 {
+                tracing::warn!("{at}: {why}");
+            }
             return Ok(Loaded {
-                config: load(path)?,
+                config: config?,
                 api_vips: None,
-            })
+            });
         }
         Source::Cluster { config, nodes } => (config, nodes),
     };
