@@ -321,3 +321,50 @@ fn server_names_follow_the_dns_as_haproxy_does() {
     }
     b.wait_for_rotation("the name on s1", 6443, 3, |r| r.iter().all(|n| n == "s1"));
 }
+
+/// `option ssl-hello-chk` (as the Kubernetes guides that use it write it): the API servers,
+/// which speak TLS, pass; a server on the same port that answers in plain text fails, under
+/// both proxies.
+#[test]
+fn ssl_hello_chk_decides_as_haproxy_does() {
+    if !can_run() {
+        return;
+    }
+    let b = bench();
+    let at = |i: usize| SocketAddr::new(IpAddr::V4(b.servers[i].ipv4()), 6443);
+    let _api: Vec<ApiServer> = (0..2)
+        .map(|i| ApiServer::start_in(&b.servers[i], at(i), &format!("s{i}")).unwrap())
+        .collect();
+    // s2 speaks HTTP only: whatever it gets, a plain-text answer.
+    let plain = b.servers[2]
+        .within(|| std::net::TcpListener::bind(at(2)))
+        .unwrap();
+    std::thread::spawn(move || {
+        for conn in plain.incoming() {
+            let Ok(mut conn) = conn else { return };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut buf = [0; 1024];
+                let _ = conn.read(&mut buf);
+                let _ =
+                    conn.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\ns2\n");
+            });
+        }
+    });
+    let mut text = String::from(
+        "defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 10s\n  \
+         timeout server 10s\n  timeout check 1s\n\
+         frontend kubernetes\n  bind :6443\n  default_backend kubernetes\n\
+         backend kubernetes\n  option ssl-hello-chk\n  balance roundrobin\n",
+    );
+    for i in 0..3 {
+        text.push_str(&format!(
+            "  server s{i} {} check inter 200ms fall 2 rise 2\n",
+            at(i)
+        ));
+    }
+    let _running = b.start(&text, 6443);
+    b.wait_for_rotation("s2 out, s0 and s1 in", 6443, 4, |r| {
+        r.iter().filter(|n| *n == "s0").count() == 2 && r.iter().filter(|n| *n == "s1").count() == 2
+    });
+}
