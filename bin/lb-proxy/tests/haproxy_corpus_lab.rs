@@ -208,8 +208,8 @@ fn tcp_check_expect_decides_as_haproxy_does() {
     let b = bench();
     let api = b.serve(6443);
     let mut text = String::from(
-        "defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 10s\n  \
-         timeout server 10s\n  timeout check 1s\n\
+        "defaults\n  mode tcp\n  timeout connect 3s\n  timeout client 10s\n  \
+         timeout server 10s\n  timeout check 3s\n\
          frontend kubernetes\n  bind :7443\n  default_backend kubernetes\n\
          backend kubernetes\n  option tcp-check\n  tcp-check connect\n  \
          tcp-check send \"GET /healthz HTTP/1.0\\r\\nConnection: close\\r\\n\\r\\n\"\n  \
@@ -352,8 +352,8 @@ fn ssl_hello_chk_decides_as_haproxy_does() {
         }
     });
     let mut text = String::from(
-        "defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 10s\n  \
-         timeout server 10s\n  timeout check 1s\n\
+        "defaults\n  mode tcp\n  timeout connect 3s\n  timeout client 10s\n  \
+         timeout server 10s\n  timeout check 3s\n\
          frontend kubernetes\n  bind :6443\n  default_backend kubernetes\n\
          backend kubernetes\n  option ssl-hello-chk\n  balance roundrobin\n",
     );
