@@ -72,6 +72,24 @@ impl RoundRobin {
     }
 }
 
+/// haproxy's backup servers: while any other server can take a connection, no backup does;
+/// when none can, the first backup that can (in file order), or with `option allbackups`
+/// every backup that can. `weights` are the effective weights, changed in place.
+pub fn backups(weights: &mut [u32], backup: &[bool], all: bool) {
+    let active = weights.iter().zip(backup).any(|(&w, &b)| w > 0 && !b);
+    let mut first = true;
+    for (w, &b) in weights.iter_mut().zip(backup) {
+        if !b {
+            continue;
+        }
+        if active || (!all && !first) {
+            *w = 0;
+        } else if *w > 0 {
+            first = false;
+        }
+    }
+}
+
 /// A server's effective weight: its configured weight scaled, ramped up linearly over
 /// `slowstart` since it came UP (at least 1 so that it gets some traffic at once), 0 when it
 /// is not UP.
@@ -94,6 +112,23 @@ pub fn effective_weight(weight: u32, up_for: Option<Duration>, slowstart: Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backups_take_over_only_when_no_other_server_can() {
+        let backup = [false, true, true];
+        let mut w = [16, 16, 16];
+        backups(&mut w, &backup, false);
+        assert_eq!(w, [16, 0, 0]);
+        let mut w = [0, 16, 16];
+        backups(&mut w, &backup, false);
+        assert_eq!(w, [0, 16, 0], "the first backup only");
+        let mut w = [0, 0, 16];
+        backups(&mut w, &backup, false);
+        assert_eq!(w, [0, 0, 16], "the first that can");
+        let mut w = [0, 16, 16];
+        backups(&mut w, &backup, true);
+        assert_eq!(w, [0, 16, 16], "option allbackups");
+    }
 
     #[test]
     fn least_connections_picks_the_least_loaded_and_rotates_ties() {

@@ -368,3 +368,38 @@ fn ssl_hello_chk_decides_as_haproxy_does() {
         r.iter().filter(|n| *n == "s0").count() == 2 && r.iter().filter(|n| *n == "s1").count() == 2
     });
 }
+
+/// A `backup` server (the bootstrap node of the OKD/OpenShift UPI guides): no connection while
+/// another server passes its checks, every connection once none does, under both proxies.
+#[test]
+fn a_backup_server_takes_over_as_haproxy_does() {
+    if !can_run() {
+        return;
+    }
+    let b = bench();
+    let api = b.serve(6443);
+    let mut text = String::from(
+        "defaults\n  mode tcp\n  timeout connect 3s\n  timeout client 10s\n  \
+         timeout server 10s\n  timeout check 3s\n\
+         frontend api\n  bind :6443\n  default_backend api\n\
+         backend api\n  option httpchk GET /readyz\n  balance roundrobin\n",
+    );
+    for (i, h) in b.servers.iter().enumerate() {
+        let backup = if i == 2 { " backup" } else { "" };
+        text.push_str(&format!(
+            "  server s{i} {}:6443 check check-ssl verify none inter 200ms fall 2 rise 2{backup}\n",
+            h.ipv4()
+        ));
+    }
+    let _running = b.start(&text, 6443);
+    let seen = b.rotations(6443, 4);
+    assert_eq!(seen[0].1, seen[1].1, "the same rotation");
+    assert!(seen[1].1.iter().all(|n| n != "s2"), "{seen:?}");
+    api[0].set_ready(false);
+    api[1].set_ready(false);
+    b.wait_for_rotation("the backup alone", 6443, 3, |r| r.iter().all(|n| n == "s2"));
+    api[0].set_ready(true);
+    b.wait_for_rotation("s0 back, the backup out", 6443, 3, |r| {
+        r.iter().all(|n| n == "s0")
+    });
+}

@@ -452,6 +452,8 @@ pub struct Server {
     pub on_error: OnError,
     /// `maxconn`: accepted; lb-proxy does not queue per server (a warning says so).
     pub maxconn: Option<u32>,
+    /// `backup`: used only while no other server of the backend can be.
+    pub backup: bool,
     /// The host name when the address was one (`master0.example.com:6443`).
     pub fqdn: Option<String>,
     /// `resolvers NAME`: the section that re-resolves `fqdn` at run time.
@@ -514,6 +516,8 @@ pub struct Proxy {
     pub tcp_check: Option<Vec<TcpRule>>,
     /// `balance leastconn` (false: `balance roundrobin`, the default).
     pub leastconn: bool,
+    /// `option allbackups`: all backup servers take turns, not only the first.
+    pub allbackups: bool,
     /// `monitor-uri`.
     pub monitor_uri: Option<String>,
     /// `monitor fail if { nbsrv(B) lt N }`.

@@ -72,6 +72,7 @@ fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
         httpchk: None,
         tcp_check: None,
         leastconn: false,
+        allbackups: false,
         monitor_uri: None,
         monitor_fail: None,
         stats: Stats::default(),
@@ -141,31 +142,7 @@ pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
     backend.httpchk = Some(HttpCheck::new("GET", "/readyz", "HTTP/1.0"));
     backend.servers = masters
         .into_iter()
-        .map(|(name, address)| Server {
-            name,
-            address: SocketAddr::new(address, API_PORT),
-            weight: 1,
-            check: true,
-            check_ssl: true,
-            verify_none: true,
-            inter: Duration::from_secs(1),
-            fastinter: None,
-            downinter: None,
-            rise: 3,
-            fall: 2,
-            slowstart: Some(SLOWSTART),
-            shutdown_sessions_on_down: false,
-            init_state: InitState::Up,
-            observe: true,
-            error_limit: 1,
-            on_error: OnError::MarkDown,
-            maxconn: None,
-            fqdn: None,
-            resolvers: None,
-            init_addr: vec![InitAddr::Last, InitAddr::Libc],
-            prefer_ipv4: false,
-            location: Location::default(),
-        })
+        .map(|(name, address)| master(name, address))
         .collect();
     Config {
         global: Global {
@@ -175,5 +152,35 @@ pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
         },
         proxies: vec![main, ready, monitor, stats, backend],
         resolvers: Vec::new(),
+    }
+}
+
+/// A master's server line, as OpenShift writes it (with `--cluster`'s failover settings).
+fn master(name: String, address: IpAddr) -> Server {
+    Server {
+        name,
+        address: SocketAddr::new(address, API_PORT),
+        weight: 1,
+        check: true,
+        check_ssl: true,
+        verify_none: true,
+        inter: Duration::from_secs(1),
+        fastinter: None,
+        downinter: None,
+        rise: 3,
+        fall: 2,
+        slowstart: Some(SLOWSTART),
+        shutdown_sessions_on_down: false,
+        init_state: InitState::Up,
+        observe: true,
+        error_limit: 1,
+        on_error: OnError::MarkDown,
+        maxconn: None,
+        backup: false,
+        fqdn: None,
+        resolvers: None,
+        init_addr: vec![InitAddr::Last, InitAddr::Libc],
+        prefer_ipv4: false,
+        location: Location::default(),
     }
 }

@@ -174,6 +174,7 @@ impl Parser<'_> {
             httpchk: None,
             tcp_check: None,
             leastconn: false,
+            allbackups: false,
             monitor_uri: None,
             monitor_fail: None,
             stats: Stats::default(),
@@ -538,6 +539,10 @@ impl Parser<'_> {
                 self.no_more(w, 2, at);
                 self.with_rules(checks::Rules::option_tcp_check);
             }
+            Some("allbackups") => {
+                self.no_more(w, 2, at);
+                self.apply(|_| {}, |p| p.allbackups = true);
+            }
             Some("ssl-hello-chk") => {
                 self.no_more(w, 2, at);
                 self.with_rules(checks::Rules::option_ssl_hello);
@@ -753,6 +758,7 @@ impl Parser<'_> {
             match opt.as_str() {
                 "check" => s.check = true,
                 "check-ssl" => s.check_ssl = true,
+                "backup" => s.backup = true,
                 "maxconn" | "maxqueue" | "resolvers" | "init-addr" | "resolve-prefer" => {
                     let v = opts.next().map_or("", String::as_str);
                     if let Err(why) = self.name_option(s, opt, v, what, at) {
@@ -903,6 +909,7 @@ fn server_defaults(name: &str, address: SocketAddr, at: &Location) -> Server {
         error_limit: 10,
         on_error: OnError::FailCheck,
         maxconn: None,
+        backup: false,
         fqdn: None,
         resolvers: None,
         init_addr: vec![InitAddr::Last, InitAddr::Libc],
@@ -1048,7 +1055,7 @@ mod tests {
         assert_eq!(s.init_state, InitState::FullyDown);
 
         let text = "backend b\n  server x 192.0.2.1:80 verify required rise 0 fall x \
-                    downinter 0 init-state half backup on-marked-down drain weight\n";
+                    downinter 0 init-state half half on-marked-down drain weight\n";
         let mut errors = Errors::default();
         config(text, "t", &mut errors, &mut Errors::default());
         let errors = errors.to_string();
@@ -1058,7 +1065,7 @@ mod tests {
             "t:2: server x: `fall x` is out of range",
             "t:2: server x: `downinter 0` is not a duration",
             "t:2: server x: `init-state half` is not supported",
-            "t:2: server x: unknown option `backup`",
+            "t:2: server x: unknown option `half`",
             "t:2: server x: `on-marked-down drain` is not supported",
             "t:2: server x: `weight` needs a number",
         ] {

@@ -325,6 +325,9 @@ fn tcp_check(out: &mut String, rules: &[TcpRule]) {
 
 /// A server's run-time resolution and queue options.
 fn server_names(out: &mut String, s: &Server) {
+    if s.backup {
+        out.push_str(" backup");
+    }
     if let Some(n) = s.maxconn {
         let _ = write!(out, " maxconn {n}");
     }
@@ -475,6 +478,9 @@ fn servers(out: &mut String, p: &Proxy) {
     if let Some(rules) = &p.tcp_check {
         tcp_check(out, rules);
     }
+    if p.allbackups {
+        out.push_str("  option allbackups\n");
+    }
     if !p.servers.is_empty() {
         let algorithm = if p.leastconn {
             "leastconn"
@@ -541,7 +547,8 @@ mod tests {
                     backend h\n  option httpchk GET /healthz HTTP/1.1\n  http-check connect ssl\n  \
                     http-check send hdr Host \"api server\"\n  http-check expect ! rstring \"not ok\"\n  \
                     server s 192.0.2.2:6443 check verify none\n\
-                    backend s\n  option ssl-hello-chk\n  server s 192.0.2.3:6443 check\n";
+                    backend s\n  option ssl-hello-chk\n  option allbackups\n  server s 192.0.2.3:6443 check\n  \
+                    server b 192.0.2.4:6443 check backup\n";
         let c = crate::config::parse_str(text, "t").unwrap();
         let written = write(&c);
         let again =

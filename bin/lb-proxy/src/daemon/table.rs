@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 
-use crate::balance::{effective_weight, RoundRobin};
+use crate::balance::{backups, effective_weight, RoundRobin};
 use crate::config::model::{Bind, MonitorFail, Race, Stats};
 use crate::config::{self, Config, Kind, Mode, Proxy};
 use crate::forward::{Idle, Moved};
@@ -192,6 +192,8 @@ pub struct Backend {
     rotation: Mutex<RoundRobin>,
     /// `balance leastconn` (else roundrobin).
     pub leastconn: bool,
+    /// `option allbackups`.
+    pub allbackups: bool,
     /// `retries`.
     pub retries: u32,
     /// `option redispatch [N]`.
@@ -236,6 +238,7 @@ impl Backend {
             servers,
             rotation: Mutex::new(RoundRobin::default()),
             leastconn: p.leastconn,
+            allbackups: p.allbackups,
             retries: p.retries,
             redispatch: p.redispatch,
             retry_connect: p.retry_on.conn_failure,
@@ -256,6 +259,8 @@ impl Backend {
     /// The next server in the rotation, other than `not` when another is available.
     pub fn pick(&self, not: Option<&Arc<Server>>) -> Option<Arc<Server>> {
         let mut weights: Vec<u32> = self.servers.iter().map(|s| s.weight()).collect();
+        let backup: Vec<bool> = self.servers.iter().map(|s| s.cfg.backup).collect();
+        backups(&mut weights, &backup, self.allbackups);
         if let Some(not) = not {
             let others =
                 (self.servers.iter().zip(&weights)).any(|(s, &w)| w > 0 && !Arc::ptr_eq(s, not));
