@@ -134,6 +134,15 @@ fn corpus(name: &str) -> String {
     std::fs::read_to_string(dir.join("../../tests/fixtures/haproxy-corpus").join(name)).unwrap()
 }
 
+/// A TCP configuration of the tests below: defaults that give a check 3 s to connect and
+/// get its answer (a loaded machine), then `sections`.
+fn checked(sections: &str) -> String {
+    format!(
+        "defaults\n  mode tcp\n  timeout connect 3s\n  timeout client 10s\n  \
+         timeout server 10s\n  timeout check 3s\n{sections}"
+    )
+}
+
 fn can_run() -> bool {
     ipi_lab::available() && ipi_lab::tool("haproxy", "haproxy")
 }
@@ -207,10 +216,8 @@ fn tcp_check_expect_decides_as_haproxy_does() {
     }
     let b = bench();
     let api = b.serve(6443);
-    let mut text = String::from(
-        "defaults\n  mode tcp\n  timeout connect 3s\n  timeout client 10s\n  \
-         timeout server 10s\n  timeout check 3s\n\
-         frontend kubernetes\n  bind :7443\n  default_backend kubernetes\n\
+    let mut text = checked(
+        "frontend kubernetes\n  bind :7443\n  default_backend kubernetes\n\
          backend kubernetes\n  option tcp-check\n  tcp-check connect\n  \
          tcp-check send \"GET /healthz HTTP/1.0\\r\\nConnection: close\\r\\n\\r\\n\"\n  \
          tcp-check expect rstring ^HTTP/1\\.[01]\\ 200\n  \
@@ -351,10 +358,8 @@ fn ssl_hello_chk_decides_as_haproxy_does() {
             });
         }
     });
-    let mut text = String::from(
-        "defaults\n  mode tcp\n  timeout connect 3s\n  timeout client 10s\n  \
-         timeout server 10s\n  timeout check 3s\n\
-         frontend kubernetes\n  bind :6443\n  default_backend kubernetes\n\
+    let mut text = checked(
+        "frontend kubernetes\n  bind :6443\n  default_backend kubernetes\n\
          backend kubernetes\n  option ssl-hello-chk\n  balance roundrobin\n",
     );
     for i in 0..3 {
@@ -378,10 +383,8 @@ fn a_backup_server_takes_over_as_haproxy_does() {
     }
     let b = bench();
     let api = b.serve(6443);
-    let mut text = String::from(
-        "defaults\n  mode tcp\n  timeout connect 3s\n  timeout client 10s\n  \
-         timeout server 10s\n  timeout check 3s\n\
-         frontend api\n  bind :6443\n  default_backend api\n\
+    let mut text = checked(
+        "frontend api\n  bind :6443\n  default_backend api\n\
          backend api\n  option httpchk GET /readyz\n  balance roundrobin\n",
     );
     for (i, h) in b.servers.iter().enumerate() {

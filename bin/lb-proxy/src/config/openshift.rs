@@ -9,9 +9,10 @@ use std::time::Duration;
 use ipi_core::{Cluster, Family, Inventory, Role};
 
 use super::model::{
-    Bind, Config, Global, HttpCheck, InitAddr, InitState, Kind, Location, Mode, MonitorFail,
-    OnError, Proxy, Race, RetryOn, Server, Stats, Timeouts,
+    Bind, Config, Global, HttpCheck, Kind, Location, Mode, MonitorFail, OnError, Proxy, Race,
+    RetryOn, Server, Stats, Timeouts,
 };
+use super::parse::server_defaults;
 
 /// The API servers' port.
 pub const API_PORT: u16 = 6443;
@@ -157,30 +158,18 @@ pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
 
 /// A master's server line, as OpenShift writes it (with `--cluster`'s failover settings).
 fn master(name: String, address: IpAddr) -> Server {
+    let address = SocketAddr::new(address, API_PORT);
     Server {
-        name,
-        address: SocketAddr::new(address, API_PORT),
-        weight: 1,
         check: true,
         check_ssl: true,
         verify_none: true,
         inter: Duration::from_secs(1),
-        fastinter: None,
-        downinter: None,
         rise: 3,
         fall: 2,
         slowstart: Some(SLOWSTART),
-        shutdown_sessions_on_down: false,
-        init_state: InitState::Up,
         observe: true,
         error_limit: 1,
         on_error: OnError::MarkDown,
-        maxconn: None,
-        backup: false,
-        fqdn: None,
-        resolvers: None,
-        init_addr: vec![InitAddr::Last, InitAddr::Libc],
-        prefer_ipv4: false,
-        location: Location::default(),
+        ..server_defaults(&name, address, &Location::default())
     }
 }

@@ -889,7 +889,7 @@ impl Parser<'_> {
 }
 
 /// A server line's settings before its options: haproxy's defaults.
-fn server_defaults(name: &str, address: SocketAddr, at: &Location) -> Server {
+pub fn server_defaults(name: &str, address: SocketAddr, at: &Location) -> Server {
     Server {
         name: name.to_string(),
         address,
