@@ -38,3 +38,11 @@ for dir in "$out" "$frames"; do
     done)
     echo "$(ls "$dir" | wc -l) seeds in $dir"
 done
+# Seed fuzz/corpus/haproxy_cfg/ with the real haproxy.cfg files of
+# tests/fixtures/haproxy-corpus (lb-proxy's reader: sections, checks, resolvers).
+hout="$here/corpus/haproxy_cfg"
+mkdir -p "$hout"
+for cfg in "$here"/../tests/fixtures/haproxy-corpus/*.cfg; do
+    cp "$cfg" "$hout/$(sha1sum "$cfg" | cut -c1-40)"
+done
+echo "$(ls "$hout" | wc -l) seeds in $hout"

@@ -26,7 +26,8 @@ pub enum Command {
         #[command(flatten)]
         source: Source,
     },
-    /// Check a haproxy.cfg: exit 0 if it is valid, 2 with every error otherwise (like haproxy -c).
+    /// Check a haproxy.cfg: exit 0 if it is valid, 2 with every error otherwise (like haproxy -c);
+    /// warnings (what lb-proxy accepts without effect, see lb-proxy.cfg(5)) either way.
     CheckConfig {
         /// The file to check (`-` for standard input).
         #[arg(short = 'f', long = "config", value_name = "FILE")]
