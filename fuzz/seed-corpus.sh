@@ -1,12 +1,14 @@
 #!/bin/sh
 # Seed fuzz/corpus/vrrp_parse/ from the fixture captures: for every frame, the IP datagram
-# (what parse_datagram takes) and the bare VRRP message (what Packet::new_checked takes).
+# (what parse_datagram takes) and the bare VRRP message (what Packet::new_checked takes); and
+# fuzz/corpus/acd_frame/ with every whole Ethernet frame (what acd::frame::parse takes).
 # tshark does the dissecting; needs tshark and jq. The corpus is not committed (.gitignore).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 fixtures="$here/../tests/fixtures/vrrp"
 out="$here/corpus/vrrp_parse"
-mkdir -p "$out"
+frames="$here/corpus/acd_frame"
+mkdir -p "$out" "$frames"
 for pcap in "$fixtures"/*.pcap; do
     base=$(basename "$pcap" .pcap)
     # One line per frame: the IPv4 or IPv6 header bytes, a tab, the VRRP bytes (hex).
@@ -18,16 +20,29 @@ for pcap in "$fixtures"/*.pcap; do
                 if ($1 != "") printf "%s%s", $1, $2 > (out "/" base "-" n "-ip.hex")
                 if ($2 != "") printf "%s", $2 > (out "/" base "-" n "-vrrp.hex")
             }'
+    tshark -r "$pcap" -T json -x 2>/dev/null |
+        jq -r '.[]._source.layers | (.frame_raw // [""])[0]' |
+        awk -v out="$frames" -v base="$base" '$1 != "" { n++; printf "%s", $1 > (out "/" base "-" n ".hex") }'
 done
 # Hex to binary, dropping duplicates (many frames are identical).
-for hex in "$out"/*.hex; do
+for hex in "$out"/*.hex "$frames"/*.hex; do
     [ -e "$hex" ] || continue
     bin="${hex%.hex}"
     xxd -r -p "$hex" > "$bin"
     rm "$hex"
 done
-cd "$out" && for f in *; do
-    sum=$(sha1sum "$f" | cut -c1-40)
-    [ "$f" = "$sum" ] || mv -f "$f" "$sum"
+for dir in "$out" "$frames"; do
+    (cd "$dir" && for f in *; do
+        sum=$(sha1sum "$f" | cut -c1-40)
+        [ "$f" = "$sum" ] || mv -f "$f" "$sum"
+    done)
+    echo "$(ls "$dir" | wc -l) seeds in $dir"
 done
-echo "$(ls "$out" | wc -l) seeds in $out"
+# Seed fuzz/corpus/haproxy_cfg/ with the real haproxy.cfg files of
+# tests/fixtures/haproxy-corpus (lb-proxy's reader: sections, checks, resolvers).
+hout="$here/corpus/haproxy_cfg"
+mkdir -p "$hout"
+for cfg in "$here"/../tests/fixtures/haproxy-corpus/*.cfg; do
+    cp "$cfg" "$hout/$(sha1sum "$cfg" | cut -c1-40)"
+done
+echo "$(ls "$hout" | wc -l) seeds in $hout"

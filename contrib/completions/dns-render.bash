@@ -73,7 +73,7 @@ _dns__render() {
             return 0
             ;;
         dns__subcmd__render__subcmd__corefile)
-            opts="-o -h --cluster --nodes --templates --resolv --node-ip --output --exit-changed --watch --help"
+            opts="-o -h --cluster --nodes --templates --resolv --node-ip --output --exit-changed --watch --reload-pid --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -107,6 +107,10 @@ _dns__render() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reload-pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -115,7 +119,7 @@ _dns__render() {
             return 0
             ;;
         dns__subcmd__render__subcmd__dnsdata)
-            opts="-o -h --output --exit-changed --watch --help"
+            opts="-o -h --output --exit-changed --watch --reload-pid --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -129,6 +133,10 @@ _dns__render() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reload-pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -137,7 +145,7 @@ _dns__render() {
             return 0
             ;;
         dns__subcmd__render__subcmd__dnsmasq)
-            opts="-h --cluster --nodes --templates --resolv --node-ip --out-dir --listen --exit-changed --watch --help"
+            opts="-h --cluster --nodes --templates --resolv --node-ip --out-dir --listen --exit-changed --watch --reload-pid --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -168,6 +176,10 @@ _dns__render() {
                     return 0
                     ;;
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reload-pid)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -277,7 +289,7 @@ _dns__render() {
             return 0
             ;;
         dns__subcmd__render__subcmd__hosts)
-            opts="-o -h --cluster --nodes --templates --output --exit-changed --watch --help"
+            opts="-o -h --cluster --nodes --templates --output --exit-changed --watch --reload-pid --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -303,6 +315,10 @@ _dns__render() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reload-pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -311,7 +327,7 @@ _dns__render() {
             return 0
             ;;
         dns__subcmd__render__subcmd__resolv)
-            opts="-o -h --nameserver --search --in --resolved --output --exit-changed --watch --help"
+            opts="-o -h --nameserver --search --in --resolved --output --exit-changed --watch --reload-pid --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -334,6 +350,10 @@ _dns__render() {
                     return 0
                     ;;
                 -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reload-pid)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -479,7 +479,7 @@ _ipam() {
             return 0
             ;;
         ipam__subcmd__pool__subcmd__reserve)
-            opts="-h --pool --name --sharing-key --store --json --help"
+            opts="-h --pool --name --sharing-key --store --probe --probe-timing --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -498,6 +498,14 @@ _ipam() {
                     return 0
                     ;;
                 --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-timing)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -527,7 +535,7 @@ _ipam() {
             return 0
             ;;
         ipam__subcmd__reserve)
-            opts="-h --netconfig --ipset --store --json --help"
+            opts="-h --netconfig --ipset --store --probe --probe-timing --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -542,6 +550,14 @@ _ipam() {
                     return 0
                     ;;
                 --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-timing)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -623,7 +639,7 @@ _ipam() {
             return 0
             ;;
         ipam__subcmd__vip__subcmd__suggest)
-            opts="-h --cluster --nodes --store --json --help"
+            opts="-h --cluster --nodes --store --probe --probe-timing --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -641,6 +657,14 @@ _ipam() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --probe)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-timing)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -649,7 +673,7 @@ _ipam() {
             return 0
             ;;
         ipam__subcmd__vip__subcmd__validate)
-            opts="-h --cluster --nodes --help"
+            opts="-h --cluster --nodes --probe --probe-timing --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -660,6 +684,14 @@ _ipam() {
                     return 0
                     ;;
                 --nodes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-timing)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -311,7 +311,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__run)
-            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --config-id --pool --l2advertisement --store --node --pool-cluster --state-dir --metrics --metrics-allow-remote --verbose --quiet --help"
+            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --config-id --pool --l2advertisement --store --node --pool-cluster --state-dir --metrics --metrics-allow-remote --probe-timing --no-probe --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -378,6 +378,10 @@ _vrrpd() {
                     return 0
                     ;;
                 --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-timing)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

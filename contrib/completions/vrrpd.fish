@@ -52,8 +52,10 @@ complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l node -d 'Pool mode: 
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l pool-cluster -d 'Pool mode: the cluster\'s install-config.yaml, whose API and Ingress VRIDs the pool\'s instances avoid and whose VIPs the pool must not hold' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l state-dir -d 'Where one state file per instance (MASTER, BACKUP or FAULT) is written' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l metrics -d 'Serve Prometheus metrics at http://ADDR:PORT/metrics (a loopback address unless --metrics-allow-remote; the endpoint has no authentication)' -r
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l probe-timing -d 'How each instance\'s VIPs are probed on the wire when it starts and when a foreign router appears on its VRID (RFC 5227 ARP probes from 0.0.0.0, RFC 4862 solicitations from ::): `fast` (3 probes, under 0.7 s), `rfc5227` (up to 7 s) or PROBES,WAIT_MS,MIN_MS,MAX_MS,ANSWER_MS. A VIP that a host outside the group answers for is a warning, in `vrrpd status` and the metrics; the instance runs on' -r
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l unicast -d 'Send adverts to the other nodes (from --nodes) instead of multicast'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l metrics-allow-remote -d 'Let --metrics listen on an address other than loopback'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -l no-probe -d 'Never probe the VIPs'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s q -l quiet -d 'Less log output'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -1,6 +1,8 @@
 //! Fuzz what lb-proxy reads from the network and from `check`'s command line: the answer to a
-//! health check, a request to a monitor or stats listener, and URLs. Arbitrary bytes give an
-//! answer or an error, never a panic, and every HTTP answer lb-proxy writes is well formed.
+//! health check (its head, and its body for `http-check expect string`), what a server says
+//! to `tcp-check expect` rules, a request to a monitor or stats listener, and URLs. Arbitrary
+//! bytes give an answer, a verdict or an error, never a panic, and every HTTP answer lb-proxy
+//! writes is well formed.
 
 #![no_main]
 
@@ -8,6 +10,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use lb_proxy::daemon::table::Table;
+use lb_proxy::tcpcheck::{judge, Expect, Judgement, Step, BUFFER};
 
 fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
@@ -18,6 +21,24 @@ fn table() -> &'static Table {
                    stats auth admin:secret\n\
                    backend masters\n  server m0 192.0.2.10:6443 check\n";
         Table::build(lb_proxy::config::parse_str(cfg, "fuzz").expect("a valid config"), None)
+    })
+}
+
+/// `tcp-check expect` rules of every kind, ready to run.
+fn expects() -> &'static Vec<Expect> {
+    static EXPECTS: OnceLock<Vec<Expect>> = OnceLock::new();
+    EXPECTS.get_or_init(|| {
+        let cfg = "backend b\n  option tcp-check\n  tcp-check expect string +PONG\n  \
+                   tcp-check expect ! rstring ^-ERR\n  tcp-check expect binary 0d0a\n  \
+                   tcp-check expect min-recv 5 rbinary ^1[56]\n  server s 192.0.2.1:1 check\n";
+        let c = lb_proxy::config::parse_str(cfg, "fuzz").expect("a valid config");
+        let rules = c.proxies[0].tcp_check.clone().expect("tcp-check rules");
+        (lb_proxy::tcpcheck::steps(&rules, false).into_iter())
+            .filter_map(|s| match s {
+                Step::Expect(e) => Some(e),
+                _ => None,
+            })
+            .collect()
     })
 }
 
@@ -49,5 +70,19 @@ fuzz_target!(|data: &[u8]| {
     let stream = tokio::io::join(data, tokio::io::sink());
     if let Ok(a) = runtime.block_on(lb_proxy::http::exchange(stream, "GET / HTTP/1.0\r\n\r\n")) {
         assert!((100..1000).contains(&a.status));
+    }
+    let stream = tokio::io::join(data, tokio::io::sink());
+    if let Ok(a) = runtime.block_on(lb_proxy::http::exchange_body(stream, "GET / HTTP/1.0\r\n\r\n")) {
+        assert!(a.body.len() <= data.len());
+    }
+
+    // What a server says to tcp-check rules: a verdict, and never a wait once nothing more
+    // can come.
+    for e in expects() {
+        assert_ne!(judge(e, data, true), Judgement::Wait);
+        let verdict = judge(e, data, false);
+        if data.len() >= BUFFER {
+            assert_ne!(verdict, Judgement::Wait);
+        }
     }
 });

@@ -8,7 +8,8 @@
 //! `READY=1`. `/usr/bin/PROGRAM` of ours ([`PROGRAMS`]) is the freshly built binary in the
 //! options' `bin_dir`, which also comes first on PATH (the track scripts call `lb-proxy` by
 //! name); anything else runs as the unit says. `systemctl` in a command line acts on the
-//! node's units (`start`, `stop`, `restart`, `try-restart`, `reload`...). A `.path` unit
+//! node's units (`start`, `stop`, `restart`, `try-restart`, `reload`, `kill --signal=`...,
+//! the main process only). A `.path` unit
 //! (listed, or named by a service's `Also=`) is emulated by [`Units::poll`], which the cluster
 //! calls every 100 ms: its service starts again when the content of its `PathChanged=` /
 //! `PathModified=` files changes. `Restart=` is not emulated: a daemon that dies is reported
@@ -289,6 +290,12 @@ impl Units {
                 "reload" => return Ok(false),
                 "reload-or-restart" => self.start(&t)?,
                 "try-reload-or-restart" => {}
+                "kill" => match self.running.get(&t) {
+                    Some(d) => d
+                        .signal(kill_signal(args, e)?)
+                        .map_err(|why| ClusterError::Step(format!("systemctl kill {t}: {why}")))?,
+                    None => return Ok(false),
+                },
                 other => {
                     return Err(ClusterError::Step(format!(
                         "{}:{}: systemctl {other} is not emulated in the lab",
@@ -396,4 +403,24 @@ impl Units {
             }
         }
     }
+}
+
+/// The signal of `systemctl kill --signal=NAME` (`SIGHUP`, `HUP`, ...; SIGTERM without one).
+fn kill_signal(args: &[String], e: &Exec) -> Result<nix::sys::signal::Signal, ClusterError> {
+    let name = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--signal="))
+        .unwrap_or("SIGTERM");
+    let full = if name.starts_with("SIG") {
+        name.to_owned()
+    } else {
+        format!("SIG{name}")
+    };
+    full.parse().map_err(|_| {
+        ClusterError::Step(format!(
+            "{}:{}: systemctl kill --signal={name}: not a signal",
+            e.file.display(),
+            e.line
+        ))
+    })
 }

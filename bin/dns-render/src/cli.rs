@@ -24,7 +24,7 @@ pub struct Inputs {
     /// The node inventory (ipi-nodes(5): kubectl JSON, mdns-publish browse, or by hand).
     #[arg(long, value_name = "FILE")]
     pub nodes: PathBuf,
-    /// Templates that replace the built-in ones, by file name (Corefile, dnsmasq.conf, hosts).
+    /// Templates that replace the built-in ones, by file name (Corefile, dnsmasq.conf, hosts, servers).
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
 }
@@ -52,6 +52,11 @@ pub struct Output {
     /// previous output kept).
     #[arg(long)]
     pub watch: bool,
+    /// After writing an output that changed, send SIGHUP to the process whose id FILE holds
+    /// (repeatable; dnsmasq's --pid-file): dnsmasq reads the hosts and servers files again with
+    /// no restart. A pid file or process that is not there is logged and skipped.
+    #[arg(long = "reload-pid", value_name = "FILE")]
+    pub reload_pid: Vec<std::path::PathBuf>,
 }
 
 /// The subcommands.
@@ -72,7 +77,7 @@ pub enum Command {
         #[command(flatten)]
         out: Output,
     },
-    /// DIR/dnsmasq.conf and the DIR/hosts file it names: `dnsmasq --conf-file=DIR/dnsmasq.conf`
+    /// DIR/dnsmasq.conf and the DIR/hosts and DIR/servers files it names. `dnsmasq --conf-file=DIR/dnsmasq.conf`
     /// serves the cluster.
     Dnsmasq {
         /// The cluster and its nodes.
@@ -81,7 +86,7 @@ pub enum Command {
         /// Where the upstream servers come from.
         #[command(flatten)]
         upstream: Upstream,
-        /// Where the two files go.
+        /// Where the three files go.
         #[arg(long, value_name = "DIR")]
         out_dir: PathBuf,
         /// Addresses dnsmasq listens on (repeatable; default: dnsmasq's own).

@@ -23,13 +23,13 @@ pub enum Job {
         /// The file; standard output when none.
         output: Option<PathBuf>,
     },
-    /// DIR/dnsmasq.conf and the DIR/hosts file it names.
+    /// DIR/dnsmasq.conf and the DIR/hosts and DIR/servers files it names.
     Dnsmasq {
         /// The cluster and its nodes.
         inputs: Inputs,
         /// Where the upstream servers come from.
         upstream: Upstream,
-        /// Where the two files go.
+        /// Where the three files go.
         out_dir: PathBuf,
         /// Addresses dnsmasq listens on (none: dnsmasq's own).
         listen: Vec<IpAddr>,
@@ -70,7 +70,7 @@ pub struct Inputs {
     pub cluster: PathBuf,
     /// The node inventory.
     pub nodes: PathBuf,
-    /// Templates by file name (Corefile, dnsmasq.conf, hosts).
+    /// Templates by file name (Corefile, dnsmasq.conf, hosts, servers).
     pub templates: Option<PathBuf>,
 }
 
@@ -136,7 +136,7 @@ fn target(output: &Option<PathBuf>) -> Target {
 
 /// The outputs of `job`, rendered.
 pub fn render(job: &Job) -> Result<Vec<(Target, String)>, JobError> {
-    let none = Path::new("");
+    let none = render::DnsmasqFiles::default();
     Ok(match job {
         Job::Corefile {
             inputs,
@@ -144,7 +144,7 @@ pub fn render(job: &Job) -> Result<Vec<(Target, String)>, JobError> {
             output,
         } => {
             let (model, env) = model(inputs, Some(upstream))?;
-            let text = render::render(&env, "Corefile", &model, none, none, &[])?;
+            let text = render::render(&env, "Corefile", &model, &none)?;
             vec![(target(output), text)]
         }
         Job::Dnsmasq {
@@ -154,15 +154,19 @@ pub fn render(job: &Job) -> Result<Vec<(Target, String)>, JobError> {
             listen,
         } => {
             let (model, env) = model(inputs, Some(upstream))?;
-            let (conf, hosts) = render::dnsmasq_paths(out_dir);
-            let c = render::render(&env, "dnsmasq.conf", &model, &conf, &hosts, listen)?;
-            let h = render::render(&env, "hosts", &model, &conf, &hosts, listen)?;
-            // The hosts file first: the config that names it must never come before it.
-            vec![(Target::File(hosts), h), (Target::File(conf), c)]
+            let files = render::DnsmasqFiles::new(out_dir, listen);
+            let [c, h, s] = ["dnsmasq.conf", "hosts", "servers"]
+                .map(|name| render::render(&env, name, &model, &files));
+            // The files the config names first: the config must never come before them.
+            vec![
+                (Target::File(files.hosts), h?),
+                (Target::File(files.servers), s?),
+                (Target::File(files.conf), c?),
+            ]
         }
         Job::Hosts { inputs, output } => {
             let (model, env) = model(inputs, None)?;
-            let text = render::render(&env, "hosts", &model, none, none, &[])?;
+            let text = render::render(&env, "hosts", &model, &none)?;
             vec![(target(output), text)]
         }
         Job::Dnsdata { input, output } => {
@@ -284,31 +288,127 @@ pub fn write(outputs: &[(Target, String)]) -> Result<bool, JobError> {
     Ok(changed)
 }
 
-/// Renders `job` and writes what changed; true when an output changed.
+/// How many times [`run`] renders at most while its inputs keep changing under it.
+const SETTLE_TRIES: usize = 5;
+
+/// Renders `job` and writes what changed; true when an output changed. Files rendered from
+/// inputs that changed while it ran are rendered again (at most [`SETTLE_TRIES`] times): a
+/// systemd path unit does not start its unit again for a change made while the unit runs, so
+/// the newest inventory would otherwise wait for the next change. Standard output is written
+/// once.
 pub fn run(job: &Job) -> Result<bool, JobError> {
-    write(&render(job)?)
+    let outputs = render(job)?;
+    if outputs.iter().any(|(t, _)| *t == Target::Stdout) {
+        return write(&outputs);
+    }
+    let mut first = Some(outputs);
+    settle(
+        || stamp(job),
+        || match first.take() {
+            Some(outputs) => write(&outputs),
+            None => write(&render(job)?),
+        },
+    )
 }
 
-/// Runs `job` whenever an input file changes (by modification time, looked at every second);
-/// an error is logged and the previous output kept. Never returns.
-pub fn watch(job: &Job) -> ! {
-    let stamp = |j: &Job| -> Vec<Option<SystemTime>> {
-        inputs(j)
-            .iter()
-            .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-            .collect()
-    };
+/// Runs `once` until the inputs' `stamp` is the same after it as before (at most
+/// [`SETTLE_TRIES`] times); true when any run changed an output.
+fn settle<S: PartialEq>(
+    stamp: impl Fn() -> S,
+    mut once: impl FnMut() -> Result<bool, JobError>,
+) -> Result<bool, JobError> {
+    let mut changed = false;
+    for _ in 0..SETTLE_TRIES {
+        let before = stamp();
+        changed |= once()?;
+        if stamp() == before {
+            break;
+        }
+    }
+    Ok(changed)
+}
+
+/// What the inputs of `job` look like: each file's modification time, length and inode (a
+/// file replaced by a rename has a new inode), or nothing where it cannot be read.
+fn stamp(job: &Job) -> Vec<Option<(SystemTime, u64, u64)>> {
+    use std::os::unix::fs::MetadataExt;
+    inputs(job)
+        .iter()
+        .map(|p| {
+            std::fs::metadata(p)
+                .and_then(|m| Ok((m.modified()?, m.len(), m.ino())))
+                .ok()
+        })
+        .collect()
+}
+
+/// Runs `job` whenever an input file changes (looked at every second), then `changed` when an
+/// output did; an error is logged and the previous output kept. Never returns.
+pub fn watch(job: &Job, changed: impl Fn()) -> ! {
     let mut last = None;
     loop {
         let now = stamp(job);
         if last.as_ref() != Some(&now) {
             match run(job) {
-                Ok(true) => eprintln!("dns-render: written"),
+                Ok(true) => {
+                    eprintln!("dns-render: written");
+                    changed();
+                }
                 Ok(false) => {}
                 Err(e) => eprintln!("dns-render: {e} (the previous output is kept)"),
             }
             last = Some(now);
         }
         std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    /// An input that changes during the first run is rendered again, once more only.
+    #[test]
+    fn a_change_during_a_run_is_rendered_again() {
+        let version = Cell::new(1);
+        let rendered = Cell::new(Vec::new());
+        let changed = settle(
+            || version.get(),
+            || {
+                let mut seen = rendered.take();
+                seen.push(version.get());
+                rendered.set(seen);
+                // The inventory is written again while the first rendering is under way.
+                if version.get() == 1 {
+                    version.set(2);
+                }
+                Ok(true)
+            },
+        )
+        .unwrap();
+        assert!(changed);
+        assert_eq!(rendered.take(), [1, 2]);
+    }
+
+    /// Inputs that never settle are rendered SETTLE_TRIES times, then left to the next run;
+    /// an error stops at once.
+    #[test]
+    fn renders_are_bounded_and_errors_stop() {
+        let version = Cell::new(0);
+        let runs = Cell::new(0);
+        settle(
+            || version.get(),
+            || {
+                runs.set(runs.get() + 1);
+                version.set(version.get() + 1);
+                Ok(false)
+            },
+        )
+        .unwrap();
+        assert_eq!(runs.get(), SETTLE_TRIES);
+        let e = settle(|| 0, || Err(JobError::Input("bad".into()))).unwrap_err();
+        assert!(e.to_string().contains("bad"), "{e}");
     }
 }

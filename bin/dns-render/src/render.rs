@@ -13,6 +13,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("Corefile", include_str!("templates/Corefile")),
     ("dnsmasq.conf", include_str!("templates/dnsmasq.conf")),
     ("hosts", include_str!("templates/hosts")),
+    ("servers", include_str!("templates/servers")),
 ];
 
 /// A node as the templates see it.
@@ -110,7 +111,7 @@ pub enum TemplateError {
     /// A template that does not compile or render.
     #[error("template {name}: {why}")]
     Template {
-        /// The template's name (Corefile, dnsmasq.conf, hosts).
+        /// The template's name (Corefile, dnsmasq.conf, hosts, servers).
         name: String,
         /// What minijinja said.
         why: minijinja::Error,
@@ -137,15 +138,38 @@ pub fn environment(dir: Option<&Path>) -> Result<Environment<'static>, TemplateE
     Ok(env)
 }
 
-/// Renders template `name` of `env` for `model`; `conf` and `hosts_file` name the dnsmasq
-/// files, `listen` its listen addresses.
+/// The files dnsmasq is given, and the addresses it listens on (all empty for the other
+/// outputs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DnsmasqFiles {
+    /// Its configuration, `DIR/dnsmasq.conf`.
+    pub conf: PathBuf,
+    /// The names it answers, `DIR/hosts` (read again on SIGHUP).
+    pub hosts: PathBuf,
+    /// The upstream servers, `DIR/servers` (read again on SIGHUP).
+    pub servers: PathBuf,
+    /// Its listen addresses (none: dnsmasq's own).
+    pub listen: Vec<IpAddr>,
+}
+
+impl DnsmasqFiles {
+    /// The files in `dir`, listening on `listen`.
+    pub fn new(dir: &Path, listen: &[IpAddr]) -> DnsmasqFiles {
+        DnsmasqFiles {
+            conf: dir.join("dnsmasq.conf"),
+            hosts: dir.join("hosts"),
+            servers: dir.join("servers"),
+            listen: listen.to_vec(),
+        }
+    }
+}
+
+/// Renders template `name` of `env` for `model`; `files` names the dnsmasq files.
 pub fn render(
     env: &Environment<'_>,
     name: &str,
     model: &Model,
-    conf: &Path,
-    hosts_file: &Path,
-    listen: &[IpAddr],
+    files: &DnsmasqFiles,
 ) -> Result<String, TemplateError> {
     let s = |a: Option<IpAddr>| a.map(|a| a.to_string());
     let ctx = context! {
@@ -157,9 +181,10 @@ pub fn render(
         api_v6 => s(model.api.1),
         ingress_v4 => s(model.ingress.0),
         ingress_v6 => s(model.ingress.1),
-        conf => conf.display().to_string(),
-        hosts_file => hosts_file.display().to_string(),
-        listen => listen.iter().map(IpAddr::to_string).collect::<Vec<_>>(),
+        conf => files.conf.display().to_string(),
+        hosts_file => files.hosts.display().to_string(),
+        servers_file => files.servers.display().to_string(),
+        listen => files.listen.iter().map(IpAddr::to_string).collect::<Vec<_>>(),
     };
     env.get_template(name)
         .and_then(|t| t.render(ctx))
@@ -167,9 +192,4 @@ pub fn render(
             name: name.to_owned(),
             why,
         })
-}
-
-/// Where `dnsmasq` writes its two files.
-pub fn dnsmasq_paths(dir: &Path) -> (PathBuf, PathBuf) {
-    (dir.join("dnsmasq.conf"), dir.join("hosts"))
 }

@@ -1,7 +1,9 @@
 //! What dns-render writes, served by a real dnsmasq in the lab and asked with dig from another
 //! host: api, api-int, any name under apps, every node, AAAA per family (an empty answer where
 //! the cluster has no VIP of that family), and a name outside the cluster that a second
-//! dnsmasq, the upstream, answers.
+//! dnsmasq, the upstream, answers. Then the inventory and the upstream servers change: rendered
+//! again with `--reload-pid` (SIGHUP to dnsmasq), dnsmasq answers the new nodes through the new
+//! upstream.
 
 #![allow(clippy::unwrap_used)]
 
@@ -95,38 +97,33 @@ fn dnsmasq_serves_what_dns_render_writes() {
     std::fs::create_dir_all(&out).unwrap();
     let listen = dns.ipv4().to_string();
     // On the node itself: its own addresses are found and left out of the upstreams.
-    let rendered = dns
-        .command(
-            BIN,
-            [
-                "dnsmasq",
-                "--cluster",
-                cluster.to_str().unwrap(),
-                "--nodes",
-                nodes.to_str().unwrap(),
-            ],
-        )
-        .args([
-            "--resolv",
-            resolv.to_str().unwrap(),
-            "--out-dir",
-            out.to_str().unwrap(),
-            "--listen",
-            &listen,
-        ])
-        .output()
-        .unwrap();
+    let render_args = [
+        "dnsmasq",
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--nodes",
+        nodes.to_str().unwrap(),
+        "--resolv",
+        resolv.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+        "--listen",
+        &listen,
+    ];
+    let rendered = dns.command(BIN, render_args.iter()).output().unwrap();
     assert!(
         rendered.status.success(),
         "{}",
         String::from_utf8_lossy(&rendered.stderr)
     );
     let conf = format!("--conf-file={}", out.join("dnsmasq.conf").display());
+    let pid_file = dir.join("dnsmasq.pid");
+    let pid_arg = format!("--pid-file={}", pid_file.display());
     let d = dns
         .spawn(
             "dnsmasq",
             "dnsmasq",
-            ["--keep-in-foreground", conf.as_str()],
+            ["--keep-in-foreground", conf.as_str(), pid_arg.as_str()],
         )
         .unwrap();
     wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
@@ -178,4 +175,55 @@ fn dnsmasq_serves_what_dns_render_writes() {
         ["198.51.100.77"],
         "forwarded upstream"
     );
+
+    // The inventory and the upstream servers change: rendered again with --reload-pid, as
+    // ipi-dns-render.service runs it, dnsmasq takes both on the SIGHUP, with no restart.
+    let up2 = lab.host("upstream2").unwrap();
+    let _up2 = up2
+        .spawn(
+            "upstream2-dnsmasq",
+            "dnsmasq",
+            [
+                "--keep-in-foreground",
+                "--no-resolv",
+                "--no-hosts",
+                "--conf-file=/dev/null",
+                "--address=/outside.example.org/198.51.100.78",
+                &format!("--listen-address={}", up2.ipv4()),
+                "--bind-interfaces",
+            ],
+        )
+        .unwrap();
+    std::fs::write(
+        &nodes,
+        "master-0 master 192.0.2.10\nworker-1 worker 192.0.2.21\n",
+    )
+    .unwrap();
+    std::fs::write(&resolv, format!("nameserver {}\n", up2.ipv4())).unwrap();
+    let again = dns
+        .command(BIN, render_args.iter())
+        .args(["--reload-pid", pid_file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        again.status.success() && said.contains("SIGHUP to"),
+        "{said}"
+    );
+    let now = || {
+        (
+            dig(&client, &dns, "worker-0.lab.example.com", "A"),
+            dig(&client, &dns, "worker-1.lab.example.com", "A"),
+            dig(&client, &dns, "outside.example.org", "A"),
+        )
+    };
+    let want = (
+        vec![],
+        vec!["192.0.2.21".to_owned()],
+        vec!["198.51.100.78".to_owned()],
+    );
+    let seen = wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
+        now() == want
+    });
+    assert!(seen.is_some(), "after SIGHUP: {:?}\n{}", now(), d.log());
 }

@@ -214,7 +214,7 @@ fn an_unchanged_output_is_left_alone_and_the_exit_status_says_so() {
     assert_eq!(run(&args).0, 0);
     assert!(std::fs::read_to_string(&out).unwrap().contains("master-1"));
 
-    // dnsmasq: both files, the config naming the hosts file.
+    // dnsmasq: three files, the config naming the hosts and servers files.
     let d = dir.path().join("dnsmasq");
     std::fs::create_dir(&d).unwrap();
     let (code, _, err) = run(&[
@@ -237,9 +237,13 @@ fn an_unchanged_output_is_left_alone_and_the_exit_status_says_so() {
         "{conf}"
     );
     assert!(
-        conf.contains("server=198.51.100.53\n")
-            && conf.contains("address=/apps.lab.example.com/192.0.2.7\n")
+        conf.contains(&format!("servers-file={}", d.join("servers").display())),
+        "{conf}"
     );
+    assert!(conf.contains("address=/apps.lab.example.com/192.0.2.7\n"));
+    let servers = std::fs::read_to_string(d.join("servers")).unwrap();
+    assert!(servers.contains("\nserver=198.51.100.53\n"), "{servers}");
+    assert!(!conf.contains("server=198.51.100.53"), "{conf}");
 }
 
 /// Every output's directory that is not there yet is created (mode 0755, as `install -d`):

@@ -94,6 +94,9 @@ pub enum AllocError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The wire could not be asked (`--probe`).
+    #[error("probe: {0}")]
+    Probe(#[from] ipi_core::acd::Error),
 }
 
 /// An address held after a request.

@@ -26,6 +26,19 @@ pub struct StoreArgs {
     pub store: String,
 }
 
+/// Asking the wire whether an address is in use before it is handed out.
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// Probe each address on interface IF first (RFC 5227 ARP probes from 0.0.0.0 for IPv4,
+    /// RFC 4862 duplicate address detection from :: for IPv6); needs CAP_NET_RAW.
+    #[arg(long, value_name = "IF")]
+    pub probe: Option<String>,
+    /// The probes' pace: `fast` (3 probes, under 0.7 s), `rfc5227` (RFC 5227's constants, up
+    /// to 7 s) or PROBES,WAIT_MS,MIN_MS,MAX_MS,ANSWER_MS.
+    #[arg(long, value_name = "SPEC", default_value = "fast", requires = "probe")]
+    pub probe_timing: ipi_core::acd::Timing,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -53,11 +66,16 @@ pub enum Command {
         /// The store.
         #[command(flatten)]
         store: StoreArgs,
+        /// An address another host answers for is skipped, and kept in the store as
+        /// `answered/ADDRESS` until `ipam release answered/ADDRESS`.
+        #[command(flatten)]
+        probe: ProbeArgs,
         /// JSON rather than YAML.
         #[arg(long)]
         json: bool,
     },
-    /// Release every address reserved for NAME (an IPSet, or a pool request), in every pool.
+    /// Release every address reserved for NAME (an IPSet, or a pool request), in every pool;
+    /// `answered/ADDRESS` frees an address that `--probe` found in use on the wire.
     Release {
         /// The IPSet's or the request's name.
         name: String,
@@ -116,6 +134,10 @@ pub enum PoolCommand {
         /// The store.
         #[command(flatten)]
         store: StoreArgs,
+        /// An address another host answers for is skipped, and kept in the store as
+        /// `answered/ADDRESS` until `ipam release answered/ADDRESS`.
+        #[command(flatten)]
+        probe: ProbeArgs,
         /// JSON rather than text.
         #[arg(long)]
         json: bool,
@@ -137,15 +159,19 @@ pub struct ClusterArgs {
 #[derive(Debug, Subcommand)]
 pub enum VipCommand {
     /// Check the VIPs with the installer's rules (and ours: not a network or broadcast address,
-    /// not a node's address); list every problem in the installer's words and exit 1 if any.
+    /// not a node's address; with --probe, not answered on the wire); list every problem in the
+    /// installer's words and exit 1 if any.
     Validate {
         /// The cluster and its nodes.
         #[command(flatten)]
         cluster: ClusterArgs,
+        /// A VIP another host answers for is a problem (once the other rules pass).
+        #[command(flatten)]
+        probe: ProbeArgs,
     },
     /// Suggest VIPs as OpenStack's installer does: hosts 5 (API) and 7 (Ingress) of the first
-    /// machine network of each family, moving on to the next free address when one is a node's
-    /// or reserved in the store.
+    /// machine network of each family, moving on to the next free address when one is a node's,
+    /// reserved in the store or (with --probe) answered on the wire.
     Suggest {
         /// The cluster (only its machine networks are read) and its nodes.
         #[command(flatten)]
@@ -153,6 +179,9 @@ pub enum VipCommand {
         /// A store whose reservations the VIPs must avoid.
         #[arg(long, value_name = "URL")]
         store: Option<String>,
+        /// A VIP another host answers for is passed over.
+        #[command(flatten)]
+        probe: ProbeArgs,
         /// JSON rather than install-config YAML.
         #[arg(long)]
         json: bool,

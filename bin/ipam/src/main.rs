@@ -16,16 +16,17 @@ fn main() -> ExitCode {
     }
     let result = match Cli::parse().command {
         Command::Vip {
-            command: VipCommand::Validate { cluster },
-        } => commands::validate(&cluster),
+            command: VipCommand::Validate { cluster, probe },
+        } => commands::validate(&cluster, &probe),
         Command::Vip {
             command:
                 VipCommand::Suggest {
                     cluster,
                     store,
+                    probe,
                     json,
                 },
-        } => commands::suggest(&cluster, store.as_deref(), json),
+        } => commands::suggest(&cluster, store.as_deref(), &probe, json),
         Command::Netconfig {
             command: NetconfigCommand::Validate { file },
         } => commands::netconfig_validate(&file),
@@ -33,8 +34,9 @@ fn main() -> ExitCode {
             netconfig,
             ipset,
             store,
+            probe,
             json,
-        } => commands::reserve(&netconfig, &ipset, &store.store, json),
+        } => commands::reserve(&netconfig, &ipset, &store.store, &probe, json),
         Command::Release { name, store } => commands::release(&name, &store.store),
         Command::List { store, json } => commands::list(&store.store, json),
         Command::Pool {
@@ -44,9 +46,16 @@ fn main() -> ExitCode {
                     name,
                     sharing_key,
                     store,
+                    probe,
                     json,
                 },
-        } => commands::pool_reserve(&pool, &name, sharing_key.as_deref(), &store.store, json),
+        } => {
+            let request = commands::PoolRequest {
+                name: &name,
+                key: sharing_key.as_deref(),
+            };
+            commands::pool_reserve(&pool, &request, &store.store, &probe, json)
+        }
         Command::Cni => return ipam::cni::main(),
     };
     match result {

@@ -13,6 +13,7 @@ use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{self, AllocError, Order, Pool};
+use crate::answered::{self, Check};
 use crate::range::{Space, Span};
 use crate::store::Store;
 
@@ -528,10 +529,13 @@ impl IpSet {
     /// Reserves an address on every network asked for (the same ones again for the same
     /// IPSet), and releases what the IPSet held on networks it no longer asks for. All or
     /// nothing: when one network cannot give an address, what this call took is given back.
+    /// An address just taken that `check` finds answered on the wire is skipped and marked
+    /// ([`crate::answered`]).
     pub fn reserve(
         &self,
         store: &mut dyn Store,
         netconfig: &NetConfig,
+        check: &mut Check,
     ) -> Result<Vec<Reservation>, AllocError> {
         // What this call changed: the pool, and what the IPSet held there before (to go back to
         // when a later network cannot give an address).
@@ -539,7 +543,7 @@ impl IpSet {
         let mut out = Vec::new();
         for (sub, fixed, default_route) in &self.requests {
             let before = store.owned(&sub.pool.name, &self.name)?.map(|(ip, _)| ip);
-            match alloc::reserve(store, &sub.pool, &self.name, *fixed) {
+            match answered::reserve(store, &sub.pool, &self.name, *fixed, check) {
                 Ok(held) => {
                     if held.new {
                         changed.push((&sub.pool, before));

@@ -12,6 +12,8 @@ pub const WEIGHT_SCALE: u32 = 16;
 #[derive(Debug, Clone, Default)]
 pub struct RoundRobin {
     current: Vec<i64>,
+    /// The last server `least_connections` picked (None: none yet, the first goes first).
+    last: Option<usize>,
 }
 
 impl RoundRobin {
@@ -37,6 +39,55 @@ impl RoundRobin {
         self.current[b] -= total;
         Some(b)
     }
+
+    /// `balance leastconn` (haproxy's `fwlc_get_next_server`): the eligible server with the
+    /// fewest connections for its weight, (connections + 1) / weight as haproxy keys its tree,
+    /// so that a heavier server takes more; among equals, the next after the last picked, so
+    /// that idle servers take turns. None when no server is eligible (weight 0).
+    pub fn least_connections(&mut self, weights: &[u32], active: &[u64]) -> Option<usize> {
+        let n = weights.len();
+        let key = |i: usize| {
+            (
+                u128::from(active.get(i).copied().unwrap_or(0)) + 1,
+                u128::from(weights[i]),
+            )
+        };
+        let mut best: Option<usize> = None;
+        let start = self.last.map_or(0, |l| l + 1);
+        for step in 0..n {
+            let i = (start + step) % n;
+            if weights[i] == 0 {
+                continue;
+            }
+            let better = best.is_none_or(|b| {
+                let ((ai, wi), (ab, wb)) = (key(i), key(b));
+                ai * wb < ab * wi
+            });
+            if better {
+                best = Some(i);
+            }
+        }
+        self.last = Some(best?);
+        best
+    }
+}
+
+/// haproxy's backup servers: while any other server can take a connection, no backup does;
+/// when none can, the first backup that can (in file order), or with `option allbackups`
+/// every backup that can. `weights` are the effective weights, changed in place.
+pub fn backups(weights: &mut [u32], backup: &[bool], all: bool) {
+    let active = weights.iter().zip(backup).any(|(&w, &b)| w > 0 && !b);
+    let mut first = true;
+    for (w, &b) in weights.iter_mut().zip(backup) {
+        if !b {
+            continue;
+        }
+        if active || (!all && !first) {
+            *w = 0;
+        } else if *w > 0 {
+            first = false;
+        }
+    }
 }
 
 /// A server's effective weight: its configured weight scaled, ramped up linearly over
@@ -61,6 +112,45 @@ pub fn effective_weight(weight: u32, up_for: Option<Duration>, slowstart: Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backups_take_over_only_when_no_other_server_can() {
+        let backup = [false, true, true];
+        let mut w = [16, 16, 16];
+        backups(&mut w, &backup, false);
+        assert_eq!(w, [16, 0, 0]);
+        let mut w = [0, 16, 16];
+        backups(&mut w, &backup, false);
+        assert_eq!(w, [0, 16, 0], "the first backup only");
+        let mut w = [0, 0, 16];
+        backups(&mut w, &backup, false);
+        assert_eq!(w, [0, 0, 16], "the first that can");
+        let mut w = [0, 16, 16];
+        backups(&mut w, &backup, true);
+        assert_eq!(w, [0, 16, 16], "option allbackups");
+    }
+
+    #[test]
+    fn least_connections_picks_the_least_loaded_and_rotates_ties() {
+        let mut rr = RoundRobin::default();
+        let w = [16, 16, 16];
+        let picks: Vec<_> = (0..4)
+            .map(|_| rr.least_connections(&w, &[0, 0, 0]).unwrap())
+            .collect();
+        assert_eq!(
+            picks,
+            [0, 1, 2, 0],
+            "idle servers take turns, the first first"
+        );
+        assert_eq!(rr.least_connections(&w, &[3, 1, 2]), Some(1));
+        assert_eq!(rr.least_connections(&[16, 0, 16], &[3, 0, 2]), Some(2));
+        assert_eq!(
+            rr.least_connections(&[16, 32], &[1, 2]),
+            Some(1),
+            "(2 + 1) / 32 < (1 + 1) / 16: weight counts"
+        );
+        assert_eq!(rr.least_connections(&[0, 0], &[0, 0]), None);
+    }
 
     fn sequence(weights: &[u32], n: usize) -> Vec<usize> {
         let mut rr = RoundRobin::default();

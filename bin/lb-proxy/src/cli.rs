@@ -26,7 +26,8 @@ pub enum Command {
         #[command(flatten)]
         source: Source,
     },
-    /// Check a haproxy.cfg: exit 0 if it is valid, 2 with every error otherwise (like haproxy -c).
+    /// Check a haproxy.cfg: exit 0 if it is valid, 2 with every error otherwise (like haproxy -c);
+    /// warnings (what lb-proxy accepts without effect, see lb-proxy.cfg(5)) either way.
     CheckConfig {
         /// The file to check (`-` for standard input).
         #[arg(short = 'f', long = "config", value_name = "FILE")]
@@ -78,8 +79,8 @@ lb-proxy's own keywords, on lines that haproxy reads as comments (`#lb-proxy: ..
 
 --cluster runs OpenShift's template with option redispatch 1, retry-on conn-failure
 empty-response response-timeout, timeout connect 2s, observe layer4 error-limit 1
-on-error mark-down, slowstart 10s, race-connect 150ms losses 3 and replay-unanswered on.
-With -f the file decides.
+on-error mark-down, fastinter 200ms, slowstart 10s, race-connect 150ms losses 3 and
+replay-unanswered on. With -f the file decides.
 
 The stats page (text, ;json, /metrics) shows each server's passive actions, passive DOWNs,
 races lost and the last passive reason.";

@@ -13,7 +13,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::config::model::{HttpCheck, InitState, OnError};
+use crate::config::model::{HttpCheck, InitState, OnError, TcpRule};
 
 /// A server's health counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,9 +272,12 @@ pub enum CheckError {
     /// Connecting, the handshake or the request failed.
     #[error(transparent)]
     Http(#[from] crate::http::Error),
-    /// The server answered with a status of 400 or more.
-    #[error("HTTP status {0}")]
+    /// The answer did not pass `http-check expect` (by default: a status of 2xx or 3xx).
+    #[error("HTTP status {0}: not as expected")]
     Status(u16),
+    /// A `tcp-check` rule failed.
+    #[error(transparent)]
+    Rule(#[from] crate::tcpcheck::RuleError),
 }
 
 /// What one check does.
@@ -285,34 +288,46 @@ pub enum Probe {
     /// Connect and complete a TLS handshake (`check-ssl` without `option httpchk`, haproxy's
     /// layer-6 check), certificate not verified.
     Tls,
-    /// Send an HTTP request (over TLS when `tls`) and pass on 2xx or 3xx.
+    /// Send an HTTP request (over TLS when `tls`) and judge the answer (`http-check
+    /// expect`; by default a status of 2xx or 3xx passes).
     Http {
         /// The request head, written once.
         head: String,
-        /// TLS (`check-ssl`), without verifying the certificate (`verify none`).
+        /// TLS (`check-ssl` or `http-check connect ssl`), without verifying the certificate
+        /// (`verify none`).
         tls: bool,
+        /// `http-check connect port N`.
+        port: Option<u16>,
+        /// The verdict on the answer.
+        judge: crate::tcpcheck::HttpJudge,
     },
+    /// `option tcp-check` rules (or `option ssl-hello-chk`'s), in order.
+    Rules(Vec<crate::tcpcheck::Step>),
 }
 
 impl Probe {
-    /// The probe of `option httpchk` (or a TCP connect without it), as haproxy sends it: the
-    /// request line and no `Host` header.
-    pub fn new(httpchk: Option<&HttpCheck>, tls: bool) -> Probe {
-        match httpchk {
-            None if !tls => Probe::Tcp,
-            None => Probe::Tls,
-            Some(c) => Probe::Http {
-                head: crate::http::head(&c.method, &c.uri, &c.version, None),
-                tls,
+    /// The probe of `option httpchk` and its `http-check` rules, of `option tcp-check` and
+    /// its rules, or a connect (TLS with `check-ssl`) without either, as haproxy runs them;
+    /// the HTTP request has no `Host` header unless `http-check send hdr` gives one.
+    pub fn new(httpchk: Option<&HttpCheck>, tcp: Option<&[TcpRule]>, tls: bool) -> Probe {
+        match (httpchk, tcp) {
+            (Some(c), _) => Probe::Http {
+                head: crate::http::head_with(&c.method, &c.uri, &c.version, &c.headers),
+                tls: tls || c.ssl,
+                port: c.port,
+                judge: crate::tcpcheck::HttpJudge::new(c.expect.as_ref()),
             },
+            (None, Some(rules)) => Probe::Rules(crate::tcpcheck::steps(rules, tls)),
+            (None, None) if !tls => Probe::Tcp,
+            (None, None) => Probe::Tls,
         }
     }
 
     /// Runs the probe against `address`: connecting within `connect`, then the rest (the
-    /// handshake, the answer) within `answer`, or when there is none, all of it within
-    /// `connect` (haproxy: with `timeout check`, min(`timeout connect`, `inter`) to connect
-    /// and `timeout check` after; without, `inter` for the whole check). Ok when it passed;
-    /// Err says why not.
+    /// handshake, the answer, the rules) within `answer`, or when there is none, all of it
+    /// within `connect` (haproxy: with `timeout check`, min(`timeout connect`, `inter`) to
+    /// connect and `timeout check` after; without, `inter` for the whole check). Ok when it
+    /// passed; Err says why not.
     pub async fn run(
         &self,
         address: SocketAddr,
@@ -320,6 +335,16 @@ impl Probe {
         answer: Option<Duration>,
     ) -> Result<(), CheckError> {
         let start = tokio::time::Instant::now();
+        if let Probe::Rules(steps) = self {
+            let deadline = start + answer.map_or(connect, |a| connect + a);
+            return Ok(crate::tcpcheck::run(steps, address, connect, deadline).await?);
+        }
+        let address = match self {
+            Probe::Http {
+                port: Some(port), ..
+            } => SocketAddr::new(address.ip(), *port),
+            _ => address,
+        };
         let tcp = match tokio::time::timeout(connect, tokio::net::TcpStream::connect(address)).await
         {
             Ok(Ok(tcp)) => tcp,
@@ -329,29 +354,44 @@ impl Probe {
         let rest = answer.unwrap_or_else(|| connect.saturating_sub(start.elapsed()));
         let host = address.ip().to_string();
         match self {
-            Probe::Tcp => Ok(()),
+            Probe::Tcp | Probe::Rules(_) => Ok(()),
             Probe::Tls => {
                 tokio::time::timeout(rest, crate::http::over(tcp, address, Some(&host)))
                     .await
                     .map_err(|_| CheckError::HandshakeTimeout(rest))??;
                 Ok(())
             }
-            Probe::Http { head, tls } => {
+            Probe::Http {
+                head, tls, judge, ..
+            } => {
                 let tls_host = tls.then_some(host.as_str());
                 let asked = async {
                     let conn = crate::http::over(tcp, address, tls_host).await?;
-                    crate::http::ask(conn, head).await
+                    crate::http::ask(conn, head, judge.needs_body()).await
                 };
                 let got = tokio::time::timeout(rest, asked)
                     .await
                     .map_err(|_| CheckError::AnswerTimeout(rest))??;
-                match got.status {
-                    200..=399 => Ok(()),
-                    s => Err(CheckError::Status(s)),
+                match judge.passes(&got) {
+                    true => Ok(()),
+                    false => Err(CheckError::Status(got.status)),
                 }
             }
         }
     }
+}
+
+/// `interval` moved by up to `percent` % either way (haproxy's `spread-checks`): `random` is
+/// uniform over u32, 0 moves it earliest, u32::MAX latest.
+pub fn spread(interval: Duration, percent: u32, random: u32) -> Duration {
+    if percent == 0 {
+        return interval;
+    }
+    let micros = interval.as_micros();
+    let reach = micros * u128::from(percent.min(50)) / 100;
+    // micros - reach + 2 * reach * random / u32::MAX, in integers.
+    let moved = micros - reach + 2 * reach * u128::from(random) / u128::from(u32::MAX);
+    Duration::from_micros(u64::try_from(moved).unwrap_or(u64::MAX))
 }
 
 /// When the first check of server `index` of `count` runs: spread evenly over one interval,
@@ -580,17 +620,28 @@ mod tests {
     }
 
     #[test]
+    fn spread_checks_move_the_interval_by_up_to_the_percentage() {
+        let s = Duration::from_secs(2);
+        assert_eq!(spread(s, 0, 7), s);
+        assert_eq!(spread(s, 10, 0), Duration::from_millis(1800));
+        assert_eq!(spread(s, 10, u32::MAX), Duration::from_millis(2200));
+        assert_eq!(
+            spread(s, 10, u32::MAX / 2),
+            Duration::from_micros(1_999_999)
+        );
+        assert_eq!(spread(s, 80, 0), Duration::from_secs(1), "at most 50 %");
+    }
+
+    #[test]
     fn probes_are_haproxys_requests() {
-        let c = HttpCheck {
-            method: "GET".into(),
-            uri: "/readyz".into(),
-            version: "HTTP/1.0".into(),
-        };
-        let Probe::Http { head, tls } = Probe::new(Some(&c), true) else {
+        let c = HttpCheck::new("GET", "/readyz", "HTTP/1.0");
+        let Probe::Http { head, tls, .. } = Probe::new(Some(&c), None, true) else {
             panic!("an HTTP probe")
         };
         assert!(tls && head.starts_with("GET /readyz HTTP/1.0\r\n"));
-        assert_eq!(Probe::new(None, false), Probe::Tcp);
-        assert_eq!(Probe::new(None, true), Probe::Tls);
+        assert_eq!(Probe::new(None, None, false), Probe::Tcp);
+        assert_eq!(Probe::new(None, None, true), Probe::Tls);
+        let rules = [TcpRule::Send(b"PING\r\n".to_vec())];
+        assert!(matches!(Probe::new(None, Some(&rules), false), Probe::Rules(s) if s.len() == 2));
     }
 }

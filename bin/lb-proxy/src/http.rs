@@ -249,6 +249,8 @@ pub struct Answer {
     pub status: u16,
     /// The `Location` header, if any.
     pub location: Option<String>,
+    /// The body as far as it was read (see [`exchange_body`]; empty from [`exchange`]).
+    pub body: Vec<u8>,
 }
 
 /// A connection to a server, plain or TLS.
@@ -296,22 +298,43 @@ pub async fn request(
     tls_host: Option<&str>,
     head: &str,
 ) -> Result<Answer, Error> {
-    ask(connect(address, tls_host).await?, head).await
+    ask(connect(address, tls_host).await?, head, false).await
 }
 
-/// Sends the request `head` on `conn` and reads the answer (as [`request`]).
-pub async fn ask(conn: Conn, head: &str) -> Result<Answer, Error> {
-    match conn {
-        Conn::Plain(s) => exchange(s, head).await,
-        Conn::Tls(s) => exchange(s, head).await,
+/// Sends the request `head` on `conn` and reads the answer (as [`request`]); with `body`,
+/// the body too (as [`exchange_body`]).
+pub async fn ask(conn: Conn, head: &str, body: bool) -> Result<Answer, Error> {
+    match (conn, body) {
+        (Conn::Plain(s), false) => exchange(s, head).await,
+        (Conn::Tls(s), false) => exchange(s, head).await,
+        (Conn::Plain(s), true) => exchange_body(s, head).await,
+        (Conn::Tls(s), true) => exchange_body(s, head).await,
     }
 }
 
 /// Writes the request head on `stream`, reads the answer's status line and headers (at most
 /// 16 KiB of them).
 pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    head: &str,
+) -> Result<Answer, Error> {
+    answer(stream, head, false).await
+}
+
+/// As [`exchange`], and the body after the headers: `Content-Length` bytes, or up to the
+/// end of the connection, within the same 16 KiB as haproxy's check buffer (what is past
+/// them is not read, as haproxy judges a full buffer).
+pub async fn exchange_body<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    head: &str,
+) -> Result<Answer, Error> {
+    answer(stream, head, true).await
+}
+
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     head: &str,
+    with_body: bool,
 ) -> Result<Answer, Error> {
     stream.write_all(head.as_bytes()).await?;
     stream.flush().await?;
@@ -326,7 +349,7 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         .and_then(|s| s.parse::<u16>().ok())
         .filter(|s| (100..1000).contains(s))
         .ok_or_else(|| Error::NotHttp(line.trim_end().to_string()))?;
-    let mut location = None;
+    let (mut location, mut length) = (None, None);
     loop {
         line.clear();
         let n = reader.read_line(&mut line).await?;
@@ -336,19 +359,51 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         if let Some((name, value)) = line.split_once(':') {
             if name.eq_ignore_ascii_case("location") {
                 location = Some(value.trim().to_string());
+            } else if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse::<u64>().ok();
             }
         }
     }
-    Ok(Answer { status, location })
+    let mut body = Vec::new();
+    if with_body {
+        match length {
+            Some(n) => reader.take(n).read_to_end(&mut body).await?,
+            None => reader.read_to_end(&mut body).await?,
+        };
+    }
+    Ok(Answer {
+        status,
+        location,
+        body,
+    })
 }
 
 /// The request head of a health check: haproxy's `option httpchk METHOD URI VERSION`.
 pub fn head(method: &str, uri: &str, version: &str, host: Option<&str>) -> String {
+    let headers: Vec<(String, String)> = host
+        .map(|h| ("Host".to_string(), h.to_string()))
+        .into_iter()
+        .collect();
+    head_with(method, uri, version, &headers)
+}
+
+/// A request head with `headers` (`http-check send hdr NAME VALUE`), then lb-proxy's own
+/// (`User-Agent`, `Accept`, `Connection: close`) where `headers` does not give them.
+pub fn head_with(method: &str, uri: &str, version: &str, headers: &[(String, String)]) -> String {
     let mut h = format!("{method} {uri} {version}\r\n");
-    if let Some(host) = host {
-        h.push_str(&format!("Host: {host}\r\n"));
+    for (name, value) in headers {
+        h.push_str(&format!("{name}: {value}\r\n"));
     }
-    h.push_str("User-Agent: lb-proxy\r\nAccept: */*\r\nConnection: close\r\n\r\n");
+    for (name, value) in [
+        ("User-Agent", "lb-proxy"),
+        ("Accept", "*/*"),
+        ("Connection", "close"),
+    ] {
+        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            h.push_str(&format!("{name}: {value}\r\n"));
+        }
+    }
+    h.push_str("\r\n");
     h
 }
 

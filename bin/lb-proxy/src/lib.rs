@@ -8,6 +8,7 @@
 //! - [`balance`]: round robin with dynamic weights and slow start.
 //! - [`health`]: haproxy's health counters and the probes.
 //! - [`http`]: the small HTTP(S) client of the checks and of `lb-proxy check`.
+//! - [`tcpcheck`]: haproxy's `tcp-check` rules and `http-check expect` verdicts.
 
 pub mod balance;
 pub mod cli;
@@ -17,3 +18,4 @@ pub mod daemon;
 pub mod forward;
 pub mod health;
 pub mod http;
+pub mod tcpcheck;

@@ -74,7 +74,7 @@ fn the_managed_config() {
 fn every_error_is_reported_with_its_place() {
     let text = "\
 global
-  nbproc 4
+  nbprocs 4
 defaults
   mode tcp
   timeout connect 10x
@@ -85,10 +85,10 @@ frontend f
   server s 192.0.2.2:80
 backend b
   bind :80
-  balance leastconn
+  balance source
   server a 192.0.2.3:6443 check-ssl weight 300 inter fast
   server a 192.0.2.4:6443 on-marked-down drain
-  option httpclose
+  option abortonclose
 listen m
   bind :1936
   mode http
@@ -97,18 +97,18 @@ frontend f
 ";
     let errors = config::parse_str(text, "h.cfg").unwrap_err().to_string();
     for want in [
-        "h.cfg:2: unknown keyword `nbproc` in global",
+        "h.cfg:2: unknown keyword `nbprocs` in global",
         "h.cfg:5: `timeout connect 10x`: not a duration",
         "h.cfg:6: unknown timeout `lunch`",
         "h.cfg:8: `bind 192.0.2.1`: not ADDRESS:PORT",
         "h.cfg:10: `server` is not allowed in a frontend",
         "h.cfg:12: `bind` is not allowed in a backend",
-        "h.cfg:13: `balance leastconn`: lb-proxy balances roundrobin only",
+        "h.cfg:13: `balance source`: lb-proxy balances roundrobin or leastconn",
         "h.cfg:14: server a: `weight 300` is out of range",
         "h.cfg:14: server a: `inter fast` is not a duration",
         "h.cfg:15: server a: `on-marked-down drain` is not supported",
         "h.cfg:15: server a is defined twice in this backend",
-        "h.cfg:16: `option httpclose` is not supported by lb-proxy",
+        "h.cfg:16: `option abortonclose` is not supported by lb-proxy",
         "h.cfg:21: frontend f: a section of that name already exists",
         "h.cfg:7: f: default_backend `nowhere` names no backend",
         "h.cfg:17: m: monitor fail counts `ghost`, which names no backend",
@@ -135,7 +135,111 @@ fn the_check_config_command() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.contains("haproxy.cfg:3: unknown keyword `use_backend` in a frontend"),
+        err.contains("haproxy.cfg:3: `use_backend`: lb-proxy balances TCP only"),
         "{err}"
     );
+}
+
+/// What haproxy accepts around a TCP load balancer (issue 18): process management in global,
+/// HTTP options in a TCP section, a frontend and a backend of one name, `resolvers`: accepted,
+/// each with its warning (haproxy's own wording where haproxy gives one); HTTP routing and
+/// `mode http` proxies refused, naming the line.
+#[test]
+fn what_haproxy_accepts_is_accepted_with_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("haproxy.cfg");
+    let text = "\
+global
+  chroot /var/lib/haproxy
+  ssl-default-bind-ciphers PROFILE=SYSTEM
+  stats socket /run/haproxy.sock mode 660 level admin
+  spread-checks 5
+defaults
+  mode tcp
+  option httplog
+  option forwardfor except 127.0.0.0/8
+  timeout http-keep-alive 10s
+  errorfile 503 /etc/haproxy/errors/503.http
+resolvers dns
+  nameserver ns1 192.0.2.53:53
+  hold valid 5s
+frontend kubernetes
+  bind :6443
+  default_backend kubernetes
+backend kubernetes
+  balance leastconn
+  option tcp-check
+  tcp-check connect
+  tcp-check send PING\\r\\n
+  tcp-check expect string +PONG
+  default-server inter 10s maxconn 250
+  server a 192.0.2.1:6443 check resolvers dns init-addr none
+";
+    std::fs::write(&cfg, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lb-proxy"))
+        .args(["check-config", "-f"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    for want in [
+        "haproxy.cfg:2: `chroot` ignored: systemd runs lb-proxy",
+        "haproxy.cfg:3: `ssl-default-bind-ciphers` ignored: lb-proxy terminates no TLS",
+        "haproxy.cfg:4: `stats` in global ignored",
+        "haproxy.cfg:8: 'option httplog' not usable with frontend 'kubernetes' (needs 'mode http'). Falling back to 'option tcplog'.",
+        "haproxy.cfg:9: 'option forwardfor' ignored for frontend 'kubernetes' as it requires HTTP mode.",
+        "haproxy.cfg:9: 'option forwardfor' ignored for backend 'kubernetes' as it requires HTTP mode.",
+        "haproxy.cfg:10: 'timeout http-keep-alive' ignored for backend 'kubernetes'",
+        "haproxy.cfg:11: 'errorfile 503' ignored for frontend 'kubernetes'",
+        "haproxy.cfg:24: default-server: `maxconn 250` accepted without effect",
+    ] {
+        let line = err.lines().find(|l| l.contains(want));
+        assert!(
+            line.is_some_and(|l| l.starts_with("warning: ")),
+            "missing warning {want:?} in:\n{err}"
+        );
+    }
+    let c = config::load(&cfg).unwrap();
+    let b = c.backend("kubernetes").unwrap();
+    assert!(b.leastconn);
+    assert_eq!(b.tcp_check.as_ref().unwrap().len(), 3);
+    assert_eq!(b.servers[0].maxconn, Some(250));
+    assert_eq!(c.global.spread_checks, 5);
+    assert_eq!(c.resolvers("dns").unwrap().nameservers.len(), 1);
+    assert_eq!(
+        c.proxy("kubernetes").unwrap().kind,
+        config::Kind::Backend,
+        "a name both sections have is the backend's"
+    );
+}
+
+/// HTTP routing, cookies and `mode http` proxies that forward: refused, naming the line and
+/// saying lb-proxy balances TCP only; a server naming a resolvers section that is not there.
+#[test]
+fn http_routing_is_refused_naming_the_line() {
+    let refused = "\
+frontend www
+  mode http
+  bind :80
+  acl api path_beg /api
+  use_backend api if api
+  default_backend api
+backend api
+  mode http
+  cookie SRV insert
+  server a 192.0.2.1:80 cookie a
+  server b web.invalid.:80 resolvers nowhere
+";
+    let errors = config::parse_str(refused, "r.cfg").unwrap_err().to_string();
+    for want in [
+        "r.cfg:4: `acl`: lb-proxy balances TCP only",
+        "r.cfg:5: `use_backend`: lb-proxy balances TCP only",
+        "r.cfg:9: `cookie`: lb-proxy balances TCP only",
+        "r.cfg:1: www: lb-proxy balances TCP only: `mode http` is for monitor-uri and stats",
+        "r.cfg:7: api: lb-proxy balances TCP only",
+        "r.cfg:11: server b: `resolvers nowhere` names no resolvers section",
+    ] {
+        assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
+    }
 }

@@ -96,9 +96,11 @@ fn left_to_the_checks(failure: Failure) {
         cluster.failed <= haproxy.failed,
         "{failure:?}: --cluster {cluster}, haproxy {haproxy}"
     );
+    // `inter 1s fall 2` with `fastinter 200ms`: DOWN within 1.2 s and a check's time (two
+    // `inter`s, up to 2 s, without fastinter).
     let last = cluster.last_failure.unwrap_or_default();
     assert!(
-        last < Duration::from_secs(4),
+        last < Duration::from_millis(1800),
         "{failure:?}: --cluster still failing at {last:?}: {cluster}"
     );
 }

@@ -50,6 +50,9 @@ version, type, checksum, auth_type, password, addresses, unknown_peer, malformed
   vrrpd_foreign_router_info{interface,vrid,source,reason}  gauge, 1 per such router (reason: version, \
 auth_type, password, addresses or unknown_peer)
   vrrpd_clashes_total  counter: appearances of foreign routers (each one logged once as a warning)
+  vrrpd_vip_conflicts  gauge: the instance's VIPs that a host outside its group answers for on the wire
+  vrrpd_vip_conflict_info{interface,vip,mac}  gauge, 1 per such VIP
+  vrrpd_vip_probes_total  counter: probes of the instance's VIPs (at start, and on each clash)
 
 Without an instance:
   vrrpd_adverts_unclaimed_total{reason}  counter: datagrams no instance claimed (vrid: a VRID not run here)
@@ -72,6 +75,9 @@ pub enum Command {
         /// The Prometheus endpoint.
         #[command(flatten)]
         metrics: Metrics,
+        /// Probing the VIPs on the wire.
+        #[command(flatten)]
+        probe: Probe,
     },
     /// Print, as keepalived.conf, the configuration `run` would use.
     Render {
@@ -152,6 +158,21 @@ pub struct Input {
     /// Read this pcap file instead.
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
+}
+
+/// `vrrpd run --probe-timing`, `--no-probe`.
+#[derive(Debug, Clone, Args)]
+pub struct Probe {
+    /// How each instance's VIPs are probed on the wire when it starts and when a foreign
+    /// router appears on its VRID (RFC 5227 ARP probes from 0.0.0.0, RFC 4862 solicitations
+    /// from ::): `fast` (3 probes, under 0.7 s), `rfc5227` (up to 7 s) or
+    /// PROBES,WAIT_MS,MIN_MS,MAX_MS,ANSWER_MS. A VIP that a host outside the group answers for
+    /// is a warning, in `vrrpd status` and the metrics; the instance runs on.
+    #[arg(long, value_name = "SPEC", default_value = "fast")]
+    pub probe_timing: ipi_core::acd::Timing,
+    /// Never probe the VIPs.
+    #[arg(long, conflicts_with = "probe_timing")]
+    pub no_probe: bool,
 }
 
 /// `vrrpd run --metrics`.

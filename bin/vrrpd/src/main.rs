@@ -17,7 +17,15 @@ fn main() -> ExitCode {
             source,
             state_dir,
             metrics,
-        } => vrrpd::commands::run(&source, &state_dir, &metrics, cli.verbose, cli.quiet),
+            probe,
+        } => vrrpd::commands::run(
+            &source,
+            &state_dir,
+            &metrics,
+            &probe,
+            cli.verbose,
+            cli.quiet,
+        ),
         Command::Status { json, state_dir } => vrrpd::commands::status(json, &state_dir),
         Command::Watch {
             input,

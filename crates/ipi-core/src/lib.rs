@@ -6,6 +6,8 @@
 //! - [`vip`]: the installer's VIP rules, and ours on top.
 //! - [`vrid`]: VRRP router ids derived from the cluster name, as OpenShift does.
 //! - [`vrrp`]: the VRRP advertisement codec and timers.
+//! - [`acd`]: address conflict detection on the wire (RFC 5227 ARP probes, RFC 4862 DAD),
+//!   and the Ethernet frames that announce an address.
 //! - [`atomic`]: atomic, change-aware file writes.
 //! - [`duration`]: durations on the command line.
 //! - [`exit`]: exit statuses; [`service`]: logging, systemd notification and the async runtime
@@ -14,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod acd;
 pub mod atomic;
 pub mod capture;
 pub mod cluster;

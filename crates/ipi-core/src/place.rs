@@ -88,21 +88,42 @@ pub fn yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
 /// quotes group, a backslash escapes the next character, and `comment` (outside quotes) ends
 /// the line.
 pub fn words(text: &str, comment: Option<char>) -> Result<Vec<String>, String> {
+    words_with(text, comment, Escapes::Plain)
+}
+
+/// What a backslash means, and whether single quotes keep it as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escapes {
+    /// The next character stands for itself, in and out of quotes.
+    Plain,
+    /// haproxy's: `\r`, `\n`, `\t` and `\xNN` stand for their bytes (`\xNN` as the character
+    /// of that code), any other character for itself; inside single quotes nothing is
+    /// escaped.
+    Haproxy,
+}
+
+/// [`words`] with the backslash rules of `escapes`.
+pub fn words_with(
+    text: &str,
+    comment: Option<char>,
+    escapes: Escapes,
+) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let (mut in_word, mut quote) = (false, None);
     let mut chars = text.chars();
+    let literal = |q: Option<char>| escapes == Escapes::Haproxy && q == Some('\'');
     while let Some(c) = chars.next() {
         match (c, quote) {
-            ('\\', _) => {
-                word.extend(chars.next());
+            (c, Some(q)) if c == q => quote = None,
+            ('\\', q) if !literal(q) => {
+                word.extend(escape(&mut chars, escapes, text)?);
                 in_word = true;
             }
             ('"' | '\'', None) => {
                 quote = Some(c);
                 in_word = true;
             }
-            (c, Some(q)) if c == q => quote = None,
             (c, None) if Some(c) == comment => break,
             (c, None) if c.is_whitespace() => {
                 if in_word {
@@ -123,6 +144,38 @@ pub fn words(text: &str, comment: Option<char>) -> Result<Vec<String>, String> {
         out.push(word);
     }
     Ok(out)
+}
+
+/// The character a backslash stands for, the backslash read (none for a lone backslash at
+/// the end in [`Escapes::Plain`]).
+fn escape(
+    chars: &mut std::str::Chars<'_>,
+    escapes: Escapes,
+    text: &str,
+) -> Result<Option<char>, String> {
+    let next = chars.next();
+    if escapes == Escapes::Plain {
+        return Ok(next);
+    }
+    Ok(Some(match next {
+        Some('r') => '\r',
+        Some('n') => '\n',
+        Some('t') => '\t',
+        Some('x') => {
+            let hex: String = chars.by_ref().take(2).collect();
+            match u8::from_str_radix(&hex, 16) {
+                Ok(b) if hex.len() == 2 => char::from(b),
+                _ => {
+                    return Err(format!(
+                        "`\\x{hex}` in `{}` is not two hex digits",
+                        text.trim()
+                    ))
+                }
+            }
+        }
+        Some(c) => c,
+        None => return Err(format!("`{}` ends with a lone backslash", text.trim())),
+    }))
 }
 
 /// The text of a configuration file, or of standard input for `-`; an error names the file.

@@ -14,8 +14,8 @@
 //! - [`Host::mac`] and [`Host::neighbour`] say what a host's ARP/NDP cache sends an address
 //!   to (whether a VIP's move reached a client).
 //! - [`Host::capture`] / [`Lab::capture`] record packets with tcpdump into a pcap file.
-//! - [`wait_for`] polls a condition against a deadline; [`install_config`] writes a lab
-//!   cluster's install-config.yaml.
+//! - [`wait_for`] polls a condition against a deadline; [`tshark_fields`] reads a capture back
+//!   through tshark; [`install_config`] writes a lab cluster's install-config.yaml.
 //!
 //! Everything is torn down when the lab is dropped, also when a test panics; namespaces left by
 //! a process that died (kill -9) are swept by the next [`Lab::new`]. Names carry the process id
@@ -157,6 +157,33 @@ pub fn wait_for(
         }
         std::thread::sleep(every);
     }
+}
+
+/// The packets of the capture `pcap` that match the display filter `filter`, as tshark
+/// dissects them: per packet, the values of `fields` (`-T fields -e ...`), in order. Panics
+/// when tshark fails, which in a test is a failure.
+pub fn tshark_fields(pcap: &std::path::Path, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut command = std::process::Command::new("tshark");
+    command
+        .arg("-r")
+        .arg(pcap)
+        .args(["-Y", filter, "-T", "fields"]);
+    for f in fields {
+        command.args(["-e", f]);
+    }
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("tshark -r {}: {e}", pcap.display()));
+    assert!(
+        out.status.success(),
+        "tshark -r {} -Y {filter}: {}",
+        pcap.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
 }
 
 #[cfg(test)]

@@ -8,16 +8,22 @@ use ipi_core::exit::Status;
 
 use crate::cli::{self, Command, Output};
 use crate::job::{self, Job};
+use crate::reload;
 
-/// `dns-render SUBCOMMAND ...`: renders once and writes what changed; with --watch, again
-/// whenever an input changes, never returning.
+/// `dns-render SUBCOMMAND ...`: renders once and writes what changed, then tells the
+/// --reload-pid processes if anything did; with --watch, again whenever an input changes, never
+/// returning.
 pub fn render(command: &Command) -> ExitCode {
     let (job, out) = job(command);
+    let told = || reload::hup_all(&out.reload_pid);
     if out.watch {
-        job::watch(&job);
+        job::watch(&job, told);
     }
     match job::run(&job) {
-        Ok(true) => Status::Success.into(),
+        Ok(true) => {
+            told();
+            Status::Success.into()
+        }
         Ok(false) if out.exit_changed => Status::Failed.into(),
         Ok(false) => Status::Success.into(),
         Err(e) => {

@@ -94,7 +94,9 @@ impl From<AllocError> for CniError {
             AllocError::Contended { .. } => Self::new(code::TRY_AGAIN, e.to_string()),
             AllocError::Exhausted { .. }
             | AllocError::Refused { .. }
-            | AllocError::Taken { .. } => Self::new(code::INTERNAL, e.to_string()),
+            | AllocError::Taken { .. }
+            // The plugin never probes (a CNI ADD has no interface to probe from yet).
+            | AllocError::Probe(_) => Self::new(code::INTERNAL, e.to_string()),
         }
     }
 }

@@ -14,8 +14,11 @@ use std::path::Path;
 use ipi_core::exit::Status;
 use ipi_core::{Cluster, ClusterError, Inventory};
 
+mod probe;
+
 use crate::alloc::{self, AllocError};
-use crate::cli::ClusterArgs;
+use crate::answered;
+use crate::cli::{ClusterArgs, ProbeArgs};
 use crate::netconfig::{self, IpSet, NetConfig};
 use crate::pool::{AddressPool, Answer};
 use crate::store::{self, Record, Store, StoreError};
@@ -62,6 +65,7 @@ fn alloc_failed(e: AllocError) -> Failure {
     match e {
         AllocError::Store(e) => store_failed(e),
         AllocError::Contended { .. } => failed(Status::Unavailable, e),
+        AllocError::Probe(e) => probe::probe_failed(e),
         _ => failed(Status::Failed, e),
     }
 }
@@ -91,11 +95,13 @@ fn nodes(args: &ClusterArgs) -> Result<Option<Inventory>, Failure> {
         .transpose()
 }
 
-/// `ipam vip validate`: 0 when the VIPs are valid, 1 with every problem when not.
-pub fn validate(args: &ClusterArgs) -> Outcome {
+/// `ipam vip validate`: 0 when the VIPs are valid, 1 with every problem when not (with
+/// `--probe`, a VIP another host answers for is one, once the other rules pass).
+pub fn validate(args: &ClusterArgs, wire: &ProbeArgs) -> Outcome {
     let nodes = nodes(args)?;
     match Cluster::load(&args.cluster, nodes.as_ref()) {
         Ok(c) => {
+            probe::vips_in_use(wire, &c, &args.cluster.display().to_string())?;
             let list = |v: &[IpAddr]| {
                 v.iter()
                     .map(ToString::to_string)
@@ -115,16 +121,27 @@ pub fn validate(args: &ClusterArgs) -> Outcome {
     }
 }
 
-/// `ipam vip suggest`: VIPs clear of the nodes and of the store's reservations.
-pub fn suggest(args: &ClusterArgs, store: Option<&str>, json: bool) -> Outcome {
+/// `ipam vip suggest`: VIPs clear of the nodes, of the store's reservations and (with
+/// `--probe`) of addresses another host answers for.
+pub fn suggest(args: &ClusterArgs, store: Option<&str>, wire: &ProbeArgs, json: bool) -> Outcome {
     let nodes = nodes(args)?;
     let networks = Cluster::load_machine_networks(&args.cluster).map_err(usage)?;
     let mut reserved = Vec::new();
     if let Some(url) = store {
         reserved.extend(all_reservations(url)?.into_iter().map(|(_, ip, _)| ip));
     }
-    let s = crate::vip::suggest(&networks, nodes.as_ref(), &reserved)
-        .map_err(|e| failed(Status::Failed, e))?;
+    let s = loop {
+        let s = crate::vip::suggest(&networks, nodes.as_ref(), &reserved)
+            .map_err(|e| failed(Status::Failed, e))?;
+        let chosen: Vec<IpAddr> = s.api.iter().chain(&s.ingress).copied().collect();
+        let answered = probe::answered(wire, &chosen).map_err(probe::probe_failed)?;
+        if answered.is_empty() {
+            break s;
+        }
+        // Each round passes over at least one more address, so the search ends: on a free
+        // suggestion, or when a network has no room left.
+        reserved.extend(answered.into_iter().map(|(ip, _)| ip));
+    };
     print!("{}", if json { s.json() } else { s.yaml() });
     Ok(Status::Success)
 }
@@ -137,12 +154,13 @@ pub fn netconfig_validate(file: &Path) -> Outcome {
 }
 
 /// `ipam reserve`: an address on every network the IPSet asks for, as its status.
-pub fn reserve(netconfig: &Path, ipset: &Path, url: &str, json: bool) -> Outcome {
+pub fn reserve(netconfig: &Path, ipset: &Path, url: &str, wire: &ProbeArgs, json: bool) -> Outcome {
     let netconfig = NetConfig::load(netconfig).map_err(usage)?;
     let ipset = IpSet::load(ipset, &netconfig).map_err(usage)?;
     let mut store = open(url)?;
+    let mut check = probe::check(wire);
     let reservations = ipset
-        .reserve(store.as_mut(), &netconfig)
+        .reserve(store.as_mut(), &netconfig, &mut check)
         .map_err(alloc_failed)?;
     print!("{}", netconfig::render(&reservations, json));
     Ok(Status::Success)
@@ -195,16 +213,33 @@ pub fn list(url: &str, json: bool) -> Outcome {
     Ok(Status::Success)
 }
 
-/// `ipam pool reserve`: an address of a MetalLB pool for `name`, shared under `key`.
-pub fn pool_reserve(path: &Path, name: &str, key: Option<&str>, url: &str, json: bool) -> Outcome {
+/// Who a pool address is for: the request's name and its sharing key.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolRequest<'a> {
+    /// The request.
+    pub name: &'a str,
+    /// The sharing key, if any.
+    pub key: Option<&'a str>,
+}
+
+/// `ipam pool reserve`: an address of a MetalLB pool for the request.
+pub fn pool_reserve(
+    path: &Path,
+    request: &PoolRequest,
+    url: &str,
+    wire: &ProbeArgs,
+    json: bool,
+) -> Outcome {
+    let PoolRequest { name, key } = *request;
     let pool = AddressPool::load(path).map_err(usage)?;
     if name.is_empty() || key.is_some_and(str::is_empty) {
         return Err(usage("--name and --sharing-key must not be empty"));
     }
     let mut store = open(url)?;
+    let mut check = probe::check(wire);
     let held = match key {
-        Some(key) => alloc::share(store.as_mut(), &pool.pool, key, name),
-        None => alloc::reserve(store.as_mut(), &pool.pool, name, None),
+        Some(key) => answered::share(store.as_mut(), &pool.pool, key, name, &mut check),
+        None => answered::reserve(store.as_mut(), &pool.pool, name, None, &mut check),
     }
     .map_err(alloc_failed)?;
     if json {

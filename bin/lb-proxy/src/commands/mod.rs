@@ -19,9 +19,14 @@ use crate::daemon::{self, Options, Runtime};
 use crate::forward::Transfer;
 use crate::http::Url;
 
-/// `lb-proxy check-config -f FILE`: 0 when valid, 2 with every error on stderr.
+/// `lb-proxy check-config -f FILE`: 0 when valid, 2 with every error on stderr; warnings
+/// (what is accepted without effect) on stderr either way.
 pub fn check_config(path: &Path) -> ExitCode {
-    match config::load(path) {
+    let (loaded, warnings) = config::load_warned(path);
+    for (at, why) in &warnings.0 {
+        eprintln!("warning: {at}: {why}");
+    }
+    match loaded {
         Ok(c) => {
             eprintln!("{}: valid: {} proxies", path.display(), c.proxies.len());
             Status::Success.into()

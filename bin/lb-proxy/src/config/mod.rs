@@ -2,29 +2,86 @@
 //! file and line, then checked across sections; [`write`] writes a model back as haproxy.cfg and
 //! [`openshift`] builds what OpenShift runs on a control-plane node.
 
+pub mod checks;
+pub mod ignored;
+pub mod lexer;
 pub mod model;
 pub mod openshift;
 pub mod parse;
+pub mod resolvers;
 pub mod write;
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 pub use ipi_core::place::{Errors, Location};
-pub use model::{Config, InitState, Kind, Mode, Proxy, Server};
+pub use model::{Config, InitAddr, InitState, Kind, Mode, Proxy, Server};
 
-/// Reads haproxy.cfg text; `origin` names it in errors.
+/// Reads haproxy.cfg text; `origin` names it in errors. Server names are left unresolved
+/// (see [`load`]); warnings are dropped (see [`parse_warned`]).
 pub fn parse_str(text: &str, origin: &str) -> Result<Config, Errors> {
-    let mut errors = Errors::default();
-    let config = parse::config(text, origin, &mut errors);
-    check(&config, &mut errors);
-    errors.into_result(config)
+    parse_warned(text, origin).0
 }
 
-/// Reads a haproxy.cfg file (`-`: standard input).
+/// Reads haproxy.cfg text, with the warnings: what was accepted without effect.
+pub fn parse_warned(text: &str, origin: &str) -> (Result<Config, Errors>, Errors) {
+    let (mut errors, mut warnings) = (Errors::default(), Errors::default());
+    let config = parse::config(text, origin, &mut errors, &mut warnings);
+    check(&config, &mut errors);
+    (errors.into_result(config), warnings)
+}
+
+/// Reads a haproxy.cfg file (`-`: standard input), server names resolved as `init-addr`
+/// says; warnings are dropped (see [`load_warned`]).
 pub fn load(path: &Path) -> Result<Config, Errors> {
-    let text = ipi_core::place::read(path)?;
-    parse_str(&text, &path.display().to_string())
+    load_warned(path).0
+}
+
+/// [`load`], with the warnings.
+pub fn load_warned(path: &Path) -> (Result<Config, Errors>, Errors) {
+    let text = match ipi_core::place::read(path) {
+        Ok(t) => t,
+        Err(e) => return (Err(e), Errors::default()),
+    };
+    let (config, warnings) = parse_warned(&text, &path.display().to_string());
+    let config = config.and_then(|mut c| {
+        let mut errors = Errors::default();
+        init_addresses(&mut c, &mut errors);
+        errors.into_result(c)
+    });
+    (config, warnings)
+}
+
+/// The first address of each server written with a name, as `init-addr` says (haproxy's
+/// `srv_iterate_initaddr`): `last` (a state file, which lb-proxy does not keep) is skipped,
+/// `libc` asks the system resolver, `none` starts without one, an address is used as it is.
+fn init_addresses(c: &mut Config, errors: &mut Errors) {
+    for s in c.proxies.iter_mut().flat_map(|p| p.servers.iter_mut()) {
+        let Some(name) = s.fqdn.clone() else {
+            continue;
+        };
+        let port = s.address.port();
+        let found = s.init_addr.iter().find_map(|method| match method {
+            InitAddr::Last => None,
+            InitAddr::None => Some(None),
+            InitAddr::Ip(ip) => Some(Some(*ip)),
+            InitAddr::Libc => libc(&name, s.prefer_ipv4).map(Some),
+        });
+        match found {
+            Some(ip) => s.address = SocketAddr::new(ip.unwrap_or(s.address.ip()), port),
+            None => errors.push(
+                &s.location,
+                format!("server {}: could not resolve address '{name}'", s.name),
+            ),
+        }
+    }
+}
+
+/// The system resolver's address for `name`, of the preferred family when it gives one.
+fn libc(name: &str, prefer_ipv4: bool) -> Option<IpAddr> {
+    let all: Vec<IpAddr> = (name, 0).to_socket_addrs().ok()?.map(|a| a.ip()).collect();
+    let preferred = all.iter().find(|ip| ip.is_ipv4() == prefer_ipv4);
+    preferred.or(all.first()).copied()
 }
 
 /// What no single section can know: references between sections, and what lb-proxy does not do.
@@ -70,7 +127,7 @@ fn check(c: &Config, errors: &mut Errors) {
             errors.push(
                 at,
                 format!(
-                    "{}: lb-proxy forwards TCP only: `mode http` is for monitor-uri and stats",
+                    "{}: lb-proxy balances TCP only: `mode http` is for monitor-uri and stats",
                     p.name
                 ),
             );
@@ -82,6 +139,21 @@ fn check(c: &Config, errors: &mut Errors) {
             );
         }
         for s in &p.servers {
+            if let Some(r) = s.resolvers.as_deref().filter(|r| c.resolvers(r).is_none()) {
+                errors.push(
+                    &s.location,
+                    format!(
+                        "server {}: `resolvers {r}` names no resolvers section",
+                        s.name
+                    ),
+                );
+            }
+            let tls_rule = p.httpchk.as_ref().is_some_and(|h| h.ssl)
+                || (p.tcp_check.iter().flatten())
+                    .any(|r| matches!(r, model::TcpRule::Connect { ssl: true, .. }));
+            if s.check && tls_rule && !s.verify_none {
+                errors.push(&s.location, format!("server {}: a check over TLS needs `verify none` (lb-proxy does not verify certificates of health checks)", s.name));
+            }
             if s.check_ssl && !s.verify_none {
                 errors.push(&s.location, format!("server {}: check-ssl needs `verify none` (lb-proxy does not verify certificates of health checks)", s.name));
             }
@@ -134,10 +206,16 @@ pub enum SourceError {
 pub fn load_source(source: &Source) -> Result<Loaded, SourceError> {
     let (path, nodes_path) = match source {
         Source::File(path) => {
+            // What is accepted without effect is said where `run` logs (`check-config`
+            // prints it).
+            let (config, warnings) = load_warned(path);
+            for (at, why) in &warnings.0 {
+                tracing::warn!("{at}: {why}");
+            }
             return Ok(Loaded {
-                config: load(path)?,
+                config: config?,
                 api_vips: None,
-            })
+            });
         }
         Source::Cluster { config, nodes } => (config, nodes),
     };

@@ -14,12 +14,74 @@ pub struct Config {
     pub global: Global,
     /// `frontend`, `backend` and `listen` sections, in file order.
     pub proxies: Vec<Proxy>,
+    /// `resolvers` sections, in file order.
+    pub resolvers: Vec<Resolvers>,
 }
 
 impl Config {
-    /// The proxy called `name`.
+    /// The proxy called `name` (a backend or listen section before a frontend: haproxy lets a
+    /// frontend and a backend share a name, and a name found this way is one to balance over).
     pub fn proxy(&self, name: &str) -> Option<&Proxy> {
-        self.proxies.iter().find(|p| p.name == name)
+        self.backend(name)
+            .or_else(|| self.proxies.iter().find(|p| p.name == name))
+    }
+
+    /// The backend or listen section called `name`.
+    pub fn backend(&self, name: &str) -> Option<&Proxy> {
+        self.proxies
+            .iter()
+            .find(|p| p.name == name && p.kind != Kind::Frontend)
+    }
+
+    /// The `resolvers` section called `name`.
+    pub fn resolvers(&self, name: &str) -> Option<&Resolvers> {
+        self.resolvers.iter().find(|r| r.name == name)
+    }
+}
+
+/// A `resolvers` section: the DNS servers that re-resolve server names at run time, and how
+/// long an answer holds (haproxy's defaults).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolvers {
+    /// Its name, which servers give with `resolvers NAME`.
+    pub name: String,
+    /// `nameserver NAME ADDR:PORT` lines.
+    pub nameservers: Vec<(String, SocketAddr)>,
+    /// `parse-resolv-conf`: the nameservers of /etc/resolv.conf too.
+    pub resolv_conf: bool,
+    /// `hold valid` (default 10 s): how long an answer is used before asking again.
+    pub hold_valid: Duration,
+    /// `hold nx|other|refused|timeout` (default 30 s each): how long a server keeps its last
+    /// address after the DNS fails to give one (the longest of the four, as lb-proxy does not
+    /// tell the failures apart).
+    pub hold_other: Duration,
+    /// `resolve_retries` (default 3): queries sent before a resolution fails.
+    pub resolve_retries: u32,
+    /// `timeout resolve` (default 1 s): the time between two resolutions of a name.
+    pub timeout_resolve: Duration,
+    /// `timeout retry` (default 1 s): the time before a query without answer is sent again.
+    pub timeout_retry: Duration,
+    /// `accepted_payload_size` (default 512, EDNS0).
+    pub accepted_payload_size: u16,
+    /// Where the section starts.
+    pub location: Location,
+}
+
+impl Resolvers {
+    /// A section with haproxy's defaults.
+    pub fn new(name: &str, location: &Location) -> Resolvers {
+        Resolvers {
+            name: name.to_string(),
+            nameservers: Vec::new(),
+            resolv_conf: false,
+            hold_valid: Duration::from_secs(10),
+            hold_other: Duration::from_secs(30),
+            resolve_retries: 3,
+            timeout_resolve: Duration::from_secs(1),
+            timeout_retry: Duration::from_secs(1),
+            accepted_payload_size: 512,
+            location: location.clone(),
+        }
     }
 }
 
@@ -30,6 +92,9 @@ pub struct Global {
     pub maxconn: Option<u32>,
     /// `stats socket PATH ...`: accepted; lb-proxy has no runtime API socket.
     pub stats_socket: Option<String>,
+    /// `spread-checks N` (0-50 %): each check interval moved by up to N % either way, so that
+    /// the checks of many servers do not fall together.
+    pub spread_checks: u32,
 }
 
 /// What kind of section a proxy is.
@@ -89,7 +154,7 @@ pub struct Bind {
     pub host: Option<String>,
 }
 
-/// `option httpchk METHOD URI [VERSION]`.
+/// `option httpchk METHOD URI [VERSION]`, with `http-check connect|send|expect`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpCheck {
     /// The method (default OPTIONS).
@@ -98,6 +163,93 @@ pub struct HttpCheck {
     pub uri: String,
     /// The version (default HTTP/1.0).
     pub version: String,
+    /// `http-check send hdr NAME VALUE`: headers sent with the request.
+    pub headers: Vec<(String, String)>,
+    /// `http-check connect ssl`: the check speaks TLS whatever the server line says.
+    pub ssl: bool,
+    /// `http-check connect port N`: the port checked instead of the server's.
+    pub port: Option<u16>,
+    /// `http-check expect`: None passes a status of 2xx or 3xx, as haproxy does.
+    pub expect: Option<HttpExpect>,
+}
+
+impl HttpCheck {
+    /// `option httpchk` with its values.
+    pub fn new(method: &str, uri: &str, version: &str) -> HttpCheck {
+        HttpCheck {
+            method: method.to_string(),
+            uri: uri.to_string(),
+            version: version.to_string(),
+            headers: Vec::new(),
+            ssl: false,
+            port: None,
+            expect: None,
+        }
+    }
+}
+
+/// `http-check expect [!] status|rstatus|string|rstring VALUE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpExpect {
+    /// `!`: passes when the match fails.
+    pub negate: bool,
+    /// What is matched.
+    pub what: HttpMatch,
+}
+
+/// What `http-check expect` matches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HttpMatch {
+    /// `status 200,300-399`: codes and ranges.
+    Status(Vec<(u16, u16)>),
+    /// `rstatus REGEX`: the status code as text.
+    Rstatus(String),
+    /// `string TEXT`: in the body.
+    String(String),
+    /// `rstring REGEX`: the body.
+    Rstring(String),
+}
+
+/// One `tcp-check` rule (haproxy 2.6's, as `option tcp-check` runs them in order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TcpRule {
+    /// `tcp-check connect [port N] [ssl]`: a new connection (a rule list without one first
+    /// opens one to the server before its first rule).
+    Connect {
+        /// The port, instead of the server's.
+        port: Option<u16>,
+        /// TLS on it (the certificate not verified).
+        ssl: bool,
+    },
+    /// `tcp-check send STRING` or `send-binary HEX`: bytes written; what was read so far
+    /// is forgotten.
+    Send(Vec<u8>),
+    /// `tcp-check expect ...`.
+    Expect(TcpExpect),
+}
+
+/// `tcp-check expect [min-recv N] [!] string|rstring|binary|rbinary PATTERN`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpExpect {
+    /// `!`: passes when the pattern is not found once nothing more can come.
+    pub negate: bool,
+    /// `min-recv N`: judge once N bytes are read, without waiting for more.
+    pub min_recv: Option<usize>,
+    /// The pattern.
+    pub pattern: Pattern,
+}
+
+/// What a `tcp-check expect` looks for in what the server sent since the last send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pattern {
+    /// `string TEXT`: these bytes anywhere.
+    String(Vec<u8>),
+    /// `binary HEX`: these bytes anywhere.
+    Binary(Vec<u8>),
+    /// `rstring REGEX`: a regular expression on the bytes as text.
+    Rstring(String),
+    /// `rbinary REGEX`: a regular expression on the bytes written as upper-case hex.
+    Rbinary(String),
 }
 
 /// `monitor fail if { nbsrv(BACKEND) lt N }`.
@@ -298,8 +450,33 @@ pub struct Server {
     pub error_limit: u32,
     /// `on-error` (default `fail-check`).
     pub on_error: OnError,
+    /// `maxconn`: accepted; lb-proxy does not queue per server (a warning says so).
+    pub maxconn: Option<u32>,
+    /// `backup`: used only while no other server of the backend can be.
+    pub backup: bool,
+    /// The host name when the address was one (`master0.example.com:6443`).
+    pub fqdn: Option<String>,
+    /// `resolvers NAME`: the section that re-resolves `fqdn` at run time.
+    pub resolvers: Option<String>,
+    /// `init-addr`: where the first address comes from (haproxy's default `last,libc`).
+    pub init_addr: Vec<InitAddr>,
+    /// `resolve-prefer ipv4|ipv6` (haproxy's default: ipv6).
+    pub prefer_ipv4: bool,
     /// Where it was written.
     pub location: Location,
+}
+
+/// One method of `init-addr`, tried in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitAddr {
+    /// `last`: the address of a server-state file (lb-proxy keeps none: skipped).
+    Last,
+    /// `libc`: the system resolver, at start.
+    Libc,
+    /// `none`: start without an address (the server is in maintenance until resolved).
+    None,
+    /// An address.
+    Ip(std::net::IpAddr),
 }
 
 /// A `frontend`, `backend` or `listen` section with what it inherited from `defaults`.
@@ -332,10 +509,15 @@ pub struct Proxy {
     pub binds: Vec<Bind>,
     /// `default_backend`.
     pub default_backend: Option<String>,
-    /// `balance` (only roundrobin).
-    pub balance_roundrobin: bool,
     /// `option httpchk`.
     pub httpchk: Option<HttpCheck>,
+    /// `option tcp-check` with its rules, or `option ssl-hello-chk` (None: neither, or
+    /// `option httpchk` came last).
+    pub tcp_check: Option<Vec<TcpRule>>,
+    /// `balance leastconn` (false: `balance roundrobin`, the default).
+    pub leastconn: bool,
+    /// `option allbackups`: all backup servers take turns, not only the first.
+    pub allbackups: bool,
     /// `monitor-uri`.
     pub monitor_uri: Option<String>,
     /// `monitor fail if { nbsrv(B) lt N }`.

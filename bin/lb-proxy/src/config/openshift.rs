@@ -9,9 +9,10 @@ use std::time::Duration;
 use ipi_core::{Cluster, Family, Inventory, Role};
 
 use super::model::{
-    Bind, Config, Global, HttpCheck, InitState, Kind, Location, Mode, MonitorFail, OnError, Proxy,
-    Race, RetryOn, Server, Stats, Timeouts,
+    Bind, Config, Global, HttpCheck, Kind, Location, Mode, MonitorFail, OnError, Proxy, Race,
+    RetryOn, Server, Stats, Timeouts,
 };
+use super::parse::server_defaults;
 
 /// The API servers' port.
 pub const API_PORT: u16 = 6443;
@@ -37,6 +38,9 @@ pub const RACE_LOSSES: u32 = 3;
 /// A master that comes back takes a full share only after this long (`slowstart`; MCO
 /// #6400: an API server answers `/readyz` before it serves well).
 pub const SLOWSTART: Duration = Duration::from_secs(10);
+/// A master whose check has failed once is checked again this soon (`fastinter`), so one that
+/// says 503 to `/readyz` is DOWN (`fall 2`) within `inter` + this, not two `inter`s.
+pub const FASTINTER: Duration = Duration::from_millis(200);
 /// `timeout connect`: OpenShift's 10 s let a dark master hold a client for 10 s per try.
 pub const CONNECT: Duration = Duration::from_secs(2);
 
@@ -69,8 +73,10 @@ fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
         },
         binds: Vec::new(),
         default_backend: None,
-        balance_roundrobin: true,
         httpchk: None,
+        tcp_check: None,
+        leastconn: false,
+        allbackups: false,
         monitor_uri: None,
         monitor_fail: None,
         stats: Stats::default(),
@@ -137,39 +143,37 @@ pub fn from_cluster(cluster: &Cluster, nodes: &Inventory) -> Config {
     };
 
     let mut backend = proxy("masters", Kind::Backend, Mode::Tcp);
-    backend.httpchk = Some(HttpCheck {
-        method: "GET".to_string(),
-        uri: "/readyz".to_string(),
-        version: "HTTP/1.0".to_string(),
-    });
+    backend.httpchk = Some(HttpCheck::new("GET", "/readyz", "HTTP/1.0"));
     backend.servers = masters
         .into_iter()
-        .map(|(name, address)| Server {
-            name,
-            address: SocketAddr::new(address, API_PORT),
-            weight: 1,
-            check: true,
-            check_ssl: true,
-            verify_none: true,
-            inter: Duration::from_secs(1),
-            fastinter: None,
-            downinter: None,
-            rise: 3,
-            fall: 2,
-            slowstart: Some(SLOWSTART),
-            shutdown_sessions_on_down: false,
-            init_state: InitState::Up,
-            observe: true,
-            error_limit: 1,
-            on_error: OnError::MarkDown,
-            location: Location::default(),
-        })
+        .map(|(name, address)| master(name, address))
         .collect();
     Config {
         global: Global {
             maxconn: None,
             stats_socket: Some("/var/lib/haproxy/run/haproxy.sock".to_string()),
+            spread_checks: 0,
         },
         proxies: vec![main, ready, monitor, stats, backend],
+        resolvers: Vec::new(),
+    }
+}
+
+/// A master's server line, as OpenShift writes it (with `--cluster`'s failover settings).
+fn master(name: String, address: IpAddr) -> Server {
+    let address = SocketAddr::new(address, API_PORT);
+    Server {
+        check: true,
+        check_ssl: true,
+        verify_none: true,
+        inter: Duration::from_secs(1),
+        fastinter: Some(FASTINTER),
+        rise: 3,
+        fall: 2,
+        slowstart: Some(SLOWSTART),
+        observe: true,
+        error_limit: 1,
+        on_error: OnError::MarkDown,
+        ..server_defaults(&name, address, &Location::default())
     }
 }

@@ -1,15 +1,16 @@
 //! haproxy.cfg to the [`Config`] model: sections, keywords, haproxy's time units and defaults
 //! inheritance; every problem collected with its file and line.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use ipi_core::place::Errors;
 
 use super::model::{
-    Bind, Config, HttpCheck, InitState, Kind, Location, Mode, MonitorFail, OnError, Proxy, Race,
-    RetryOn, Server, Stats, Timeouts,
+    Bind, Config, InitAddr, InitState, Kind, Location, Mode, MonitorFail, OnError, Proxy, Race,
+    Resolvers, RetryOn, Server, Stats, Timeouts,
 };
+use super::{checks, ignored};
 
 /// What a `defaults` section passes on.
 #[derive(Debug, Clone)]
@@ -22,7 +23,10 @@ struct Defaults {
     race: Option<Race>,
     replay_unanswered: bool,
     timeouts: Timeouts,
-    httpchk: Option<HttpCheck>,
+    /// `option httpchk|tcp-check|ssl-hello-chk` and the check rules.
+    checks: checks::Rules,
+    /// HTTP-only settings, each with where it was written: warned about in `mode tcp`.
+    http_only: Vec<(String, Location)>,
     /// `default-server`: what every server line starts from.
     server: Server,
 }
@@ -38,7 +42,8 @@ impl Default for Defaults {
             race: None,
             replay_unanswered: false,
             timeouts: Timeouts::default(),
-            httpchk: None,
+            checks: checks::Rules::default(),
+            http_only: Vec::new(),
             server: server_defaults(
                 "",
                 SocketAddr::from(([0, 0, 0, 0], 0)),
@@ -55,57 +60,27 @@ pub const EXTENSION: &str = "#lb-proxy:";
 /// Keywords accepted everywhere a proxy setting may stand and deliberately without effect:
 /// logging (lb-proxy logs to stderr on its own terms).
 const LOGGING: &[&str] = &["log", "log-format"];
-const IGNORED_OPTIONS: &[&str] = &["dontlognull", "log-health-checks", "tcplog", "httplog"];
+const IGNORED_OPTIONS: &[&str] = &["dontlognull", "log-health-checks", "tcplog"];
 
-/// Splits a line into words: `#` starts a comment, quotes group, backslash escapes.
+/// Splits a line into words as haproxy does ([`super::lexer`]).
 pub fn words(line: &str) -> Result<Vec<String>, String> {
-    ipi_core::place::words(line, Some('#'))
+    super::lexer::words(line)
 }
 
-/// haproxy's time format: a number and a unit (`us`, `ms`, `s`, `m`, `h`, `d`; none = ms).
-pub fn duration(text: &str) -> Option<Duration> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number.parse().ok()?;
-    Some(match unit {
-        "us" => Duration::from_micros(n),
-        "" | "ms" => Duration::from_millis(n),
-        "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.checked_mul(60)?),
-        "h" => Duration::from_secs(n.checked_mul(3600)?),
-        "d" => Duration::from_secs(n.checked_mul(86_400)?),
-        _ => return None,
-    })
-}
-
-/// `ADDR:PORT` as haproxy reads it: `:::9445` (IPv6 any), `:80` or `*:80` (IPv4 any),
-/// `[2001:db8::1]:80`, `localhost:50000`.
-pub fn address(text: &str) -> Option<(SocketAddr, Option<String>)> {
-    let (host, port) = text.rsplit_once(':')?;
-    let port: u16 = port.parse().ok()?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let (ip, name) = match host {
-        "" | "*" | "0.0.0.0" => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), None),
-        "::" => (IpAddr::V6(Ipv6Addr::UNSPECIFIED), None),
-        "localhost" => (
-            IpAddr::V4(Ipv4Addr::LOCALHOST),
-            Some("localhost".to_string()),
-        ),
-        h => (h.parse().ok()?, None),
-    };
-    Some((SocketAddr::new(ip, port), name))
-}
+pub use super::lexer::{address, duration};
 
 struct Parser<'a> {
-    origin: &'a str,
     errors: &'a mut Errors,
+    warnings: &'a mut Errors,
     config: Config,
     defaults: Defaults,
     section: Section,
     /// The current proxy's `default-server`.
     server: Server,
+    /// Each proxy's HTTP-only settings (its own and its defaults'), by index.
+    http_only: Vec<Vec<(String, Location)>>,
+    /// Each proxy's check settings, by index.
+    rules: Vec<checks::Rules>,
 }
 
 enum Section {
@@ -113,17 +88,20 @@ enum Section {
     Global,
     Defaults,
     Proxy,
+    Resolvers,
 }
 
-/// Reads haproxy.cfg text; `origin` names it in errors.
-pub fn config(text: &str, origin: &str, errors: &mut Errors) -> Config {
+/// Reads haproxy.cfg text; `origin` names it in errors and warnings.
+pub fn config(text: &str, origin: &str, errors: &mut Errors, warnings: &mut Errors) -> Config {
     let mut p = Parser {
-        origin,
         errors,
+        warnings,
         config: Config::default(),
         defaults: Defaults::default(),
         section: Section::None,
         server: Defaults::default().server,
+        http_only: Vec::new(),
+        rules: Vec::new(),
     };
     for (n, line) in text.lines().enumerate() {
         let at = Location {
@@ -141,7 +119,7 @@ pub fn config(text: &str, origin: &str, errors: &mut Errors) -> Config {
             Err(e) => p.errors.push(&at, e),
         }
     }
-    let _ = p.origin;
+    p.finish();
     p.config
 }
 
@@ -162,12 +140,18 @@ impl Parser<'_> {
             "frontend" => Kind::Frontend,
             "backend" => Kind::Backend,
             "listen" => Kind::Listen,
+            "resolvers" => return self.resolvers_section(w, at),
             _ => return self.setting(w, at),
         };
         let Some(name) = w.get(1) else {
             return self.errors.push(at, format!("`{kw}` needs a name"));
         };
-        if self.config.proxy(name).is_some() {
+        // haproxy: a frontend may share its name with a backend (`frontend kubernetes` and
+        // `backend kubernetes`), never with a listen section or one of its own kind.
+        let clash = self.config.proxies.iter().any(|p| {
+            p.name == *name && (p.kind == kind || p.kind == Kind::Listen || kind == Kind::Listen)
+        });
+        if clash {
             self.errors.push(
                 at,
                 format!("{kw} {name}: a section of that name already exists"),
@@ -187,8 +171,10 @@ impl Parser<'_> {
             timeouts: d.timeouts,
             binds: Vec::new(),
             default_backend: None,
-            balance_roundrobin: true,
-            httpchk: d.httpchk.clone(),
+            httpchk: None,
+            tcp_check: None,
+            leastconn: false,
+            allbackups: false,
             monitor_uri: None,
             monitor_fail: None,
             stats: Stats::default(),
@@ -196,6 +182,8 @@ impl Parser<'_> {
             location: at.clone(),
         });
         self.server = self.defaults.server.clone();
+        self.http_only.push(self.defaults.http_only.clone());
+        self.rules.push(self.defaults.checks.inherited());
         self.section = Section::Proxy;
         self.no_more(w, 2, at);
     }
@@ -225,19 +213,33 @@ impl Parser<'_> {
                 .push(at, format!("`{}` outside any section", w[0])),
             Section::Global => self.global(w, at),
             Section::Defaults | Section::Proxy => self.proxy_setting(w, at),
+            Section::Resolvers => self.resolvers_setting(w, at),
         }
     }
 
     fn global(&mut self, w: &[String], at: &Location) {
         match w[0].as_str() {
-            "stats" if w.get(1).is_some_and(|s| s == "socket") && w.len() >= 3 => {
-                self.config.global.stats_socket = Some(w[2].clone());
+            "stats" if w.len() >= 3 => {
+                if w[1] == "socket" {
+                    self.config.global.stats_socket = Some(w[2].clone());
+                }
+                self.warnings.push(at, ignored::STATS_SOCKET);
             }
             "maxconn" => self.config.global.maxconn = self.number(w, at),
-            "log" | "daemon" | "nbthread" => {}
-            kw => self
-                .errors
-                .push(at, format!("unknown keyword `{kw}` in global")),
+            "spread-checks" => match self.number(w, at) {
+                Some(n) if n <= 50 => self.config.global.spread_checks = n,
+                Some(_) => self
+                    .errors
+                    .push(at, "`spread-checks` is a percentage from 0 to 50"),
+                None => {}
+            },
+            "log" | "log-send-hostname" | "log-tag" => {}
+            kw => match ignored::global(kw) {
+                Some(why) => self.warnings.push(at, why),
+                None => self
+                    .errors
+                    .push(at, format!("unknown keyword `{kw}` in global")),
+            },
         }
     }
 
@@ -280,11 +282,80 @@ impl Parser<'_> {
                 }
             }
             _ if LOGGING.contains(&kw) => {}
+            "tcp-check" | "http-check" | "errorfile" => self.check_or_http(w, at),
             _ if in_defaults => {
                 self.errors
                     .push(at, format!("unknown keyword `{kw}` in defaults"));
             }
             _ => self.proxy_only(w, at),
+        }
+    }
+
+    /// `tcp-check` and `http-check` rules; `errorfile`, which only HTTP uses.
+    fn check_or_http(&mut self, w: &[String], at: &Location) {
+        let done = match w[0].as_str() {
+            "tcp-check" => self.with_rules(|r| r.tcp_line(&w[1..], at)),
+            "http-check" => self.with_rules(|r| r.http_line(&w[1..], at)),
+            _ => match w.len() {
+                3 => {
+                    self.http_only(&format!("errorfile {}", w[1]), at);
+                    Ok(())
+                }
+                _ => Err("`errorfile` takes a status code and a file".to_string()),
+            },
+        };
+        if let Err(why) = done {
+            self.errors.push(at, why);
+        }
+    }
+
+    /// Runs `f` on the check rules of the current section.
+    fn with_rules<T>(&mut self, f: impl FnOnce(&mut checks::Rules) -> T) -> T {
+        match self.section {
+            Section::Defaults => f(&mut self.defaults.checks),
+            _ => match self.rules.last_mut() {
+                Some(r) => f(r),
+                None => f(&mut checks::Rules::default()),
+            },
+        }
+    }
+
+    /// Records an HTTP-only setting of the current section: warned about in `mode tcp`.
+    fn http_only(&mut self, setting: &str, at: &Location) {
+        let entry = (setting.to_string(), at.clone());
+        match self.section {
+            Section::Defaults => self.defaults.http_only.push(entry),
+            _ => {
+                if let Some(list) = self.http_only.last_mut() {
+                    list.push(entry);
+                }
+            }
+        }
+    }
+
+    /// What is known once every line is read: each proxy's check, and the warnings for the
+    /// HTTP-only settings of TCP sections (as haproxy gives them, per proxy).
+    fn finish(&mut self) {
+        let proxies = self.config.proxies.iter_mut();
+        for ((p, rules), http_only) in proxies.zip(&self.rules).zip(&self.http_only) {
+            rules.finish(p, self.warnings);
+            if p.mode == Mode::Http {
+                continue;
+            }
+            let kind = match p.kind {
+                Kind::Frontend => "frontend",
+                Kind::Backend => "backend",
+                Kind::Listen => "proxy",
+            };
+            for (setting, at) in http_only {
+                let frontend_only =
+                    setting == "option httplog" || setting == "timeout http-request";
+                if frontend_only && p.kind == Kind::Backend {
+                    continue;
+                }
+                let why = ignored::http_only_warning(setting, kind, &p.name);
+                self.warnings.push(at, why);
+            }
         }
     }
 
@@ -309,6 +380,12 @@ impl Parser<'_> {
         let Some(d) = duration(value) else {
             return self.errors.push(at, format!("`timeout {which} {value}`: not a duration (a number with us, ms, s, m, h or d)"));
         };
+        if ignored::http_timeout(which) {
+            self.http_only(&format!("timeout {which}"), at);
+        }
+        if which == "http-keep-alive" {
+            return;
+        }
         let slot: fn(&mut Timeouts) -> &mut Option<Duration> = match which.as_str() {
             "connect" => |t| &mut t.connect,
             "client" => |t| &mut t.client,
@@ -379,6 +456,30 @@ impl Parser<'_> {
         self.apply(|d| d.retry_on = set, |p| p.retry_on = set);
     }
 
+    /// `resolvers NAME`: starts a section.
+    fn resolvers_section(&mut self, w: &[String], at: &Location) {
+        self.section = Section::Resolvers;
+        let Some(name) = w.get(1) else {
+            return self.errors.push(at, "`resolvers` needs a name");
+        };
+        if self.config.resolvers(name).is_some() {
+            self.errors.push(
+                at,
+                format!("resolvers {name}: a section of that name already exists"),
+            );
+        }
+        self.config.resolvers.push(Resolvers::new(name, at));
+        self.no_more(w, 2, at);
+    }
+
+    fn resolvers_setting(&mut self, w: &[String], at: &Location) {
+        if let Some(r) = self.config.resolvers.last_mut() {
+            if let Err(why) = super::resolvers::setting(r, w) {
+                self.errors.push(at, why);
+            }
+        }
+    }
+
     /// A line after [`EXTENSION`]: lb-proxy's own keywords.
     fn extension(&mut self, w: &[String], at: &Location) {
         if !matches!(self.section, Section::Defaults | Section::Proxy) {
@@ -430,20 +531,23 @@ impl Parser<'_> {
                 );
             }
             Some("httpchk") => {
-                let check = HttpCheck {
-                    method: w.get(2).cloned().unwrap_or_else(|| "OPTIONS".into()),
-                    uri: w.get(3).cloned().unwrap_or_else(|| "/".into()),
-                    version: w.get(4).cloned().unwrap_or_else(|| "HTTP/1.0".into()),
-                };
-                if w.len() > 5 {
-                    self.errors
-                        .push(at, "`option httpchk` takes a method, a URI and a version");
+                if let Err(why) = self.with_rules(|r| r.option_httpchk(&w[2..])) {
+                    self.errors.push(at, why);
                 }
-                self.apply(
-                    |d| d.httpchk = Some(check.clone()),
-                    |p| p.httpchk = Some(check.clone()),
-                );
             }
+            Some("tcp-check") => {
+                self.no_more(w, 2, at);
+                self.with_rules(checks::Rules::option_tcp_check);
+            }
+            Some("allbackups") => {
+                self.no_more(w, 2, at);
+                self.apply(|_| {}, |p| p.allbackups = true);
+            }
+            Some("ssl-hello-chk") => {
+                self.no_more(w, 2, at);
+                self.with_rules(checks::Rules::option_ssl_hello);
+            }
+            Some(o) if ignored::http_option(o) => self.http_only(&format!("option {o}"), at),
             Some(o) if IGNORED_OPTIONS.contains(&o) => {}
             Some(o) => self
                 .errors
@@ -479,19 +583,20 @@ impl Parser<'_> {
             }
             "monitor" if front => self.monitor(w, at),
             "stats" => self.stats(w, at),
-            "balance" if back => {
-                if w.len() != 2 || w[1] != "roundrobin" {
-                    self.errors.push(
-                        at,
-                        format!("`{}`: lb-proxy balances roundrobin only", w.join(" ")),
-                    );
-                }
-            }
+            "balance" if back => self.balance(w, at),
+            // Free text for haproxy's stats page.
+            "description" => {}
             "server" if back => self.server(w, at),
             "bind" | "default_backend" | "monitor-uri" | "monitor" | "balance" | "server" => {
                 self.errors
                     .push(at, format!("`{kw}` is not allowed in {where_}"));
             }
+            _ if ignored::http_routing(kw) => self.errors.push(
+                at,
+                format!(
+                    "`{kw}`: lb-proxy balances TCP only (no HTTP routing, rewriting or stickiness)"
+                ),
+            ),
             _ => self
                 .errors
                 .push(at, format!("unknown keyword `{kw}` in {where_}")),
@@ -553,7 +658,29 @@ impl Parser<'_> {
         }
     }
 
+    /// `balance ALGORITHM`: roundrobin (haproxy's default, also for a bare `balance`) or
+    /// leastconn.
+    fn balance(&mut self, w: &[String], at: &Location) {
+        let leastconn = match (w.get(1).map(String::as_str), w.len()) {
+            (None, 1) | (Some("roundrobin"), 2) => false,
+            (Some("leastconn"), 2) => true,
+            _ => {
+                return self.errors.push(
+                    at,
+                    format!(
+                        "`{}`: lb-proxy balances roundrobin or leastconn",
+                        w.join(" ")
+                    ),
+                )
+            }
+        };
+        self.apply(|_| {}, |p| p.leastconn = leastconn);
+    }
+
     fn stats(&mut self, w: &[String], at: &Location) {
+        if let Some(why) = w.get(1).and_then(|o| ignored::stats_option(o)) {
+            return self.warnings.push(at, why);
+        }
         let value = w.get(2).cloned();
         let ok = match (w.get(1).map(String::as_str), w.len()) {
             (Some("enable"), 2) => {
@@ -596,14 +723,16 @@ impl Parser<'_> {
                 .errors
                 .push(at, "`server` needs a name and ADDRESS:PORT");
         };
-        let Some((address, _)) = address(addr) else {
-            return self
-                .errors
-                .push(at, format!("server {name}: `{addr}` is not ADDRESS:PORT"));
+        let Some((address, fqdn)) = server_address(addr) else {
+            return self.errors.push(
+                at,
+                format!("server {name}: `{addr}` is not ADDRESS:PORT or NAME:PORT"),
+            );
         };
         let mut s = Server {
             name: name.clone(),
             address,
+            fqdn,
             location: at.clone(),
             ..self.server.clone()
         };
@@ -629,6 +758,13 @@ impl Parser<'_> {
             match opt.as_str() {
                 "check" => s.check = true,
                 "check-ssl" => s.check_ssl = true,
+                "backup" => s.backup = true,
+                "maxconn" | "maxqueue" | "resolvers" | "init-addr" | "resolve-prefer" => {
+                    let v = opts.next().map_or("", String::as_str);
+                    if let Err(why) = self.name_option(s, opt, v, what, at) {
+                        self.errors.push(at, format!("{what}: {why}"));
+                    }
+                }
                 other => match ServerOption::parse(other) {
                     None => self
                         .errors
@@ -642,6 +778,48 @@ impl Parser<'_> {
                 },
             }
         }
+    }
+
+    /// The options of run-time resolution (`resolvers`, `init-addr`, `resolve-prefer`) and of
+    /// per-server queues (`maxconn`, `maxqueue`: accepted with a warning).
+    fn name_option(
+        &mut self,
+        s: &mut Server,
+        opt: &str,
+        v: &str,
+        what: &str,
+        at: &Location,
+    ) -> Result<(), String> {
+        match opt {
+            "maxconn" | "maxqueue" => {
+                let n: u32 = v.parse().map_err(|_| format!("`{opt}` needs a number"))?;
+                if opt == "maxconn" {
+                    s.maxconn = (n > 0).then_some(n);
+                }
+                if n > 0 {
+                    self.warnings.push(at, format!("{what}: `{opt} {n}` accepted without effect: lb-proxy does not queue connections per server"));
+                }
+            }
+            "resolvers" if !v.is_empty() => s.resolvers = Some(v.to_string()),
+            "init-addr" => {
+                s.init_addr = v
+                    .split(',')
+                    .map(|m| match m {
+                        "last" => Some(InitAddr::Last),
+                        "libc" => Some(InitAddr::Libc),
+                        "none" => Some(InitAddr::None),
+                        ip => ip.parse().ok().map(InitAddr::Ip),
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .filter(|m| !m.is_empty())
+                    .ok_or_else(|| {
+                        format!("`init-addr {v}`: a list of last, libc, none or addresses")
+                    })?;
+            }
+            "resolve-prefer" if matches!(v, "ipv4" | "ipv6") => s.prefer_ipv4 = v == "ipv4",
+            _ => return Err(format!("`{opt} {v}`: not a valid value")),
+        }
+        Ok(())
     }
 
     /// Applies `option` (written `opt` on the line `what`) with its value `v` to `s`, or says
@@ -711,7 +889,7 @@ impl Parser<'_> {
 }
 
 /// A server line's settings before its options: haproxy's defaults.
-fn server_defaults(name: &str, address: SocketAddr, at: &Location) -> Server {
+pub fn server_defaults(name: &str, address: SocketAddr, at: &Location) -> Server {
     Server {
         name: name.to_string(),
         address,
@@ -730,8 +908,37 @@ fn server_defaults(name: &str, address: SocketAddr, at: &Location) -> Server {
         observe: false,
         error_limit: 10,
         on_error: OnError::FailCheck,
+        maxconn: None,
+        backup: false,
+        fqdn: None,
+        resolvers: None,
+        init_addr: vec![InitAddr::Last, InitAddr::Libc],
+        prefer_ipv4: false,
         location: at.clone(),
     }
+}
+
+/// A server's address: [`address`], or `NAME:PORT` with a DNS name (RFC 1035 2.3.1 letters,
+/// digits, hyphens and dots; underscores as in service names), the address then unspecified
+/// until the name is resolved.
+fn server_address(text: &str) -> Option<(SocketAddr, Option<String>)> {
+    if let Some((a, _)) = address(text) {
+        return Some((a, None));
+    }
+    let (host, port) = text.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let name_like = !host.is_empty()
+        && host.len() <= 253
+        && host.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    name_like.then(|| {
+        (
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port),
+            Some(host.to_string()),
+        )
+    })
 }
 
 /// `race-connect DELAY [losses N]` or `race-connect off`, after the keyword.
@@ -831,7 +1038,7 @@ mod tests {
             "backend b\n  server s 192.0.2.1:80 check check-ssl verify none weight 7 rise 4 \
                     fall 5 inter 3s fastinter 1s downinter 5s slowstart 1m \
                     on-marked-down shutdown-sessions init-state fully-down\n";
-        let c = config(text, "t", &mut errors);
+        let c = config(text, "t", &mut errors, &mut Errors::default());
         assert!(errors.0.is_empty(), "{errors}");
         let s = &c.proxies[0].servers[0];
         assert!(s.check && s.check_ssl && s.verify_none && s.shutdown_sessions_on_down);
@@ -848,9 +1055,9 @@ mod tests {
         assert_eq!(s.init_state, InitState::FullyDown);
 
         let text = "backend b\n  server x 192.0.2.1:80 verify required rise 0 fall x \
-                    downinter 0 init-state half backup on-marked-down drain weight\n";
+                    downinter 0 init-state half half on-marked-down drain weight\n";
         let mut errors = Errors::default();
-        config(text, "t", &mut errors);
+        config(text, "t", &mut errors, &mut Errors::default());
         let errors = errors.to_string();
         for want in [
             "t:2: server x: `verify required`: lb-proxy checks with `verify none` only",
@@ -858,7 +1065,7 @@ mod tests {
             "t:2: server x: `fall x` is out of range",
             "t:2: server x: `downinter 0` is not a duration",
             "t:2: server x: `init-state half` is not supported",
-            "t:2: server x: unknown option `backup`",
+            "t:2: server x: unknown option `half`",
             "t:2: server x: `on-marked-down drain` is not supported",
             "t:2: server x: `weight` needs a number",
         ] {
@@ -878,7 +1085,7 @@ mod tests {
                     backend c\n  option redispatch -2\n  retry-on all-retryable-errors\n\
                     backend d\n  option redispatch\n  no option redispatch\n";
         let mut errors = Errors::default();
-        let c = config(text, "t", &mut errors);
+        let c = config(text, "t", &mut errors, &mut Errors::default());
         assert!(errors.0.is_empty(), "{errors}");
         let a = c.proxy("a").unwrap();
         assert_eq!(a.redispatch, Some(-1));
@@ -920,7 +1127,7 @@ mod tests {
                     server s 192.0.2.1:80 on-error\n\
                     frontend f\n  bind :80\n  default-server check\n";
         let mut errors = Errors::default();
-        config(text, "t", &mut errors);
+        config(text, "t", &mut errors, &mut Errors::default());
         let errors = errors.to_string();
         for want in [
             "t:2: `option redispatch` takes at most one whole number",
@@ -939,49 +1146,5 @@ mod tests {
         ] {
             assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
         }
-    }
-
-    #[test]
-    fn durations_in_haproxy_units() {
-        assert_eq!(duration("10s"), Some(Duration::from_secs(10)));
-        assert_eq!(duration("1m"), Some(Duration::from_secs(60)));
-        assert_eq!(duration("86400s"), Some(Duration::from_secs(86_400)));
-        assert_eq!(duration("250"), Some(Duration::from_millis(250)));
-        assert_eq!(duration("5us"), Some(Duration::from_micros(5)));
-        assert_eq!(duration("2d"), Some(Duration::from_secs(172_800)));
-        assert_eq!(duration("1x"), None);
-        assert_eq!(duration("s"), None);
-    }
-
-    #[test]
-    fn addresses_as_haproxy_writes_them() {
-        assert_eq!(address(":::9445").unwrap().0, "[::]:9445".parse().unwrap());
-        assert_eq!(address(":80").unwrap().0, "0.0.0.0:80".parse().unwrap());
-        assert_eq!(address("*:80").unwrap().0, "0.0.0.0:80".parse().unwrap());
-        assert_eq!(
-            address("[2001:db8::1]:6443").unwrap().0,
-            "[2001:db8::1]:6443".parse().unwrap()
-        );
-        assert_eq!(
-            address("10.0.3.211:6443").unwrap().0,
-            "10.0.3.211:6443".parse().unwrap()
-        );
-        let (a, host) = address("localhost:50000").unwrap();
-        assert_eq!((a.port(), host.as_deref()), (50000, Some("localhost")));
-        assert!(address("nowhere").is_none());
-        assert!(address("10.0.0.1:99999").is_none());
-    }
-
-    #[test]
-    fn words_comments_and_quotes() {
-        assert_eq!(
-            words("  timeout  connect 10s # why").unwrap(),
-            ["timeout", "connect", "10s"]
-        );
-        assert_eq!(
-            words(r#"log-format "%ci:%cp a" x"#).unwrap(),
-            ["log-format", "%ci:%cp a", "x"]
-        );
-        assert!(words("bind 'open").is_err());
     }
 }

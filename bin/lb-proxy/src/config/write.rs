@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::model::{
-    Bind, Config, InitState, Kind, Mode, OnError, Proxy, Race, RetryOn, Server, Timeouts,
+    Bind, Config, HttpCheck, HttpMatch, InitAddr, InitState, Kind, Mode, OnError, Pattern, Proxy,
+    Race, Resolvers, RetryOn, Server, TcpRule, Timeouts,
 };
 use super::parse::EXTENSION;
 
@@ -85,6 +86,12 @@ pub fn write(c: &Config) -> String {
     }
     if let Some(n) = c.global.maxconn {
         let _ = writeln!(out, "  maxconn {n}");
+    }
+    if c.global.spread_checks > 0 {
+        let _ = writeln!(out, "  spread-checks {}", c.global.spread_checks);
+    }
+    for r in &c.resolvers {
+        resolvers(&mut out, r);
     }
     let d = shared(&c.proxies);
     out.push_str("defaults\n");
@@ -189,14 +196,169 @@ fn bind(out: &mut String, b: &Bind) {
     out.push('\n');
 }
 
+/// A `resolvers` section.
+fn resolvers(out: &mut String, r: &Resolvers) {
+    let _ = writeln!(out, "resolvers {}", r.name);
+    for (name, a) in &r.nameservers {
+        let _ = writeln!(out, "  nameserver {name} {a}");
+    }
+    if r.resolv_conf {
+        out.push_str("  parse-resolv-conf\n");
+    }
+    let _ = writeln!(out, "  hold valid {}", duration(r.hold_valid));
+    for status in ["nx", "other", "refused", "timeout"] {
+        let _ = writeln!(out, "  hold {status} {}", duration(r.hold_other));
+    }
+    let _ = writeln!(out, "  resolve_retries {}", r.resolve_retries);
+    let _ = writeln!(out, "  timeout resolve {}", duration(r.timeout_resolve));
+    let _ = writeln!(out, "  timeout retry {}", duration(r.timeout_retry));
+    let _ = writeln!(out, "  accepted_payload_size {}", r.accepted_payload_size);
+}
+
+/// A word haproxy reads back as `bytes`: printable ASCII as it is, the rest escaped.
+fn quoted(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for &b in bytes {
+        match b {
+            b'\\' | b' ' | b'#' | b'"' | b'\'' => {
+                out.push('\\');
+                out.push(char::from(b));
+            }
+            b'\r' => out.push_str("\\r"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            0x21..=0x7e => out.push(char::from(b)),
+            _ => {
+                let _ = write!(out, "\\x{b:02x}");
+            }
+        }
+    }
+    out
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `option httpchk` and its `http-check` rules.
+fn http_check(out: &mut String, h: &HttpCheck) {
+    let _ = writeln!(out, "  option httpchk {} {} {}", h.method, h.uri, h.version);
+    if h.ssl || h.port.is_some() {
+        out.push_str("  http-check connect");
+        if let Some(port) = h.port {
+            let _ = write!(out, " port {port}");
+        }
+        out.push_str(if h.ssl { " ssl\n" } else { "\n" });
+    }
+    if !h.headers.is_empty() {
+        let _ = write!(
+            out,
+            "  http-check send meth {} uri {} ver {}",
+            h.method, h.uri, h.version
+        );
+        for (name, value) in &h.headers {
+            let _ = write!(
+                out,
+                " hdr {} {}",
+                quoted(name.as_bytes()),
+                quoted(value.as_bytes())
+            );
+        }
+        out.push('\n');
+    }
+    if let Some(e) = &h.expect {
+        let not = if e.negate { "! " } else { "" };
+        let what = match &e.what {
+            HttpMatch::Status(ranges) => {
+                let list: Vec<String> = (ranges.iter())
+                    .map(|(lo, hi)| {
+                        if lo == hi {
+                            lo.to_string()
+                        } else {
+                            format!("{lo}-{hi}")
+                        }
+                    })
+                    .collect();
+                format!("status {}", list.join(","))
+            }
+            HttpMatch::Rstatus(r) => format!("rstatus {}", quoted(r.as_bytes())),
+            HttpMatch::String(t) => format!("string {}", quoted(t.as_bytes())),
+            HttpMatch::Rstring(r) => format!("rstring {}", quoted(r.as_bytes())),
+        };
+        let _ = writeln!(out, "  http-check expect {not}{what}");
+    }
+}
+
+/// `option tcp-check` and its rules.
+fn tcp_check(out: &mut String, rules: &[TcpRule]) {
+    out.push_str("  option tcp-check\n");
+    for rule in rules {
+        match rule {
+            TcpRule::Connect { port, ssl } => {
+                out.push_str("  tcp-check connect");
+                if let Some(port) = port {
+                    let _ = write!(out, " port {port}");
+                }
+                out.push_str(if *ssl { " ssl\n" } else { "\n" });
+            }
+            TcpRule::Send(data) => {
+                let _ = writeln!(out, "  tcp-check send-binary {}", hex(data));
+            }
+            TcpRule::Expect(e) => {
+                out.push_str("  tcp-check expect");
+                if let Some(n) = e.min_recv {
+                    let _ = write!(out, " min-recv {n}");
+                }
+                if e.negate {
+                    out.push_str(" !");
+                }
+                let _ = match &e.pattern {
+                    Pattern::String(b) => writeln!(out, " string {}", quoted(b)),
+                    Pattern::Binary(b) => writeln!(out, " binary {}", hex(b)),
+                    Pattern::Rstring(r) => writeln!(out, " rstring {}", quoted(r.as_bytes())),
+                    Pattern::Rbinary(r) => writeln!(out, " rbinary {}", quoted(r.as_bytes())),
+                };
+            }
+        }
+    }
+}
+
+/// A server's run-time resolution and queue options.
+fn server_names(out: &mut String, s: &Server) {
+    if s.backup {
+        out.push_str(" backup");
+    }
+    if let Some(n) = s.maxconn {
+        let _ = write!(out, " maxconn {n}");
+    }
+    if let Some(r) = &s.resolvers {
+        let _ = write!(out, " resolvers {r}");
+    }
+    if s.init_addr != [InitAddr::Last, InitAddr::Libc] {
+        let methods: Vec<String> = (s.init_addr.iter())
+            .map(|m| match m {
+                InitAddr::Last => "last".to_string(),
+                InitAddr::Libc => "libc".to_string(),
+                InitAddr::None => "none".to_string(),
+                InitAddr::Ip(ip) => ip.to_string(),
+            })
+            .collect();
+        let _ = write!(out, " init-addr {}", methods.join(","));
+    }
+    if s.prefer_ipv4 {
+        out.push_str(" resolve-prefer ipv4");
+    }
+}
+
 fn server(out: &mut String, s: &Server) {
     let _ = write!(
         out,
         "  server {} {} weight {}",
         s.name,
-        address(&s.address, None),
+        address(&s.address, s.fqdn.as_deref()),
         s.weight
     );
+    server_names(out, s);
     if s.verify_none {
         out.push_str(" verify none");
     }
@@ -305,11 +467,27 @@ fn proxy(out: &mut String, p: &Proxy, d: &Shared) {
     for (user, pass) in &s.auth {
         let _ = writeln!(out, "  stats auth {user}:{pass}");
     }
+    servers(out, p);
+}
+
+/// A backend's check, balance and servers.
+fn servers(out: &mut String, p: &Proxy) {
     if let Some(h) = &p.httpchk {
-        let _ = writeln!(out, "  option httpchk {} {} {}", h.method, h.uri, h.version);
+        http_check(out, h);
+    }
+    if let Some(rules) = &p.tcp_check {
+        tcp_check(out, rules);
+    }
+    if p.allbackups {
+        out.push_str("  option allbackups\n");
     }
     if !p.servers.is_empty() {
-        out.push_str("  balance roundrobin\n");
+        let algorithm = if p.leastconn {
+            "leastconn"
+        } else {
+            "roundrobin"
+        };
+        let _ = writeln!(out, "  balance {algorithm}");
     }
     for srv in &p.servers {
         server(out, srv);
@@ -354,6 +532,36 @@ mod tests {
         }
         let again = crate::config::parse_str(&written, "w").unwrap();
         assert_eq!(placeless(again), placeless(c));
+    }
+
+    #[test]
+    fn checks_resolvers_and_names_read_back_the_same() {
+        let text = "global\n  spread-checks 5\n\
+                    resolvers dns\n  nameserver a 192.0.2.53:53\n  parse-resolv-conf\n  \
+                    hold valid 5s\n  hold nx 40s\n  resolve_retries 4\n  timeout retry 500ms\n\
+                    backend t\n  balance leastconn\n  option tcp-check\n  \
+                    tcp-check connect port 6443 ssl\n  tcp-check send \"PING a#b\\r\\n\"\n  \
+                    tcp-check send-binary 00ff\n  tcp-check expect min-recv 3 ! rstring ^-ERR\\ x\n  \
+                    tcp-check expect binary 0d0a\n  \
+                    server s api.example.test:6443 resolvers dns init-addr none resolve-prefer ipv4 maxconn 9 check verify none\n\
+                    backend h\n  option httpchk GET /healthz HTTP/1.1\n  http-check connect ssl\n  \
+                    http-check send hdr Host \"api server\"\n  http-check expect ! rstring \"not ok\"\n  \
+                    server s 192.0.2.2:6443 check verify none\n\
+                    backend s\n  option ssl-hello-chk\n  option allbackups\n  server s 192.0.2.3:6443 check\n  \
+                    server b 192.0.2.4:6443 check backup\n";
+        let c = crate::config::parse_str(text, "t").unwrap();
+        let written = write(&c);
+        let again =
+            crate::config::parse_str(&written, "w").unwrap_or_else(|e| panic!("{e}\n{written}"));
+        let mut again = placeless(again);
+        for r in &mut again.resolvers {
+            r.location = Default::default();
+        }
+        let mut c = placeless(c);
+        for r in &mut c.resolvers {
+            r.location = Default::default();
+        }
+        assert_eq!(again, c, "{written}");
     }
 
     #[test]

@@ -130,8 +130,11 @@ fn dial(
     backend: &Backend,
     server: &Server,
 ) -> impl std::future::Future<Output = Result<TcpStream, (bool, String)>> + 'static {
-    let (limit, address) = (backend.connect, server.cfg.address);
+    let (limit, address) = (backend.connect, server.address());
     async move {
+        let Some(address) = address else {
+            return Err((true, "no address: its name is not resolved".to_string()));
+        };
         match tokio::time::timeout(limit, TcpStream::connect(address)).await {
             Ok(Ok(s)) => Ok(s),
             Ok(Err(e)) => Err((true, e.to_string())),

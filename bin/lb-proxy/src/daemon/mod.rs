@@ -4,7 +4,8 @@
 //! - [`session`]: TCP frontends: accept, connect, forward; [`connect`]: retries, redispatch,
 //!   connect races; [`replay`]: the client's first bytes again to another server when a
 //!   server closes without answering.
-//! - [`checks`]: one health-check task per checked server.
+//! - [`checks`]: one health-check task per checked server; [`resolve`]: one DNS task per
+//!   server written with a name and `resolvers`.
 //! - [`web`] and [`stats`]: monitor URIs and the stats page.
 //! - [`redirect`]: VIP:6443 to the frontend while a server is UP.
 //!
@@ -16,6 +17,7 @@ pub mod checks;
 pub mod connect;
 pub mod redirect;
 pub mod replay;
+pub mod resolve;
 pub mod session;
 pub mod stats;
 pub mod table;
@@ -257,6 +259,7 @@ impl Running {
         self.checks.abort_all();
         self.checks = JoinSet::new();
         checks::start(&table, &mut self.checks);
+        resolve::start(&table, &mut self.checks);
     }
 }
 

@@ -164,7 +164,7 @@ impl BackendStats {
 impl ServerStats {
     fn of(s: &table::Server) -> ServerStats {
         ServerStats {
-            address: s.cfg.address,
+            address: s.address().unwrap_or(s.cfg.address),
             bytes_in_total: s.moved.up.load(Ordering::Relaxed),
             bytes_out_total: s.moved.down.load(Ordering::Relaxed),
             check_failures_total: s.failed_checks.load(Ordering::Relaxed),

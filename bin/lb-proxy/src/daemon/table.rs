@@ -3,6 +3,7 @@
 //! reload builds a new table and keeps the live state of every server that did not change.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 
-use crate::balance::{effective_weight, RoundRobin};
+use crate::balance::{backups, effective_weight, RoundRobin};
 use crate::config::model::{Bind, MonitorFail, Race, Stats};
 use crate::config::{self, Config, Kind, Mode, Proxy};
 use crate::forward::{Idle, Moved};
@@ -58,6 +59,9 @@ pub struct Server {
     pub last_passive: Mutex<String>,
     /// Connect races it lost (another server connected first).
     pub races_lost: AtomicU64,
+    /// Where it is now: its address, or what the DNS last gave for its name (None: a name
+    /// not resolved yet, or no longer; the server is then out of the rotation, unchecked).
+    address: Mutex<Option<SocketAddr>>,
 }
 
 impl Server {
@@ -90,8 +94,21 @@ impl Server {
             downs: AtomicU64::new(0),
             moved: Moved::default(),
             down_epoch: watch::Sender::new(0),
+            address: Mutex::new(
+                Some(cfg.address).filter(|a| cfg.fqdn.is_none() || !a.ip().is_unspecified()),
+            ),
             cfg,
         }
+    }
+
+    /// Where it is now (see the field).
+    pub fn address(&self) -> Option<SocketAddr> {
+        *lock(&self.address)
+    }
+
+    /// Where it is from now on (run-time resolution).
+    pub fn set_address(&self, address: Option<SocketAddr>) {
+        *lock(&self.address) = address;
     }
 
     /// UP or not.
@@ -144,6 +161,9 @@ impl Server {
 
     /// The weight round robin uses now.
     pub fn weight(&self) -> u32 {
+        if self.address().is_none() {
+            return 0;
+        }
         let up_for = self.is_up().then(|| lock(&self.up_since).elapsed());
         effective_weight(self.cfg.weight, up_for, self.cfg.slowstart)
     }
@@ -170,6 +190,10 @@ pub struct Backend {
     /// Its servers, in file order.
     pub servers: Vec<Arc<Server>>,
     rotation: Mutex<RoundRobin>,
+    /// `balance leastconn` (else roundrobin).
+    pub leastconn: bool,
+    /// `option allbackups`.
+    pub allbackups: bool,
     /// `retries`.
     pub retries: u32,
     /// `option redispatch [N]`.
@@ -213,13 +237,15 @@ impl Backend {
             name: p.name.clone(),
             servers,
             rotation: Mutex::new(RoundRobin::default()),
+            leastconn: p.leastconn,
+            allbackups: p.allbackups,
             retries: p.retries,
             redispatch: p.redispatch,
             retry_connect: p.retry_on.conn_failure,
             race: p.race,
             replay: p.replay_unanswered,
             connect: p.timeouts.connect.unwrap_or(Duration::from_secs(5)),
-            probe: Probe::new(p.httpchk.as_ref(), tls),
+            probe: Probe::new(p.httpchk.as_ref(), p.tcp_check.as_deref(), tls),
             check_timeout: p.timeouts.check,
             idle: Idle {
                 server: p.timeouts.server,
@@ -233,6 +259,8 @@ impl Backend {
     /// The next server in the rotation, other than `not` when another is available.
     pub fn pick(&self, not: Option<&Arc<Server>>) -> Option<Arc<Server>> {
         let mut weights: Vec<u32> = self.servers.iter().map(|s| s.weight()).collect();
+        let backup: Vec<bool> = self.servers.iter().map(|s| s.cfg.backup).collect();
+        backups(&mut weights, &backup, self.allbackups);
         if let Some(not) = not {
             let others =
                 (self.servers.iter().zip(&weights)).any(|(s, &w)| w > 0 && !Arc::ptr_eq(s, not));
@@ -244,7 +272,14 @@ impl Backend {
                 }
             }
         }
-        let i = lock(&self.rotation).pick(&weights)?;
+        let i = if self.leastconn {
+            let active: Vec<u64> = (self.servers.iter())
+                .map(|s| s.active.load(Ordering::Relaxed))
+                .collect();
+            lock(&self.rotation).least_connections(&weights, &active)?
+        } else {
+            lock(&self.rotation).pick(&weights)?
+        };
         Some(Arc::clone(&self.servers[i]))
     }
 

@@ -76,6 +76,7 @@ pub fn run(
     source: &cli::Source,
     state_dir: &Path,
     metrics: &cli::Metrics,
+    probe: &cli::Probe,
     verbose: u8,
     quiet: bool,
 ) -> ExitCode {
@@ -95,7 +96,8 @@ pub fn run(
             return Status::Usage.into();
         }
     };
-    match crate::daemon::run(config, state_dir, reload, changes, metrics) {
+    let probe = (!probe.no_probe).then_some(probe.probe_timing);
+    match crate::daemon::run(config, state_dir, reload, changes, metrics, probe) {
         Ok(()) => Status::Success.into(),
         Err(e) => {
             eprintln!("vrrpd: {e}");

@@ -105,6 +105,7 @@ pub fn render(parts: &Parts, invalid: &Invalid, t: &Telemetry, now: Instant) -> 
     transitions(&mut e, t);
     invalid_adverts(&mut e, invalid);
     clashes(&mut e, parts, t, now);
+    conflicts(&mut e, parts, t);
     script_runs(&mut e, &scripts::stats());
     e.finish()
 }
@@ -286,6 +287,42 @@ fn clashes(e: &mut Exposition, parts: &Parts, t: &Telemetry, now: Instant) {
         parts,
         ("vrrpd_clashes_total", Kind::Counter, help),
         |vr, _| t.clashes.appearances(&vr.cfg.name),
+    );
+}
+
+fn conflicts(e: &mut Exposition, parts: &Parts, t: &Telemetry) {
+    let c = &t.conflicts;
+    let help = "VIPs of the instance that a host outside its group answers for on the wire now.";
+    per_instance(
+        e,
+        parts,
+        ("vrrpd_vip_conflicts", Kind::Gauge, help),
+        |vr, _| u64::try_from(c.of(&vr.cfg.name).count()).unwrap_or(u64::MAX),
+    );
+    e.family(
+        "vrrpd_vip_conflict_info",
+        Kind::Gauge,
+        "Always 1: a VIP answered on the wire by a host outside the group, with its MAC.",
+    );
+    for conflict in c.all() {
+        let (vip, mac) = (
+            conflict.vip.to_string(),
+            ipi_core::acd::mac_string(conflict.mac),
+        );
+        let labels = [
+            ("instance", conflict.instance.as_str()),
+            ("interface", &conflict.interface),
+            ("vip", &vip),
+            ("mac", &mac),
+        ];
+        e.sample("vrrpd_vip_conflict_info", &labels, 1);
+    }
+    let help = "Probes of the instance's VIPs on the wire (at start and on a clash).";
+    per_instance(
+        e,
+        parts,
+        ("vrrpd_vip_probes_total", Kind::Counter, help),
+        |vr, _| c.probes(&vr.cfg.name),
     );
 }
 

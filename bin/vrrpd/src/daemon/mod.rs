@@ -11,7 +11,8 @@
 //! - [`status`]: state files and the status file `vrrpd status` reads; `files` writes them
 //!   off the event loop.
 //! - [`sched`]: one heap of timers and the advert dispatch map (1,000 instances).
-//! - [`clash`]: foreign routers on our VRIDs; `telemetry`: transitions with their reason;
+//! - [`clash`]: foreign routers on our VRIDs; [`conflict`]: VIPs that another host answers
+//!   for on the wire; `telemetry`: transitions with their reason;
 //!   [`metrics`] and `http`: the Prometheus endpoint (`--metrics`).
 
 mod files;
@@ -26,6 +27,7 @@ pub mod status;
 mod track_files;
 
 pub mod clash;
+pub mod conflict;
 mod http;
 pub mod metrics;
 mod telemetry;
@@ -92,6 +94,7 @@ pub fn run(
     reload: Loader,
     changes: Option<mpsc::UnboundedReceiver<()>>,
     metrics: Option<std::net::TcpListener>,
+    probe: Option<ipi_core::acd::Timing>,
 ) -> Result<(), Error> {
     ipi_core::atomic::create_dir(state_dir).map_err(|source| Error::StateDir {
         path: state_dir.to_path_buf(),
@@ -106,7 +109,7 @@ pub fn run(
             tracing::info!("vrrp_startup_delay: the instances start in {delay:?}");
             tokio::time::sleep(delay).await;
         }
-        let mut d = Daemon::start(config, state_dir.to_path_buf(), reload).await?;
+        let mut d = Daemon::start(config, state_dir.to_path_buf(), reload, probe).await?;
         d.changes = changes;
         if let Some(listener) = metrics {
             let scrapes = d.telemetry.scrape_tx.clone();
@@ -158,6 +161,10 @@ struct Daemon {
     values: mpsc::UnboundedReceiver<(String, i64)>,
     /// The source changed (the pool mode's store): load the configuration again.
     changes: Option<mpsc::UnboundedReceiver<()>>,
+    /// How the VIPs are probed ([`conflict`]); `None`: not at all.
+    probe: Option<ipi_core::acd::Timing>,
+    probes_tx: mpsc::UnboundedSender<conflict::Batch>,
+    probes: mpsc::UnboundedReceiver<conflict::Batch>,
 }
 
 /// How soon a state change shows in the status file, at the latest (unless the 1 s tick
@@ -174,10 +181,16 @@ const STATUS_REFRESH: Duration = Duration::from_secs(5);
 const AT_MOST_PENDING: usize = 1024;
 
 impl Daemon {
-    async fn start(config: Config, state_dir: PathBuf, reload: Loader) -> Result<Daemon, Error> {
+    async fn start(
+        config: Config,
+        state_dir: PathBuf,
+        reload: Loader,
+        probe: Option<ipi_core::acd::Timing>,
+    ) -> Result<Daemon, Error> {
         let netlink = Netlink::connect()?;
         let parts = setup::build(&config, &netlink, BTreeMap::new()).await?;
         let (rx_tx, rx) = mpsc::unbounded_channel();
+        let (probes_tx, probes) = mpsc::unbounded_channel();
         let (results_tx, results) = mpsc::unbounded_channel();
         let (links_tx, links) = mpsc::unbounded_channel();
         let (values_tx, values) = mpsc::unbounded_channel();
@@ -209,6 +222,9 @@ impl Daemon {
             values_tx,
             values,
             changes: None,
+            probe,
+            probes_tx,
+            probes,
         };
         d.spawn_tasks().await?;
         d.parts_changed();
@@ -275,6 +291,7 @@ impl Daemon {
         // After a stall, one write rather than one per missed second.
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            self.start_probes();
             let next = self.timers.earliest();
             let deadline = next.map(|at| self.start + Duration::from_millis(at.as_millis()));
             tokio::select! {
@@ -314,6 +331,7 @@ impl Daemon {
                     self.reload().await;
                 }
                 Some(scrape) = self.telemetry.scrapes.recv() => self.scrape(scrape),
+                Some(found) = self.probes.recv() => self.probed(&found),
                 _ = status_tick.tick() => {
                     // Counters alone refresh every STATUS_REFRESH: the status file of 1,000
                     // instances is ~400 KB of JSON and a write flushes it to disk.
@@ -501,7 +519,15 @@ impl Daemon {
                     repr: &repr,
                     expect: &v.expect,
                 };
-                self.telemetry.clashes.heard(self.now(), heard, reject);
+                if self
+                    .telemetry
+                    .clashes
+                    .heard(self.now(), heard, reject)
+                    .is_some()
+                {
+                    // A second cluster on our VRID may hold our VIPs too.
+                    self.probe_vips(vr);
+                }
             }
         }
     }
@@ -554,6 +580,11 @@ impl Daemon {
                 let notify = &self.parts.vrs[vr].cfg.notify;
                 run_notify(notify, "INSTANCE", name, to, priority, self.parts.notify_as);
                 self.status_dirty.set(true);
+                if from == State::Initialize {
+                    // Started (or started again by a reload): ask the wire before it can be
+                    // MASTER (see `conflict` for the timing).
+                    self.probe_vips(vr);
+                }
             }
             Action::PriorityChanged { from, to } => {
                 tracing::info!("{}: priority {from} -> {to}", self.parts.vrs[vr].cfg.name);
@@ -701,7 +732,11 @@ impl Daemon {
     fn write_status(&self) {
         self.status_dirty.set(false);
         self.status_written.set(tokio::time::Instant::now());
-        let clashes = (&self.telemetry.clashes, self.now());
+        let clashes = (
+            &self.telemetry.clashes,
+            &self.telemetry.conflicts,
+            self.now(),
+        );
         let mut text = status::snapshot(&self.parts, &self.invalid, clashes, &self.config.services);
         text.push('\n');
         self.files

@@ -10,12 +10,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::clash::Clashes;
+use super::conflict::Conflicts;
 use super::setup::Parts;
 use crate::config::Service;
 use crate::fsm::{Instant, ScriptStatus, State};
 
-/// The foreign routers remembered, and now (for which are still heard).
-pub type Foreign<'a> = (&'a Clashes, Instant);
+/// The foreign routers remembered, the VIPs answered by other hosts, and now (for which
+/// routers are still heard).
+pub type Foreign<'a> = (&'a Clashes, &'a Conflicts, Instant);
 
 /// The status file's name in the state directory.
 pub const STATUS_FILE: &str = "status.json";
@@ -42,7 +44,7 @@ pub fn state_file(state: State) -> Vec<u8> {
 pub fn snapshot(
     parts: &Parts,
     invalid: &BTreeMap<String, BTreeMap<&'static str, u64>>,
-    (clashes, now): Foreign<'_>,
+    (clashes, conflicts, now): Foreign<'_>,
     services: &BTreeMap<String, Service>,
 ) -> String {
     static NONE: BTreeMap<&'static str, u64> = BTreeMap::new();
@@ -90,6 +92,8 @@ pub fn snapshot(
             state: keepalived_state(i.state()),
             transitions: c.transitions,
             version: vr.expect.version.number(),
+            vip_conflicts: conflicts.to_json(now, &vr.cfg.name),
+            vip_probes: conflicts.probes(&vr.cfg.name),
             vips: &vr.expect.addresses,
             vrid: vr.cfg.vrid,
         })))
@@ -156,6 +160,8 @@ struct Running<'a> {
     state: &'static str,
     transitions: u64,
     version: u8,
+    vip_conflicts: Value,
+    vip_probes: u64,
     vips: &'a [IpAddr],
     vrid: u8,
 }
@@ -333,6 +339,14 @@ pub fn to_text(v: &Value) -> String {
         ));
         for f in i["foreign_routers"].as_array().into_iter().flatten() {
             out.push_str(&foreign_text(f));
+        }
+        for c in i["vip_conflicts"].as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "  VIP {} in use on {} by {}, a host outside the group\n",
+                c["vip"].as_str().unwrap_or("?"),
+                c["interface"].as_str().unwrap_or("?"),
+                c["mac"].as_str().unwrap_or("?")
+            ));
         }
     }
     out

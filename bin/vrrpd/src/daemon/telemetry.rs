@@ -13,6 +13,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::clash::Clashes;
+use super::conflict::Conflicts;
 use super::http::Scrape;
 use crate::fsm::{Event, Instant, State};
 
@@ -127,6 +128,8 @@ pub type TransitionKey = (String, &'static str, &'static str, Reason);
 pub struct Telemetry {
     /// Foreign routers.
     pub clashes: Clashes,
+    /// VIPs answered on the wire by other hosts.
+    pub conflicts: Conflicts,
     /// Transitions counted by instance, from, to and reason.
     pub transitions: BTreeMap<TransitionKey, u64>,
     cause: Cause,
@@ -145,6 +148,7 @@ impl Default for Telemetry {
         let (scrape_tx, scrapes) = mpsc::channel(8);
         Telemetry {
             clashes: Clashes::default(),
+            conflicts: Conflicts::default(),
             transitions: BTreeMap::new(),
             cause: Cause::Startup,
             heard: BTreeMap::new(),
