@@ -67,7 +67,7 @@ _lb__proxy() {
             return 0
             ;;
         lb__subcmd__proxy__subcmd__check)
-            opts="-h --timeout --help"
+            opts="-h --timeout --servers --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -52,6 +52,7 @@ complete -c lb-proxy -n "__fish_lb_proxy_using_subcommand render" -s h -l help -
 complete -c lb-proxy -n "__fish_lb_proxy_using_subcommand check-config" -s f -l config -d 'The file to check (`-` for standard input)' -r -F
 complete -c lb-proxy -n "__fish_lb_proxy_using_subcommand check-config" -s h -l help -d 'Print help'
 complete -c lb-proxy -n "__fish_lb_proxy_using_subcommand check" -l timeout -d 'How long to wait for the answer' -r
+complete -c lb-proxy -n "__fish_lb_proxy_using_subcommand check" -l servers -d 'URL is lb-proxy\'s stats page (--cluster: http://127.0.0.1:29445/haproxy_stats): print each backend\'s servers UP, and every server that is not UP with why (its last check, passive health\'s marks-down and their reason); exit 0 when every backend has a server UP, 1 when one has none, 2 when the page cannot be read'
 complete -c lb-proxy -n "__fish_lb_proxy_using_subcommand check" -s h -l help -d 'Print help'
 complete -c lb-proxy -n "__fish_lb_proxy_using_subcommand help; and not __fish_seen_subcommand_from run render check-config check help" -f -a "run" -d 'Run the proxies of a haproxy.cfg, or what OpenShift runs on a control-plane node. SIGHUP reloads, SIGTERM stops, SIGUSR1 stops once the last connection has ended'
 complete -c lb-proxy -n "__fish_lb_proxy_using_subcommand help; and not __fish_seen_subcommand_from run render check-config check help" -f -a "render" -d 'Print, as haproxy.cfg, the configuration `run` would use'

@@ -41,6 +41,12 @@ pub enum Command {
         /// How long to wait for the answer.
         #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = ipi_core::duration::parse)]
         timeout: std::time::Duration,
+        /// URL is lb-proxy's stats page (--cluster: http://127.0.0.1:29445/haproxy_stats):
+        /// print each backend's servers UP, and every server that is not UP with why (its last
+        /// check, passive health's marks-down and their reason); exit 0 when every backend has a
+        /// server UP, 1 when one has none, 2 when the page cannot be read.
+        #[arg(long)]
+        servers: bool,
     },
 }
 
@@ -83,7 +89,7 @@ on-error mark-down, fastinter 200ms, slowstart 10s, race-connect 150ms losses 3 
 replay-unanswered on. With -f the file decides.
 
 The stats page (text, ;json, /metrics) shows each server's passive actions, passive DOWNs,
-races lost and the last passive reason.";
+races lost and the last passive reason; `lb-proxy check --servers URL` prints them.";
 
 /// The options of `run`.
 #[derive(Debug, Args)]

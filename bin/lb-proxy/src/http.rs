@@ -318,7 +318,7 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
     head: &str,
 ) -> Result<Answer, Error> {
-    answer(stream, head, false).await
+    answer(stream, head, false, MAX_HEAD).await
 }
 
 /// As [`exchange`], and the body after the headers: `Content-Length` bytes, or up to the
@@ -328,19 +328,21 @@ pub async fn exchange_body<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
     head: &str,
 ) -> Result<Answer, Error> {
-    answer(stream, head, true).await
+    answer(stream, head, true, MAX_HEAD).await
 }
 
+/// The answer to `head` on `stream`, with its body when `with_body`; at most `limit` bytes of
+/// it all are read, a status line without an end included: a server cannot make a check hold
+/// more than that however fast it talks.
 async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     head: &str,
     with_body: bool,
+    limit: usize,
 ) -> Result<Answer, Error> {
     stream.write_all(head.as_bytes()).await?;
     stream.flush().await?;
-    // The whole head is bounded, a status line without an end included: a server cannot make
-    // a check hold more than MAX_HEAD bytes however fast it talks.
-    let mut reader = BufReader::new(stream.take(MAX_HEAD as u64));
+    let mut reader = BufReader::new(stream.take(limit as u64));
     let mut line = String::new();
     reader.read_line(&mut line).await?;
     let status = line
@@ -407,6 +409,37 @@ pub fn head_with(method: &str, uri: &str, version: &str, headers: &[(String, Str
     h
 }
 
+/// The most of a page [`page`] reads (a stats page of hundreds of servers fits).
+const MAX_PAGE: usize = 4 << 20;
+
+/// `GET url` once (no redirect followed), the answer with its body (at most 4 MiB), within
+/// `timeout` in all.
+pub async fn page(url: &Url, timeout: Duration) -> Result<Answer, Error> {
+    let get = async {
+        let address = resolve(url).await?;
+        let h = head("GET", &url.path, "HTTP/1.1", Some(&url.authority()));
+        match connect(address, url.https.then_some(url.host.as_str())).await? {
+            Conn::Plain(s) => answer(s, &h, true, MAX_PAGE).await,
+            Conn::Tls(s) => answer(s, &h, true, MAX_PAGE).await,
+        }
+    };
+    tokio::time::timeout(timeout, get)
+        .await
+        .unwrap_or(Err(Error::Timeout(timeout)))
+}
+
+/// The first address of `url`'s host.
+async fn resolve(url: &Url) -> Result<SocketAddr, Error> {
+    tokio::net::lookup_host((url.host.as_str(), url.port))
+        .await
+        .map_err(|source| Error::Resolve {
+            host: url.host.clone(),
+            source,
+        })?
+        .next()
+        .ok_or_else(|| Error::NoAddress(url.host.clone()))
+}
+
 /// `lb-proxy check`: follows `url` as `curl -kLfs` does, within `timeout` in all. Ok(final
 /// status) when it is below 400; Err says why not.
 pub async fn check(url: &Url, timeout: Duration) -> Result<u16, Error> {
@@ -417,14 +450,7 @@ pub async fn check(url: &Url, timeout: Duration) -> Result<u16, Error> {
 
 async fn follow(mut url: Url) -> Result<u16, Error> {
     for _ in 0..=MAX_REDIRECTS {
-        let address = tokio::net::lookup_host((url.host.as_str(), url.port))
-            .await
-            .map_err(|source| Error::Resolve {
-                host: url.host.clone(),
-                source,
-            })?
-            .next()
-            .ok_or_else(|| Error::NoAddress(url.host.clone()))?;
+        let address = resolve(&url).await?;
         let h = head("GET", &url.path, "HTTP/1.1", Some(&url.authority()));
         let tls_host = url.https.then_some(url.host.as_str());
         let answer = request(address, tls_host, &h).await?;

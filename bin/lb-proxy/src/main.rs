@@ -11,6 +11,10 @@ fn main() -> ExitCode {
         Command::CheckConfig { config } => commands::check_config(&config),
         Command::Render { source } => commands::render(&source),
         Command::Run(run) => commands::run(run),
-        Command::Check { url, timeout } => commands::check(&url, timeout),
+        Command::Check {
+            url,
+            timeout,
+            servers,
+        } => commands::check(&url, timeout, servers),
     }
 }

@@ -760,6 +760,21 @@ fn a_refused_connection_marks_a_server_down_and_its_checks_bring_it_back_slowly(
     let (_, metrics) = get(ports.stats(), "/metrics").unwrap();
     let down = "lb_proxy_server_passive_down_total{proxy=\"masters\",server=\"m0\"} 1\n";
     assert!(metrics.contains(down), "{metrics}");
+    // And `lb-proxy check --servers` on the stats page: exit 0 (two servers serve), the
+    // passive DOWN with its reason.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lb-proxy"))
+        .args(["check", "--servers", &format!("http://{}/", ports.stats())])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.starts_with("masters: 2 of 3 servers UP\n")
+            && said.contains("m0 DOWN: ")
+            && said
+                .contains("passive: 1 DOWN, 0 race(s) lost, last: 1 consecutive connection error"),
+        "{said}"
+    );
 
     // Back: UP only after rise (3) passing checks, then a small share at first.
     b[0].restart().unwrap();

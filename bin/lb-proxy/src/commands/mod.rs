@@ -4,7 +4,10 @@
 //!
 //! - [`check_config`] and [`render`]: the configuration side ([`crate::config`]).
 //! - [`run`]: the daemon ([`crate::daemon`]).
-//! - [`check`]: the track script ([`crate::http::check`]).
+//! - [`check`]: the track script ([`crate::http::check`]); with `--servers`, the servers of
+//!   lb-proxy's stats page ([`servers`]).
+
+mod servers;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -70,8 +73,10 @@ pub fn run(args: cli::Run) -> ExitCode {
 }
 
 /// `lb-proxy check URL`: quiet like `curl -s`; 0 on 2xx/3xx, 1 otherwise, 2 for a bad URL.
-pub fn check(url: &str, timeout: Duration) -> ExitCode {
-    let url = match Url::parse(url) {
+/// With `servers`, URL is lb-proxy's stats page: [`servers::report`] on stdout, 0 when every
+/// backend has a server UP, 1 when one has none, 2 when the page cannot be read.
+pub fn check(text: &str, timeout: Duration, servers: bool) -> ExitCode {
+    let url = match Url::parse(text) {
         Ok(u) => u,
         Err(e) => {
             eprintln!("{e}");
@@ -85,9 +90,36 @@ pub fn check(url: &str, timeout: Duration) -> ExitCode {
             return Status::Failed.into();
         }
     };
+    if servers {
+        return runtime.block_on(report_servers(url, text, timeout));
+    }
     match runtime.block_on(crate::http::check(&url, timeout)) {
         Ok(_) => Status::Success.into(),
         Err(_) => Status::Failed.into(),
+    }
+}
+
+/// `lb-proxy check --servers URL`: reads `URL;json` and prints the report.
+async fn report_servers(mut url: Url, shown: &str, timeout: Duration) -> ExitCode {
+    url.path.push_str(";json");
+    let read = match crate::http::page(&url, timeout).await {
+        Ok(a) if a.status == 200 => serde_json::from_slice(&a.body).map_err(|e| e.to_string()),
+        Ok(a) => Err(format!("HTTP {}", a.status)),
+        Err(e) => Err(e.to_string()),
+    };
+    match read.and_then(|stats| servers::report(&stats)) {
+        Ok((text, served)) => {
+            print!("{text}");
+            if served {
+                Status::Success.into()
+            } else {
+                Status::Failed.into()
+            }
+        }
+        Err(why) => {
+            eprintln!("lb-proxy check --servers {shown}: {why}");
+            Status::Usage.into()
+        }
     }
 }
 
