@@ -13,51 +13,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
+
+use ipi_lab::corpus::{name, Corpus};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/haproxy-corpus")
-}
-
-fn files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "cfg"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn name(path: &Path) -> String {
-    path.file_name().unwrap().to_string_lossy().into_owned()
-}
-
-/// The README's rows: the files it describes (first column) and its exceptions (the
-/// `- \`FILE\`: reason` items under "## Exceptions").
-fn readme() -> (BTreeSet<String>, BTreeSet<String>) {
-    let text = std::fs::read_to_string(corpus().join("README.md")).unwrap();
-    let quoted = |line: &str, prefix: &str| {
-        line.strip_prefix(prefix)
-            .and_then(|rest| rest.split('`').next())
-            .map(str::to_string)
-    };
-    let mut described = BTreeSet::new();
-    let mut exceptions = BTreeSet::new();
-    let mut in_exceptions = false;
-    for line in text.lines() {
-        if line.starts_with("## ") {
-            in_exceptions = line == "## Exceptions";
-        }
-        if let Some(file) = quoted(line, "| `") {
-            described.insert(file);
-        }
-        if in_exceptions {
-            exceptions.extend(quoted(line, "- `"));
-        }
-    }
-    (described, exceptions)
+fn corpus() -> Corpus {
+    Corpus::new("haproxy-corpus", "cfg")
 }
 
 /// `file` as it is, or when it names certificates this machine lacks, a copy in `dir` whose
@@ -110,8 +72,8 @@ fn judge(command: &mut Command) -> (bool, String) {
 
 #[test]
 fn where_haproxy_accepts_a_file_lb_proxy_accepts_it_too() {
-    let (described, listed) = readme();
-    let names: BTreeSet<String> = files().iter().map(|f| name(f)).collect();
+    let (described, listed) = corpus().readme();
+    let names: BTreeSet<String> = corpus().files().iter().map(|f| name(f)).collect();
     assert!(names.len() >= 20, "the corpus holds {} files", names.len());
     assert_eq!(
         described, names,
@@ -122,7 +84,7 @@ fn where_haproxy_accepts_a_file_lb_proxy_accepts_it_too() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (mut accepted, mut ours, mut exceptions) = (0, 0, BTreeSet::new());
-    for file in files() {
+    for file in corpus().files() {
         let checked = with_stand_ins(&file, dir.path());
         let (h, h_said) = judge(Command::new("haproxy").arg("-c").arg("-f").arg(&checked));
         let (l, l_said) = judge(

@@ -9,7 +9,9 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+
+use ipi_lab::corpus::{name, Corpus};
+use std::path::Path;
 
 /// What keepalived prints with `-t` that says nothing against the file, only about the
 /// machine the check runs on (a script or a user this test machine lacks), or what vrrpd does
@@ -23,48 +25,8 @@ const NOT_AGAINST_THE_FILE: &[&str] = &[
     "Unable to set default user for vrrp script",
 ];
 
-fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/keepalived-corpus")
-}
-
-fn files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn name(path: &Path) -> String {
-    path.file_name().unwrap().to_string_lossy().into_owned()
-}
-
-/// The README's rows: the files it describes (first column) and its exceptions (the
-/// `- \`FILE\`: reason` items under "## Exceptions").
-fn readme() -> (BTreeSet<String>, BTreeSet<String>) {
-    let text = std::fs::read_to_string(corpus().join("README.md")).unwrap();
-    let quoted = |line: &str, prefix: &str| {
-        line.strip_prefix(prefix)
-            .and_then(|rest| rest.split('`').next())
-            .map(str::to_string)
-    };
-    let mut described = BTreeSet::new();
-    let mut exceptions = BTreeSet::new();
-    let mut in_exceptions = false;
-    for line in text.lines() {
-        if line.starts_with("## ") {
-            in_exceptions = line == "## Exceptions";
-        }
-        if let Some(file) = quoted(line, "| `") {
-            described.insert(file);
-        }
-        if in_exceptions {
-            exceptions.extend(quoted(line, "- `"));
-        }
-    }
-    (described, exceptions)
+fn corpus() -> Corpus {
+    Corpus::new("keepalived-corpus", "conf")
 }
 
 /// The interfaces a file names (after `interface`, `dev`, `lvs_sync_daemon_interface`,
@@ -148,8 +110,8 @@ fn vrrpd(file: &Path) -> (bool, String) {
 
 #[test]
 fn where_keepalived_accepts_a_file_vrrpd_accepts_it_too() {
-    let (described, listed) = readme();
-    let names: BTreeSet<String> = files().iter().map(|f| name(f)).collect();
+    let (described, listed) = corpus().readme();
+    let names: BTreeSet<String> = corpus().files().iter().map(|f| name(f)).collect();
     assert!(names.len() >= 40, "the corpus holds {} files", names.len());
     assert_eq!(
         described, names,
@@ -162,7 +124,7 @@ fn where_keepalived_accepts_a_file_vrrpd_accepts_it_too() {
     let host = lab.host("corpus").unwrap();
     let (mut made, mut accepted, mut ours, mut exceptions) =
         (BTreeSet::new(), 0, 0, BTreeSet::new());
-    for file in files() {
+    for file in corpus().files() {
         let (k, k_said) = keepalived(&host, &file, &mut made);
         let (v, v_said) = vrrpd(&file);
         println!(

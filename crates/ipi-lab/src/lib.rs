@@ -36,6 +36,7 @@ pub mod api;
 pub mod avahi;
 mod cmd;
 pub mod completions;
+pub mod corpus;
 mod daemon;
 pub mod etcd;
 mod lab;
