@@ -132,9 +132,9 @@ fn main() {
 }
 
 /// The figures of one round, in [`LABELS`]' order.
-const ROWS: usize = 7;
+const ROWS: usize = 8;
 /// The rows `BENCH_QUICK` measures (the throughput ones and their CPU cost).
-const QUICK_ROWS: usize = 5;
+const QUICK_ROWS: usize = 6;
 const LABELS: [(&str, &str, bool); ROWS] = [
     (
         "requests/s, keep-alive, 1 KiB (wrk -t1 -c50)",
@@ -145,6 +145,7 @@ const LABELS: [(&str, &str, bool); ROWS] = [
     ("new connections/s (Connection: close)", "conn/s", true),
     ("proxy CPU per new connection", "us", false),
     ("bulk throughput (iperf3, 1 stream)", "Gbit/s", true),
+    ("proxy CPU per GiB of bulk", "ms", false),
     (
         "p99 latency at 2,000 req/s (16 keep-alive connections)",
         "ms",
@@ -158,12 +159,20 @@ fn measure_round(host: &Host, p: Proxy, quick: bool) -> [f64; ROWS] {
     let mut proxy = start(host, p);
     let keep = wrk_through(host, &proxy, false);
     let close = wrk_through(host, &proxy, true);
+    let before = proxy.usage().cpu;
+    let bulk = iperf(host);
+    let cpu = proxy.usage().cpu.saturating_sub(before);
+    let bulk = (
+        bulk.0,
+        cpu.as_secs_f64() * 1e3 / (bulk.1 / f64::from(1u32 << 30)),
+    );
     let r = [
         keep.0,
         keep.1,
         close.0,
         close.1,
-        iperf(host),
+        bulk.0,
+        bulk.1,
         if quick { f64::NAN } else { p99(host) },
         if quick {
             f64::NAN
@@ -289,8 +298,8 @@ fn wrk(host: &Host, port: u16, close: bool) -> Wrk {
     Wrk { rate, requests }
 }
 
-/// iperf3's received Gbit/s through the bulk frontend.
-fn iperf(host: &Host) -> f64 {
+/// iperf3 through the bulk frontend: (received Gbit/s, bytes received).
+fn iperf(host: &Host) -> (f64, f64) {
     let out = host
         .run(
             "iperf3",
@@ -298,10 +307,11 @@ fn iperf(host: &Host) -> f64 {
         )
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    v["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap()
-        / 1e9
+    let received = &v["end"]["sum_received"];
+    (
+        received["bits_per_second"].as_f64().unwrap() / 1e9,
+        received["bytes"].as_f64().unwrap(),
+    )
 }
 
 /// p99 latency in ms at a fixed rate, measured from each request's scheduled time.

@@ -323,14 +323,14 @@ fn reload_under_load_changes_the_servers_without_losing_a_connection() {
 }
 
 #[test]
-fn maxconn_holds_the_excess_in_the_backlog() {
-    maxconn(&[]);
+fn maxconn_holds_the_excess_in_the_backlog_with_one_socket() {
+    maxconn(&["--runtime", "work-stealing"]);
 }
 
 #[test]
-fn maxconn_holds_the_excess_with_a_socket_per_core_too() {
-    // Two sockets share the frontend: neither may starve the other of its slots.
-    maxconn(&["--runtime", "per-core", "--threads", "2"]);
+fn maxconn_holds_the_excess_with_a_socket_per_core() {
+    // The default: two sockets share the frontend, neither may starve the other of its slots.
+    maxconn(&["--threads", "2"]);
 }
 
 fn maxconn(args: &[&str]) {

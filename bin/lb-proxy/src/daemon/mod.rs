@@ -4,6 +4,7 @@
 //! - [`session`]: TCP frontends: accept, connect, forward; [`connect`]: retries, redispatch,
 //!   connect races; [`replay`]: the client's first bytes again to another server when a
 //!   server closes without answering.
+//! - [`pulse`]: the heartbeat that spares each new connection a wake-up of its event loop.
 //! - [`checks`]: one health-check task per checked server; [`resolve`]: one DNS task per
 //!   server written with a name and `resolvers`.
 //! - [`web`] and [`stats`]: monitor URIs and the stats page.
@@ -15,6 +16,7 @@
 
 pub mod checks;
 pub mod connect;
+pub mod pulse;
 pub mod redirect;
 pub mod replay;
 pub mod resolve;
@@ -37,6 +39,7 @@ use tokio::task::{AbortHandle, JoinSet};
 use crate::config::model::Bind;
 use crate::config::{Config, SourceError};
 use crate::forward::Transfer;
+use pulse::Pulse;
 use redirect::{Debounce, Redirect};
 use table::{ListenerKey, Table};
 
@@ -106,7 +109,12 @@ pub fn run(config: Config, options: Options, reload: Loader) -> Result<(), Error
                 .enable_all()
                 .build()?;
             // One listening socket: maxconn's excess stays in the kernel's backlog.
-            let workers = vec![runtime.handle().clone()];
+            let pulse = Arc::new(Pulse::default());
+            runtime.spawn({
+                let pulse = Arc::clone(&pulse);
+                async move { pulse.run().await }
+            });
+            let workers = vec![(runtime.handle().clone(), pulse)];
             runtime.block_on(serve(config, options, reload, workers))
         }
         Runtime::PerCore => {
@@ -117,38 +125,25 @@ pub fn run(config: Config, options: Options, reload: Loader) -> Result<(), Error
     }
 }
 
+/// An event loop that forwards, and its heartbeat.
+type Worker = (Handle, Arc<Pulse>);
+
 /// Starts the event loop of core `index` on a thread of its own; returns its handle.
-fn core(index: usize) -> Result<Handle, Error> {
+fn core(index: usize) -> Result<Worker, Error> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name(format!("lb-proxy-{index}"))
         .spawn(move || match ipi_core::service::runtime() {
             Ok(runtime) => {
-                let _ = tx.send(Ok(runtime.handle().clone()));
-                runtime.block_on(heartbeat());
+                let pulse = Arc::new(Pulse::default());
+                let _ = tx.send(Ok((runtime.handle().clone(), Arc::clone(&pulse))));
+                runtime.block_on(pulse.run());
             }
             Err(e) => {
                 let _ = tx.send(Err(e));
             }
         })?;
     Ok(rx.recv()??)
-}
-
-/// How often [`heartbeat`] ticks: below the connect timeouts and `race-connect` delays
-/// connections arm.
-const HEARTBEAT: Duration = Duration::from_millis(100);
-
-/// Keeps a timer of the event loop due within [`HEARTBEAT`], forever. tokio's timer wheel wakes
-/// its own event loop (a write to its eventfd, and an extra epoll_wait that returns at once)
-/// whenever a timer is armed that is due before every other: without this, every connection's
-/// connect timeout did, one system call and one wake-up per connection for nothing. Ten ticks a
-/// second cost a few microseconds.
-async fn heartbeat() {
-    let mut tick = tokio::time::interval(HEARTBEAT);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-    }
 }
 
 /// Every connection takes two descriptors and a spliced one four more: raise the soft limit
@@ -196,7 +191,7 @@ struct Running {
     checks: JoinSet<()>,
     copy: Transfer,
     /// The event loops that forward: one per core, or the one work-stealing runtime.
-    workers: Vec<Handle>,
+    workers: Vec<Worker>,
 }
 
 /// Listening sockets opened for a listener: one per worker for a TCP frontend, one for a web
@@ -252,9 +247,9 @@ impl Running {
                 .zip(if tcp {
                     self.workers.clone()
                 } else {
-                    vec![control]
+                    vec![(control, Arc::default())]
                 })
-                .map(|(socket, worker)| {
+                .map(|(socket, (worker, pulse))| {
                     let (name, rx, copy) = (key.0.clone(), self.table.subscribe(), self.copy);
                     worker
                         .spawn(async move {
@@ -263,7 +258,7 @@ impl Running {
                                 Err(e) => return tracing::error!("{name}: {e}"),
                             };
                             if tcp {
-                                session::accept_loop(listener, name, rx, copy, shared).await;
+                                session::accept_loop(listener, name, rx, copy, shared, pulse).await;
                             } else {
                                 web::accept_loop(listener, name, rx).await;
                             }
@@ -284,7 +279,7 @@ async fn serve(
     config: Config,
     options: Options,
     reload: Loader,
-    workers: Vec<Handle>,
+    workers: Vec<Worker>,
 ) -> Result<(), Error> {
     stats::started();
     let table = Table::build(config, None);
@@ -297,8 +292,6 @@ async fn serve(
     };
     let opened = running.open(&table)?;
     running.install(table, opened);
-    // The work-stealing runtime's one timer wheel (a per-core loop has its own heartbeat).
-    let beat = tokio::spawn(heartbeat());
     let mut hup = signal(SignalKind::hangup())?;
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -330,7 +323,6 @@ async fn serve(
         }
     };
     notify_systemd("STOPPING=1");
-    beat.abort();
     for (_, handles) in running.listeners.drain() {
         handles.iter().for_each(AbortHandle::abort);
     }

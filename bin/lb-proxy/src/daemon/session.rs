@@ -10,12 +10,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::connect::connect;
+use super::pulse::Pulse;
 use super::replay;
 use super::table::{Backend, Frontend, Table};
 use crate::forward::{self, End, Idle, Transfer};
 
 /// Accepts on `listener` for the frontend called `name`, reading the current table from
-/// `table` at every connection, until the task is aborted.
+/// `table` at every connection, until the task is aborted; tells `pulse` of each connection.
 ///
 /// With one listening socket per frontend (`shared` false) a slot is taken before accepting,
 /// so that beyond `maxconn` connections wait in the kernel's backlog, as with haproxy. With
@@ -28,6 +29,7 @@ pub async fn accept_loop(
     mut table: watch::Receiver<Arc<Table>>,
     copy: Transfer,
     shared: bool,
+    pulse: Arc<Pulse>,
 ) {
     loop {
         let Some(frontend) = table.borrow_and_update().frontends.get(&name).cloned() else {
@@ -61,6 +63,7 @@ pub async fn accept_loop(
         };
         // Counted when accepted, as haproxy's stot: exact before the client hears anything.
         frontend.sessions.fetch_add(1, Ordering::Relaxed);
+        pulse.beat();
         let live = Live::new(&frontend);
         tokio::spawn(async move {
             let _live = live;

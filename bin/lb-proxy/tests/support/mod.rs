@@ -169,6 +169,10 @@ impl Proxy {
         std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn signal(&self, signal: nix::sys::signal::Signal) {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, signal).unwrap();

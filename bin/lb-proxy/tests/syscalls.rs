@@ -1,0 +1,111 @@
+//! What a proxied connection costs in system calls, counted by strace on the running proxy:
+//! the hot path stays as short as the kernel allows (see the README's lb-proxy benchmarks for
+//! the figures beside haproxy's).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use support::{backends, config, get, Kind, Ports, Proxy};
+
+/// Connections counted: enough that the heartbeat's ticks and the start-up weigh nothing.
+const CONNECTIONS: usize = 300;
+
+/// System calls of `proxy` (every thread) while `work` runs: name -> calls.
+fn count(proxy: &Proxy, work: impl FnOnce()) -> BTreeMap<String, u64> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("strace");
+    let mut strace = Command::new("strace")
+        .args(["-f", "-c", "-o"])
+        .arg(&out)
+        .args(["-p", &proxy.pid().to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("strace (scripts/test installs it)");
+    // strace says "Process N attached ..." once it traces them.
+    let threads = std::fs::read_dir(format!("/proc/{}/task", proxy.pid()))
+        .unwrap()
+        .count();
+    let mut said = String::new();
+    let stderr = strace.stderr.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    while said.matches("attached").count() < 1 {
+        said.push_str(&lines.next().unwrap().unwrap());
+    }
+    // `-f -p` attaches to every thread in one go; give it a moment to seize them all.
+    std::thread::sleep(Duration::from_millis(300));
+    work();
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(strace.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    strace.wait().unwrap();
+    let table = std::fs::read_to_string(&out).unwrap();
+    let mut calls = BTreeMap::new();
+    // "% time  seconds  usecs/call  calls  errors  syscall": calls is the 4th column, the
+    // name the last; errors may be empty.
+    for line in table.lines().skip(2) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 5 || f.last() == Some(&"total") {
+            continue;
+        }
+        if let Ok(n) = f[3].parse::<u64>() {
+            calls.insert(f.last().unwrap().to_string(), n);
+        }
+    }
+    assert!(
+        !calls.is_empty(),
+        "no table from strace ({threads} threads):\n{table}"
+    );
+    calls
+}
+
+#[test]
+fn a_new_connection_costs_no_wakeup_of_the_proxys_own_loop() {
+    let b = backends(1);
+    let ports = Ports::new();
+    let cfg = config(ports, &[&b[0]], "", "inter 10s");
+    let proxy = Proxy::start(Kind::LbProxy, &cfg, ports, &[]);
+    // Warm: the first connections grow buffers and tables.
+    for _ in 0..20 {
+        get(ports.front(), "/").unwrap();
+    }
+    let calls = count(&proxy, || {
+        for _ in 0..CONNECTIONS {
+            get(ports.front(), "/").unwrap();
+        }
+    });
+    let per = |name: &str| calls.get(name).copied().unwrap_or(0) as f64 / CONNECTIONS as f64;
+    eprintln!("system calls per connection: {calls:?} / {CONNECTIONS}");
+    // tokio's timer wheel wrote to its eventfd whenever a connection armed its connect timeout
+    // (1.0 per connection) until the heartbeat kept a timer due earlier.
+    assert!(
+        per("write") < 0.05,
+        "write(2) per connection: {} ({calls:?})",
+        per("write")
+    );
+    // Registered and deregistered once each, client and server: 4.
+    assert!(per("epoll_ctl") <= 4.05, "epoll_ctl: {calls:?}");
+    // accept, socket, setsockopt, connect, getsockopt, 4 reads (two answers, two ends),
+    // 2 sends, shutdown, 2 closes, 4 epoll_ctl, 4 epoll_wait at most one at a time: 24 and
+    // a little for the checks (every 10 s) on the main thread.
+    // (Debug builds of std check with fcntl(F_GETFD) that a descriptor it closes is open.)
+    let total: u64 = calls
+        .iter()
+        .filter(|(name, _)| cfg!(not(debug_assertions)) || name.as_str() != "fcntl")
+        .map(|(_, n)| n)
+        .sum();
+    let total = total as f64 / CONNECTIONS as f64;
+    assert!(
+        total <= 25.0,
+        "{total:.2} system calls per connection: {calls:?}"
+    );
+}
