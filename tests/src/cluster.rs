@@ -13,8 +13,8 @@
 //! would start them together (that order, but each after the units its `After=` names), each
 //! as systemd would: the crate's `supervisor` module is that part of systemd (conditions,
 //! environment, `ExecStartPre=`/`ExecStart=`/`ExecStartPost=`, `Type=notify` and
-//! `NOTIFY_SOCKET`, `systemctl` in a command line, `.path` units polled every 100 ms; no
-//! `Restart=`: a daemon that dies is reported by the step that needed it). `/usr/bin/PROGRAM`
+//! `NOTIFY_SOCKET`, `systemctl` in a command line, `.path` units polled every 100 ms, and
+//! `Restart=` with its start limit in the same poll). `/usr/bin/PROGRAM`
 //! of ours ([`PROGRAMS`]) is the freshly built binary in the options' `bin_dir`.
 //!
 //! Stand-ins for what the cluster itself runs: an HTTPS API server ([`ApiServer`], `/readyz`
@@ -952,6 +952,10 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         order: Vec::new(),
         watches: Vec::new(),
         oneshots: String::new(),
+        pending: BTreeMap::new(),
+        limits: BTreeMap::new(),
+        failed: BTreeMap::new(),
+        ended: Vec::new(),
     };
     let listed = units::role(&options.contrib.join("roles").join(role.as_str()))?;
     let loaded = listed

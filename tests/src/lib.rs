@@ -19,6 +19,7 @@ pub mod failover;
 pub mod nspawn;
 pub mod pool;
 mod probe;
+pub mod restart;
 mod supervisor;
 pub mod units;
 pub mod vrrp;

@@ -98,6 +98,12 @@ impl Daemon {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// How it ended, once it has (without waiting): its exit status or the signal that
+    /// killed it.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
     /// Sends a signal (SIGKILL for a crash, SIGHUP for a reload...).
     pub fn signal(&self, signal: Signal) -> Result<(), LabError> {
         kill(pid(self.child.id()), signal).map_err(|e| LabError::Io {
