@@ -48,9 +48,11 @@ use ipi_lab::api::ApiServer;
 use ipi_lab::mounts::{Mount, MountNamespace};
 use ipi_lab::router::{self, Router};
 use ipi_lab::{wait_for, Host, Lab, Neighbour};
+use nix::sys::signal::Signal;
 
 pub use crate::error::ClusterError;
 use crate::probe::{self, dig, first_answer, get, Served};
+pub use crate::supervisor::Ended;
 use crate::supervisor::Units;
 pub use crate::supervisor::PROGRAMS;
 use crate::units::{self, Unit};
@@ -97,6 +99,17 @@ const POLL: Duration = Duration::from_millis(10);
 /// The interval of the emulated path units.
 const PATH_POLL: Duration = Duration::from_millis(100);
 
+/// Which programs hold the VIPs and balance the API: ours (vrrpd, lb-proxy) or upstream's
+/// (keepalived, haproxy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stack {
+    /// vrrpd and lb-proxy.
+    #[default]
+    Ours,
+    /// keepalived and haproxy.
+    Upstream,
+}
+
 /// Where the programs and the units come from.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -104,6 +117,8 @@ pub struct Options {
     pub bin_dir: PathBuf,
     /// The contrib directory (`systemd/`, `roles/`, `keepalived/`).
     pub contrib: PathBuf,
+    /// Which programs hold the VIPs and balance the API.
+    pub stack: Stack,
 }
 
 impl Options {
@@ -118,7 +133,32 @@ impl Options {
         Ok(Options {
             bin_dir: dir,
             contrib: Path::new(env!("CARGO_MANIFEST_DIR")).join("../contrib"),
+            stack: Stack::Ours,
         })
+    }
+}
+
+/// Builds the programs the units run in the profile of `options.bin_dir` (a no-op when they
+/// are fresh, as after a workspace build).
+pub fn build_programs(options: &Options) -> Result<(), ClusterError> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.args(["build", "--quiet", "--bins"])
+        .arg("--manifest-path")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"));
+    for p in ["vrrpd", "lb-proxy", "mdns-publish", "dns-render"] {
+        c.args(["-p", p]);
+    }
+    if options.bin_dir.ends_with("release") {
+        c.arg("--release");
+    }
+    let status = c.status().map_err(ClusterError::io("run cargo build"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(ClusterError::Step(format!(
+            "building the programs failed: {status}"
+        )))
     }
 }
 
@@ -257,6 +297,59 @@ impl Node {
             .collect()
     }
 
+    /// Sends `signal` to the main process of `unit`; false when the unit does not run.
+    pub fn signal(&self, unit: &str, signal: Signal) -> Result<bool, ClusterError> {
+        match self.units().running.get(unit) {
+            Some(d) => d.signal(signal).map(|()| true).map_err(ClusterError::from),
+            None => Ok(false),
+        }
+    }
+
+    /// Reloads `unit` as `systemctl reload` does (its `ExecReload=`).
+    pub fn reload(&self, unit: &str) -> Result<(), ClusterError> {
+        self.units().reload(unit)
+    }
+
+    /// Stops `unit` as `systemctl stop` does (no `Restart=` after it).
+    pub fn stop_unit(&self, unit: &str) {
+        self.units().stop(unit);
+    }
+
+    /// Starts `unit` as `systemctl start` does.
+    pub fn start_unit(&self, unit: &str) -> Result<(), ClusterError> {
+        self.units().start(unit)
+    }
+
+    /// The units of its role that run a daemon (not `Type=oneshot`, not `.path`) and are not
+    /// running now, with why (a restart pending, failed for good, or neither).
+    pub fn dead_units(&self) -> Vec<(String, String)> {
+        let mut u = self.units();
+        let mut dead = Vec::new();
+        for name in u.order.clone() {
+            let daemon = name.ends_with(".service")
+                && u.unit(&name).is_ok_and(|unit| unit.kind != "oneshot");
+            if daemon && !u.running.contains_key(&name) {
+                let why = match (u.pending.get(&name), u.failed.get(&name)) {
+                    (Some(_), _) => "restart pending".to_string(),
+                    (None, Some(why)) => why.clone(),
+                    (None, None) => "not running".to_string(),
+                };
+                dead.push((name, why));
+            }
+        }
+        dead
+    }
+
+    /// The main processes that ended by themselves so far, and whether each was restarted.
+    pub fn ended(&self) -> Vec<Ended> {
+        self.units().ended.clone()
+    }
+
+    /// The API server stand-in (masters and the bootstrap node).
+    pub fn api(&self) -> Option<&ApiServer> {
+        self.api.as_ref()
+    }
+
     /// What its daemons said so far, for a failing step's message.
     pub fn logs(&self) -> String {
         let u = self.units();
@@ -366,6 +459,106 @@ impl Cluster {
             options: options.clone(),
             lab,
         })
+    }
+
+    /// The unit that holds the VIPs on a node of this stack.
+    pub fn vip_unit(&self) -> &'static str {
+        match self.options.stack {
+            Stack::Ours => "ipi-vrrpd.service",
+            Stack::Upstream => "keepalived.service",
+        }
+    }
+
+    /// The unit that balances the API on a master of this stack.
+    pub fn proxy_unit(&self) -> &'static str {
+        match self.options.stack {
+            Stack::Ours => "ipi-lb-proxy.service",
+            Stack::Upstream => "haproxy.service",
+        }
+    }
+
+    /// A new host on the cluster's network, no node of it (a client of its own).
+    pub fn add_host(&mut self, name: &str) -> Result<Host, ClusterError> {
+        Ok(self.lab.host(name)?)
+    }
+
+    /// The lab: partitions, carrier, captures.
+    pub fn lab(&self) -> &Lab {
+        &self.lab
+    }
+
+    /// Cuts a node's power: off the network, every process gone at once (SIGKILL), the stand-ins
+    /// stopped, and what lived in its memory gone (the addresses its VIP daemon added, the
+    /// nftables rules).
+    pub fn power_off(&mut self, name: &str) -> Result<(), ClusterError> {
+        let i = self.index(name)?;
+        self.lab.link_down(&self.nodes[i].host)?;
+        let node = &mut self.nodes[i];
+        node.up = false;
+        node.units().kill_all();
+        if let Some(api) = node.api.as_mut() {
+            api.stop();
+        }
+        if let Some(r) = node.router.as_mut() {
+            r.stop();
+        }
+        for vip in [API_VIP, INGRESS_VIP] {
+            let _ = node
+                .host
+                .run("ip", ["addr", "del", &vip.to_string(), "dev", "eth0"]);
+        }
+        node.host.run("nft", ["flush", "ruleset"])?;
+        Ok(())
+    }
+
+    /// Powers a node on again: its stand-ins, then its role's units in order, then its link.
+    pub fn power_on(&mut self, name: &str) -> Result<(), ClusterError> {
+        let i = self.index(name)?;
+        let node = &mut self.nodes[i];
+        if let Some(api) = node.api.as_mut() {
+            api.restart().map_err(ClusterError::io(format!(
+                "start the API stand-in on {name}"
+            )))?;
+        }
+        if let Some(r) = node.router.as_mut() {
+            r.start()
+                .map_err(ClusterError::io(format!("start the router on {name}")))?;
+        }
+        self.lab.link_up(&node.host)?;
+        node.up = true;
+        let started = node.units().start_all();
+        started
+    }
+
+    /// Stops the router stand-in on a worker (false: no router there).
+    pub fn router_down(&mut self, name: &str) -> Result<bool, ClusterError> {
+        let i = self.index(name)?;
+        Ok(self.nodes[i].router.as_mut().map(Router::stop).is_some())
+    }
+
+    /// Starts a worker's router stand-in again.
+    pub fn router_up(&mut self, name: &str) -> Result<(), ClusterError> {
+        let i = self.index(name)?;
+        if let Some(r) = self.nodes[i].router.as_mut() {
+            r.start()
+                .map_err(ClusterError::io(format!("start the router on {name}")))?;
+        }
+        Ok(())
+    }
+
+    /// Stops (refusing connections) or restarts a master's API server stand-in.
+    pub fn api_running(&mut self, name: &str, running: bool) -> Result<(), ClusterError> {
+        let i = self.index(name)?;
+        if let Some(api) = self.nodes[i].api.as_mut() {
+            if running {
+                api.restart().map_err(ClusterError::io(format!(
+                    "start the API stand-in on {name}"
+                )))?;
+            } else {
+                api.stop();
+            }
+        }
+        Ok(())
     }
 
     /// The nodes, bootstrap first.

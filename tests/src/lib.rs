@@ -13,6 +13,7 @@
 //! - [`nspawn`]: the same cluster under a real systemd: a Debian root (mmdebstrap) with our
 //!   `.deb` packages, one `systemd-nspawn` container per node in its lab host's namespace.
 
+pub mod chaos;
 pub mod cluster;
 mod error;
 pub mod failover;

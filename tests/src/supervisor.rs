@@ -350,7 +350,7 @@ impl Units {
         Ok(true)
     }
 
-    fn reload(&mut self, name: &str) -> Result<(), ClusterError> {
+    pub(crate) fn reload(&mut self, name: &str) -> Result<(), ClusterError> {
         let unit = self.unit(name)?;
         let files = |p: &Path| self.lab_path(p);
         let mut env = unit.env(&files)?;

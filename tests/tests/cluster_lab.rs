@@ -14,38 +14,18 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ipi_core::vrrp::{timers, Version};
 use ipi_net_tests::cluster::{
-    Cluster, Move, Options, Role, ADVERT_CS, API_VIP, CHK_INGRESS_CS, DOMAIN, INGRESS_VIP,
-    MASTER_API, WORKER_INGRESS,
+    build_programs, Cluster, Move, Options, Role, ADVERT_CS, API_VIP, CHK_INGRESS_CS, DOMAIN,
+    INGRESS_VIP, MASTER_API, WORKER_INGRESS,
 };
 
 /// What a move may take beyond its VRRP timers before the client is served: the vrrpd and
 /// kernel work on a loaded two-core machine, and the client's attempts (300 ms each while its
 /// SYNs are lost).
 const MARGIN: Duration = Duration::from_secs(3);
-
-/// The programs the units run, built in this test's profile (a no-op when they are fresh, as
-/// after a workspace build).
-fn build_programs(options: &Options) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut c = Command::new(cargo);
-    c.args(["build", "--quiet", "--bins"])
-        .arg("--manifest-path")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"));
-    for p in ["vrrpd", "lb-proxy", "mdns-publish", "dns-render"] {
-        c.args(["-p", p]);
-    }
-    if options.bin_dir.ends_with("release") {
-        c.arg("--release");
-    }
-    let status = c.status().unwrap();
-    assert!(status.success(), "building the programs failed");
-}
 
 fn cs(centiseconds: u32) -> Duration {
     Duration::from_millis(u64::from(centiseconds) * 10)
@@ -239,7 +219,7 @@ fn the_cluster_in_a_box() {
         return;
     }
     let options = Options::beside_current_exe().unwrap();
-    build_programs(&options);
+    build_programs(&options).unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
     let say = |line: &str| eprintln!("{:7.3} {line}", t0.elapsed().as_secs_f64());
     let mut cluster = Cluster::up(&options, &mut |l| say(l)).unwrap_or_else(|e| panic!("{e}"));
