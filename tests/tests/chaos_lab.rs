@@ -65,10 +65,11 @@ fn chaos_short_run() {
         faults: Kind::ALL.len(),
         length: Duration::from_secs(200),
     };
-    let schedule = Schedule::new(SEED, Duration::from_secs(3));
+    let schedule = Schedule::new(SEED, Duration::from_secs(2));
     let run =
         chaos::run(&mut cluster, schedule, budget, &mut say).unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{}", report::table(&run, None));
+    eprintln!("{}", report::failures(&run).join("\n"));
     let logs = || cluster.nodes().iter().map(|n| n.logs()).collect::<String>();
 
     assert!(

@@ -7,7 +7,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::schedule::{Kind, Planned};
-use crate::cluster::{Cluster, ClusterError, Role};
+use crate::cluster::{Cluster, ClusterError, Node, Role};
 
 /// Which VIP a fault justifies moving.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +29,8 @@ pub struct Active {
     pub peer: Option<String>,
     /// The VIP whose move it justifies (its holder lost what holding it needs).
     pub justifies: Option<Vip>,
+    /// For a kill: how many times the unit had ended by itself before it.
+    pub ends: usize,
 }
 
 const DNSMASQ: &str = "ipi-dnsmasq.service";
@@ -52,6 +54,7 @@ pub fn apply(c: &mut Cluster, p: Planned) -> Result<Active, ClusterError> {
         target: holder.clone(),
         peer: None,
         justifies: None,
+        ends: 0,
     };
     match p.kind {
         Kind::KillVipHolder | Kind::KillProxyHolder | Kind::StopVipHolder => {
@@ -60,7 +63,7 @@ pub fn apply(c: &mut Cluster, p: Planned) -> Result<Active, ClusterError> {
                 Kind::StopVipHolder => (c.vip_unit(), Signal::SIGSTOP),
                 _ => (c.proxy_unit(), Signal::SIGKILL),
             };
-            kill(c, &holder, unit, signal)?;
+            a.ends = kill(c, &holder, unit, signal)?;
             a.justifies = Some(Vip::Api);
         }
         Kind::KillVipBackup | Kind::KillProxyBackup => {
@@ -69,7 +72,7 @@ pub fn apply(c: &mut Cluster, p: Planned) -> Result<Active, ClusterError> {
             } else {
                 c.proxy_unit()
             };
-            kill(c, &backup, unit, Signal::SIGKILL)?;
+            a.ends = kill(c, &backup, unit, Signal::SIGKILL)?;
             a.target = backup;
         }
         Kind::KillMdnsPublish | Kind::KillMdnsBrowse | Kind::KillDnsmasq => {
@@ -78,7 +81,7 @@ pub fn apply(c: &mut Cluster, p: Planned) -> Result<Active, ClusterError> {
                 Kind::KillMdnsBrowse => BROWSE,
                 _ => DNSMASQ,
             };
-            kill(c, &node, unit, Signal::SIGKILL)?;
+            a.ends = kill(c, &node, unit, Signal::SIGKILL)?;
             a.target = node;
         }
         _ => return apply_more(c, p, a, &backup),
@@ -162,14 +165,11 @@ pub fn undo(c: &mut Cluster, a: &Active) -> Result<(), ClusterError> {
                     .run("nft", ["delete", "table", "inet", TABLE])?;
             }
         }
-        Kind::KillVipHolder => restarted(c, &a.target, c.vip_unit()),
-        Kind::KillVipBackup => restarted(c, &a.target, c.vip_unit()),
-        Kind::KillProxyHolder | Kind::KillProxyBackup => {
-            restarted(c, &a.target, c.proxy_unit());
-        }
-        Kind::KillMdnsPublish => restarted(c, &a.target, PUBLISH),
-        Kind::KillMdnsBrowse => restarted(c, &a.target, BROWSE),
-        Kind::KillDnsmasq => restarted(c, &a.target, DNSMASQ),
+        Kind::KillVipHolder | Kind::KillVipBackup => restarted(c, a, c.vip_unit()),
+        Kind::KillProxyHolder | Kind::KillProxyBackup => restarted(c, a, c.proxy_unit()),
+        Kind::KillMdnsPublish => restarted(c, a, PUBLISH),
+        Kind::KillMdnsBrowse => restarted(c, a, BROWSE),
+        Kind::KillDnsmasq => restarted(c, a, DNSMASQ),
         Kind::ReloadUnchanged => {}
     }
     Ok(())
@@ -179,12 +179,21 @@ pub fn undo(c: &mut Cluster, a: &Active) -> Result<(), ClusterError> {
 /// readiness on a loaded machine); the run's end reports a unit still down.
 const RESTARTED: Duration = Duration::from_secs(30);
 
-/// Waits (up to [`RESTARTED`]) until `unit` on `name` runs again: a kill is held until its
-/// unit's `Restart=` brought the daemon back, so that what follows is a fault of its own.
-fn restarted(c: &Cluster, name: &str, unit: &str) {
-    if let Some(n) = c.node(name) {
-        ipi_lab::wait_for(RESTARTED, Duration::from_millis(100), || n.runs(unit));
-    }
+/// Waits (up to [`RESTARTED`]) until the supervisor has seen `unit` on `name` end (its poll
+/// runs every 100 ms) and then runs it again: a kill is held until its unit's `Restart=`
+/// brought the daemon back, so that what follows is a fault of its own.
+fn restarted(c: &Cluster, a: &Active, unit: &str) {
+    let Some(n) = c.node(&a.target) else {
+        return;
+    };
+    ipi_lab::wait_for(RESTARTED, Duration::from_millis(100), || {
+        ends(n, unit) > a.ends && n.runs(unit)
+    });
+}
+
+/// How many times `unit` on `n` ended by itself so far.
+fn ends(n: &Node, unit: &str) -> usize {
+    n.ended().iter().filter(|e| e.unit == unit).count()
 }
 
 /// The API server stand-in of `name` failing `/readyz` for half the hold, then refusing
@@ -223,15 +232,19 @@ fn vrrp_filter(c: &Cluster, name: &str, rule: &str) -> Result<(), ClusterError> 
     Ok(())
 }
 
-fn kill(c: &Cluster, name: &str, unit: &str, signal: Signal) -> Result<(), ClusterError> {
-    if node(c, name)?.signal(unit, signal)? {
-        Ok(())
+/// Sends `signal` to `unit`'s main process on `name`; how many times the unit had ended by
+/// itself before.
+fn kill(c: &Cluster, name: &str, unit: &str, signal: Signal) -> Result<usize, ClusterError> {
+    let n = node(c, name)?;
+    let before = ends(n, unit);
+    if n.signal(unit, signal)? {
+        Ok(before)
     } else {
         Err(ClusterError::Step(format!("{unit} does not run on {name}")))
     }
 }
 
-fn node<'a>(c: &'a Cluster, name: &str) -> Result<&'a crate::cluster::Node, ClusterError> {
+fn node<'a>(c: &'a Cluster, name: &str) -> Result<&'a Node, ClusterError> {
     c.node(name)
         .ok_or_else(|| ClusterError::Step(format!("no node {name}")))
 }

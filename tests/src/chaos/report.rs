@@ -146,6 +146,32 @@ fn holders(row: &mut Row, w: &Window, samples: &[Sample]) {
     }
 }
 
+/// Per fault, per client: the requests that failed or were answered wrongly, and the first
+/// reason (one line each), for a reader looking for what went wrong.
+pub fn failures(run: &Run) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in &run.windows {
+        for (client, requests) in &run.seen.requests {
+            let bad: Vec<&Request> = requests
+                .iter()
+                .filter(|r| w.start <= r.at && r.at < w.end && r.outcome != Outcome::Ok)
+                .collect();
+            if let Some(first) = bad.first() {
+                out.push(format!(
+                    "{:>7.1} s {} ({}): {client}: {} from {:.1} s, first {:?}",
+                    w.start.as_secs_f64(),
+                    w.kind.label(),
+                    w.target,
+                    bad.len(),
+                    first.at.as_secs_f64(),
+                    first.outcome
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// The split-brain heals of a run: for each, how long after the heal until one node held
 /// the API VIP again, and until the API client's first answered request (None: never).
 pub fn heals(run: &Run) -> Vec<(Option<Duration>, Option<Duration>)> {
