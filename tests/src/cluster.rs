@@ -394,6 +394,13 @@ impl Cluster {
     /// units (the nodes side by side, each node's units in its role's order). `say` gets a
     /// line per node as it comes up.
     pub fn up(options: &Options, say: &mut dyn FnMut(&str)) -> Result<Cluster, ClusterError> {
+        if options.stack == Stack::Upstream {
+            return Err(ClusterError::Step(
+                "the upstream stack (keepalived and haproxy in place of vrrpd and lb-proxy) is \
+                 not in this tree yet (branch issue17u)"
+                    .into(),
+            ));
+        }
         for p in ["systemd", "roles", "keepalived"] {
             let dir = options.contrib.join(p);
             if !dir.is_dir() {
@@ -492,13 +499,8 @@ impl Cluster {
     /// nftables rules).
     pub fn power_off(&mut self, name: &str) -> Result<(), ClusterError> {
         let i = self.index(name)?;
-        self.lab.link_down(&self.nodes[i].host)?;
+        self.cut(i)?;
         let node = &mut self.nodes[i];
-        node.up = false;
-        node.units().kill_all();
-        if let Some(api) = node.api.as_mut() {
-            api.stop();
-        }
         if let Some(r) = node.router.as_mut() {
             r.stop();
         }
@@ -789,15 +791,7 @@ impl Cluster {
         let i = self.index(&from)?;
         let before = self.talked_to(&from, API_VIP, API_PORT)?;
         let start = Instant::now();
-        self.lab.link_down(&self.nodes[i].host)?;
-        {
-            let node = &mut self.nodes[i];
-            node.up = false;
-            node.units().kill_all();
-            if let Some(api) = node.api.as_mut() {
-                api.stop();
-            }
-        }
+        self.cut(i)?;
         let others = self.up_names(Role::Master, &from);
         let watch = self.watch(&from, (API_VIP, API_PORT), others.clone(), before, start);
         let to = self.wait_vip(API_VIP, &others, start, "the API VIP to fail over")?;
@@ -820,6 +814,19 @@ impl Cluster {
         let watch = self.watch(&from, (INGRESS_VIP, router::PORT), routers, before, start);
         let to = self.wait_vip(INGRESS_VIP, &others, start, "the Ingress VIP to move")?;
         self.moved(watch, to)
+    }
+
+    /// Node `i` off the network, every process of its units killed at once (SIGKILL), its API
+    /// server stand-in stopped: a power cut, as far as the network and the units see it.
+    fn cut(&mut self, i: usize) -> Result<(), ClusterError> {
+        self.lab.link_down(&self.nodes[i].host)?;
+        let node = &mut self.nodes[i];
+        node.up = false;
+        node.units().kill_all();
+        if let Some(api) = node.api.as_mut() {
+            api.stop();
+        }
+        Ok(())
     }
 
     /// Makes the client talk to `vip`:`port` (a request answered, within a few seconds) and
