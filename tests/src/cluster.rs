@@ -54,6 +54,7 @@ use crate::probe::{self, dig, first_answer, get, Served};
 use crate::supervisor::Units;
 pub use crate::supervisor::PROGRAMS;
 use crate::units::{self, Unit};
+use crate::upstream;
 
 /// The API VIP of the lab cluster.
 pub const API_VIP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 100);
@@ -97,6 +98,18 @@ const POLL: Duration = Duration::from_millis(10);
 /// The interval of the emulated path units.
 const PATH_POLL: Duration = Duration::from_millis(100);
 
+/// Which daemons hold the VIPs and balance the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stack {
+    /// Ours: ipi-vrrpd.service and ipi-lb-proxy.service (contrib/systemd).
+    #[default]
+    Ours,
+    /// keepalived.service and haproxy.service (with haproxy-monitor.service, which redirects
+    /// VIP:6443 to haproxy) in their place, from [`upstream::dir`], their configurations
+    /// rendered by `vrrpd render` and `lb-proxy render` from the same inputs.
+    Upstream,
+}
+
 /// Where the programs and the units come from.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -104,6 +117,8 @@ pub struct Options {
     pub bin_dir: PathBuf,
     /// The contrib directory (`systemd/`, `roles/`, `keepalived/`).
     pub contrib: PathBuf,
+    /// Which daemons hold the VIPs and balance the API.
+    pub stack: Stack,
 }
 
 impl Options {
@@ -118,6 +133,7 @@ impl Options {
         Ok(Options {
             bin_dir: dir,
             contrib: Path::new(env!("CARGO_MANIFEST_DIR")).join("../contrib"),
+            stack: Stack::Ours,
         })
     }
 }
@@ -206,6 +222,7 @@ pub struct Node {
     api: Option<ApiServer>,
     router: Option<Router>,
     up: bool,
+    stack: Stack,
 }
 
 impl Node {
@@ -228,8 +245,17 @@ impl Node {
         self.up
     }
 
-    /// Its vrrpd instances as `vrrpd status --json` says: (instance, state, priority).
+    /// Its VRRP instances as `vrrpd status --json` says: (instance, state, priority). On the
+    /// upstream stack, keepalived's as its JSON dump says (`vrrpd` is not asked).
     pub fn vrrp(&self, vrrpd: &Path) -> Vec<(String, String, u64)> {
+        if self.stack == Stack::Upstream {
+            let pid = self
+                .units()
+                .running
+                .get("keepalived.service")
+                .map(|d| d.pid());
+            return pid.map(upstream::keepalived_status).unwrap_or_default();
+        }
         let state = self.host.dir().join("run/vrrpd");
         let Ok(out) = Command::new(vrrpd)
             .arg("status")
@@ -310,6 +336,12 @@ impl Cluster {
                 )));
             }
         }
+        if options.stack == Stack::Upstream && !upstream::dir().is_dir() {
+            return Err(ClusterError::Step(format!(
+                "{} is missing: the upstream stack's units come from there",
+                upstream::dir().display()
+            )));
+        }
         let mut lab = Lab::new()?;
         let mut nodes = Vec::new();
         for (name, role) in LAYOUT {
@@ -366,6 +398,22 @@ impl Cluster {
             options: options.clone(),
             lab,
         })
+    }
+
+    /// The unit that holds the VIPs on this stack: "ipi-vrrpd.service" or "keepalived.service".
+    pub fn vip_unit(&self) -> &'static str {
+        match self.options.stack {
+            Stack::Ours => "ipi-vrrpd.service",
+            Stack::Upstream => "keepalived.service",
+        }
+    }
+
+    /// The unit that balances the API: "ipi-lb-proxy.service" or "haproxy.service".
+    pub fn proxy_unit(&self) -> &'static str {
+        match self.options.stack {
+            Stack::Ours => "ipi-lb-proxy.service",
+            Stack::Upstream => "haproxy.service",
+        }
     }
 
     /// The nodes, bootstrap first.
@@ -850,6 +898,9 @@ fn prepare(
         std::fs::copy(e.path(), &to)
             .map_err(ClusterError::io(format!("copy {}", e.path().display())))?;
     }
+    if options.stack == Stack::Upstream {
+        upstream::install_scripts(&etc.join("upstream"))?;
+    }
     let listen = SocketAddr::from((Ipv6Addr::UNSPECIFIED, 6443));
     let api = match role {
         Role::Bootstrap | Role::Master => Some(ApiServer::start_in(host, listen, name).map_err(
@@ -917,30 +968,31 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         router,
     } = p;
     let dir = host.dir().to_path_buf();
-    let ns = MountNamespace::new(
-        &host,
-        "mounts",
-        &[
-            Mount::Tmpfs("/run".into()),
-            Mount::Bind {
-                from: dir.join("run"),
-                to: "/run/ipi-net".into(),
-            },
-            Mount::Bind {
-                from: dir.join("nm"),
-                to: "/run/NetworkManager".into(),
-            },
-            // /etc/ipi-net is made in an overlay of /etc, not on the machine's /etc.
-            Mount::Overlay {
-                dir: "/etc".into(),
-                upper: dir.join("etc-overlay"),
-            },
-            Mount::Bind {
-                from: dir.join("etc"),
-                to: "/etc/ipi-net".into(),
-            },
-        ],
-    )?;
+    let mut mounts = vec![
+        Mount::Tmpfs("/run".into()),
+        Mount::Bind {
+            from: dir.join("run"),
+            to: "/run/ipi-net".into(),
+        },
+        Mount::Bind {
+            from: dir.join("nm"),
+            to: "/run/NetworkManager".into(),
+        },
+        // /etc/ipi-net is made in an overlay of /etc, not on the machine's /etc.
+        Mount::Overlay {
+            dir: "/etc".into(),
+            upper: dir.join("etc-overlay"),
+        },
+        Mount::Bind {
+            from: dir.join("etc"),
+            to: "/etc/ipi-net".into(),
+        },
+    ];
+    if options.stack == Stack::Upstream {
+        // haproxy's directory (the stats socket of the rendered haproxy.cfg), the node's own.
+        mounts.push(Mount::Tmpfs("/var/lib/haproxy".into()));
+    }
+    let ns = MountNamespace::new(&host, "mounts", &mounts)?;
     let mut units = Units {
         ns,
         dir,
@@ -953,7 +1005,14 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         watches: Vec::new(),
         oneshots: String::new(),
     };
-    let listed = units::role(&options.contrib.join("roles").join(role.as_str()))?;
+    let mut listed = units::role(&options.contrib.join("roles").join(role.as_str()))?;
+    if options.stack == Stack::Upstream {
+        listed = upstream::units(&listed);
+        for name in listed.iter().filter(|u| upstream::is_upstream(u)) {
+            let unit = Unit::read(&upstream::dir().join(name))?;
+            units.units.insert(name.clone(), unit);
+        }
+    }
     let loaded = listed
         .iter()
         .map(|name| units.unit(name))
@@ -970,6 +1029,7 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         api,
         router,
         up: true,
+        stack: options.stack,
     })
 }
 

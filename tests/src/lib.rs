@@ -21,4 +21,5 @@ pub mod pool;
 mod probe;
 mod supervisor;
 pub mod units;
+pub mod upstream;
 pub mod vrrp;
