@@ -17,6 +17,12 @@
 //! `Restart=`: a daemon that dies is reported by the step that needed it). `/usr/bin/PROGRAM`
 //! of ours ([`PROGRAMS`]) is the freshly built binary in the options' `bin_dir`.
 //!
+//! The options' [`Stack`] says which daemons hold the VIPs and balance the API: ours, or
+//! upstream's ([`crate::upstream`]: keepalived.service and haproxy.service, with a stand-in for
+//! OpenShift's haproxy-monitor, in place of ipi-vrrpd.service and ipi-lb-proxy.service, their
+//! configurations rendered by `vrrpd render` and `lb-proxy render` from the same inputs).
+//! Everything else, the steps and the observations are the same on both.
+//!
 //! Stand-ins for what the cluster itself runs: an HTTPS API server ([`ApiServer`], `/readyz`
 //! on :6443) on the masters and on the bootstrap node (its bootstrap API server, which its
 //! chk_ocp track script checks), and a router ([`Router`], `:1936/healthz`) on the workers.
@@ -545,6 +551,35 @@ impl Cluster {
             }
         }
         Ok(spread)
+    }
+
+    /// `GET https://API-VIP:6443/readyz` from the client with curl, as a Kubernetes client
+    /// asks the API (over TLS; the stand-ins' certificates are self-signed, so not verified):
+    /// the HTTP status and the body (`200 ok`), through whatever holds the VIP.
+    pub fn readyz(&self) -> Result<String, ClusterError> {
+        let url = format!("https://{API_VIP}:{API_PORT}/readyz");
+        let out = self.client.run(
+            "curl",
+            [
+                "-ks",
+                "--max-time",
+                "5",
+                "-w",
+                "%{http_code}",
+                "-o",
+                "-",
+                &url,
+            ],
+        )?;
+        if !out.success {
+            return Err(ClusterError::Step(format!(
+                "curl {url} from the client failed ({:?}): {}",
+                out.code, out.stderr
+            )));
+        }
+        // curl writes the body, then the -w status: "ok200" -> "200 ok".
+        let (body, code) = out.stdout.split_at(out.stdout.len().saturating_sub(3));
+        Ok(format!("{code} {body}"))
     }
 
     /// Waits until a round of `n` requests from the client is answered in full, by every

@@ -187,6 +187,10 @@ fn api_moves(cluster: &mut Cluster, masters: &[String], say: &dyn Fn(&str)) {
         .spread_over(6, masters, Duration::from_secs(30))
         .unwrap_or_else(|e| panic!("{e}"));
     say(&format!("through the API VIP: {spread:?}"));
+    // A Kubernetes client's health check, over TLS, through the master's load balancer.
+    let readyz = cluster.readyz().unwrap_or_else(|e| panic!("{e}"));
+    say(&format!("GET https://{API_VIP}:6443/readyz: {readyz}"));
+    assert_eq!(readyz, "200 ok");
 
     // The master's last advert came before the cut: the others take over within one
     // Master_Down_Interval of it.
