@@ -241,6 +241,18 @@ impl Node {
         self.units().running.contains_key(unit)
     }
 
+    /// The processes of `unit` (empty when it does not run): its main process, then what that
+    /// forked, as the unit's control group holds them. On the upstream stack the VRRP adverts
+    /// come from keepalived's VRRP child, not its main process: a signal meant for the daemon
+    /// as `systemctl kill` sends it (every process of the unit) goes to all of these.
+    pub fn unit_pids(&self, unit: &str) -> Vec<u32> {
+        self.units()
+            .running
+            .get(unit)
+            .map(ipi_lab::Daemon::pids)
+            .unwrap_or_default()
+    }
+
     /// Its units' names, in the order they were started.
     pub fn unit_names(&self) -> Vec<String> {
         self.units().order.clone()

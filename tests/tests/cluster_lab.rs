@@ -144,6 +144,10 @@ fn units_run(cluster: &Cluster) {
                 n.logs()
             );
         }
+        // What a signal to the VIP's daemon reaches: keepalived's VRRP child too.
+        let pids = n.unit_pids(vip);
+        let least = if vip == "keepalived.service" { 2 } else { 1 };
+        assert!(pids.len() >= least, "{} {vip}: {pids:?}", n.name);
     }
 }
 
