@@ -17,6 +17,12 @@
 //! `Restart=` with its start limit in the same poll). `/usr/bin/PROGRAM`
 //! of ours ([`PROGRAMS`]) is the freshly built binary in the options' `bin_dir`.
 //!
+//! The options' [`Stack`] says which daemons hold the VIPs and balance the API: ours, or
+//! upstream's ([`crate::upstream`]: keepalived.service and haproxy.service, with a stand-in for
+//! OpenShift's haproxy-monitor, in place of ipi-vrrpd.service and ipi-lb-proxy.service, their
+//! configurations rendered by `vrrpd render` and `lb-proxy render` from the same inputs).
+//! Everything else, the steps and the observations are the same on both.
+//!
 //! Stand-ins for what the cluster itself runs: an HTTPS API server ([`ApiServer`], `/readyz`
 //! on :6443) on the masters and on the bootstrap node (its bootstrap API server, which its
 //! chk_ocp track script checks), and a router ([`Router`], `:1936/healthz`) on the workers.
@@ -56,6 +62,7 @@ pub use crate::supervisor::Ended;
 use crate::supervisor::Units;
 pub use crate::supervisor::PROGRAMS;
 use crate::units::{self, Unit};
+use crate::upstream;
 
 /// The API VIP of the lab cluster.
 pub const API_VIP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 100);
@@ -99,14 +106,15 @@ const POLL: Duration = Duration::from_millis(10);
 /// The interval of the emulated path units.
 const PATH_POLL: Duration = Duration::from_millis(100);
 
-/// Which programs hold the VIPs and balance the API: ours (vrrpd, lb-proxy) or upstream's
-/// (keepalived, haproxy).
+/// Which daemons hold the VIPs and balance the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Stack {
-    /// vrrpd and lb-proxy.
+    /// Ours: ipi-vrrpd.service and ipi-lb-proxy.service (contrib/systemd).
     #[default]
     Ours,
-    /// keepalived and haproxy.
+    /// keepalived.service and haproxy.service (with haproxy-monitor.service, which redirects
+    /// VIP:6443 to haproxy) in their place, from [`upstream::dir`], their configurations
+    /// rendered by `vrrpd render` and `lb-proxy render` from the same inputs.
     Upstream,
 }
 
@@ -117,7 +125,7 @@ pub struct Options {
     pub bin_dir: PathBuf,
     /// The contrib directory (`systemd/`, `roles/`, `keepalived/`).
     pub contrib: PathBuf,
-    /// Which programs hold the VIPs and balance the API.
+    /// Which daemons hold the VIPs and balance the API.
     pub stack: Stack,
 }
 
@@ -246,6 +254,7 @@ pub struct Node {
     api: Option<ApiServer>,
     router: Option<Router>,
     up: bool,
+    stack: Stack,
 }
 
 impl Node {
@@ -258,6 +267,18 @@ impl Node {
         self.units().running.contains_key(unit)
     }
 
+    /// The processes of `unit` (empty when it does not run): its main process, then what that
+    /// forked, as the unit's control group holds them. On the upstream stack the VRRP adverts
+    /// come from keepalived's VRRP child, not its main process: a signal meant for the daemon
+    /// as `systemctl kill` sends it (every process of the unit) goes to all of these.
+    pub fn unit_pids(&self, unit: &str) -> Vec<u32> {
+        self.units()
+            .running
+            .get(unit)
+            .map(ipi_lab::Daemon::pids)
+            .unwrap_or_default()
+    }
+
     /// Its units' names, in the order they were started.
     pub fn unit_names(&self) -> Vec<String> {
         self.units().order.clone()
@@ -268,8 +289,17 @@ impl Node {
         self.up
     }
 
-    /// Its vrrpd instances as `vrrpd status --json` says: (instance, state, priority).
+    /// Its VRRP instances as `vrrpd status --json` says: (instance, state, priority). On the
+    /// upstream stack, keepalived's as its JSON dump says (`vrrpd` is not asked).
     pub fn vrrp(&self, vrrpd: &Path) -> Vec<(String, String, u64)> {
+        if self.stack == Stack::Upstream {
+            let pid = self
+                .units()
+                .running
+                .get("keepalived.service")
+                .map(|d| d.pid());
+            return pid.map(upstream::keepalived_status).unwrap_or_default();
+        }
         let state = self.host.dir().join("run/vrrpd");
         let Ok(out) = Command::new(vrrpd)
             .arg("status")
@@ -297,12 +327,16 @@ impl Node {
             .collect()
     }
 
-    /// Sends `signal` to the main process of `unit`; false when the unit does not run.
+    /// Sends `signal` to every process of `unit` ([`Node::unit_pids`]), as `systemctl kill
+    /// --signal=` does; false when the unit does not run.
     pub fn signal(&self, unit: &str, signal: Signal) -> Result<bool, ClusterError> {
-        match self.units().running.get(unit) {
-            Some(d) => d.signal(signal).map(|()| true).map_err(ClusterError::from),
-            None => Ok(false),
+        let pids = self.unit_pids(unit);
+        for p in &pids {
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(*p).unwrap_or(i32::MAX));
+            // One that ended meanwhile (a track script) is no error.
+            let _ = nix::sys::signal::kill(pid, signal);
         }
+        Ok(!pids.is_empty())
     }
 
     /// Reloads `unit` as `systemctl reload` does (its `ExecReload=`).
@@ -394,13 +428,6 @@ impl Cluster {
     /// units (the nodes side by side, each node's units in its role's order). `say` gets a
     /// line per node as it comes up.
     pub fn up(options: &Options, say: &mut dyn FnMut(&str)) -> Result<Cluster, ClusterError> {
-        if options.stack == Stack::Upstream {
-            return Err(ClusterError::Step(
-                "the upstream stack (keepalived and haproxy in place of vrrpd and lb-proxy) is \
-                 not in this tree yet (branch issue17u)"
-                    .into(),
-            ));
-        }
         for p in ["systemd", "roles", "keepalived"] {
             let dir = options.contrib.join(p);
             if !dir.is_dir() {
@@ -409,6 +436,12 @@ impl Cluster {
                     dir.display()
                 )));
             }
+        }
+        if options.stack == Stack::Upstream && !upstream::dir().is_dir() {
+            return Err(ClusterError::Step(format!(
+                "{} is missing: the upstream stack's units come from there",
+                upstream::dir().display()
+            )));
         }
         let mut lab = Lab::new()?;
         let mut nodes = Vec::new();
@@ -468,7 +501,7 @@ impl Cluster {
         })
     }
 
-    /// The unit that holds the VIPs on a node of this stack.
+    /// The unit that holds the VIPs on this stack: "ipi-vrrpd.service" or "keepalived.service".
     pub fn vip_unit(&self) -> &'static str {
         match self.options.stack {
             Stack::Ours => "ipi-vrrpd.service",
@@ -476,7 +509,7 @@ impl Cluster {
         }
     }
 
-    /// The unit that balances the API on a master of this stack.
+    /// The unit that balances the API: "ipi-lb-proxy.service" or "haproxy.service".
     pub fn proxy_unit(&self) -> &'static str {
         match self.options.stack {
             Stack::Ours => "ipi-lb-proxy.service",
@@ -692,6 +725,35 @@ impl Cluster {
             }
         }
         Ok(spread)
+    }
+
+    /// `GET https://API-VIP:6443/readyz` from the client with curl, as a Kubernetes client
+    /// asks the API (over TLS; the stand-ins' certificates are self-signed, so not verified):
+    /// the HTTP status and the body (`200 ok`), through whatever holds the VIP.
+    pub fn readyz(&self) -> Result<String, ClusterError> {
+        let url = format!("https://{API_VIP}:{API_PORT}/readyz");
+        let out = self.client.run(
+            "curl",
+            [
+                "-ks",
+                "--max-time",
+                "5",
+                "-w",
+                "%{http_code}",
+                "-o",
+                "-",
+                &url,
+            ],
+        )?;
+        if !out.success {
+            return Err(ClusterError::Step(format!(
+                "curl {url} from the client failed ({:?}): {}",
+                out.code, out.stderr
+            )));
+        }
+        // curl writes the body, then the -w status: "ok200" -> "200 ok".
+        let (body, code) = out.stdout.split_at(out.stdout.len().saturating_sub(3));
+        Ok(format!("{code} {body}"))
     }
 
     /// Waits until a round of `n` requests from the client is answered in full, by every
@@ -1050,6 +1112,9 @@ fn prepare(
         std::fs::copy(e.path(), &to)
             .map_err(ClusterError::io(format!("copy {}", e.path().display())))?;
     }
+    if options.stack == Stack::Upstream {
+        upstream::install_scripts(&etc.join("upstream"))?;
+    }
     let listen = SocketAddr::from((Ipv6Addr::UNSPECIFIED, 6443));
     let api = match role {
         Role::Bootstrap | Role::Master => Some(ApiServer::start_in(host, listen, name).map_err(
@@ -1117,30 +1182,31 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         router,
     } = p;
     let dir = host.dir().to_path_buf();
-    let ns = MountNamespace::new(
-        &host,
-        "mounts",
-        &[
-            Mount::Tmpfs("/run".into()),
-            Mount::Bind {
-                from: dir.join("run"),
-                to: "/run/ipi-net".into(),
-            },
-            Mount::Bind {
-                from: dir.join("nm"),
-                to: "/run/NetworkManager".into(),
-            },
-            // /etc/ipi-net is made in an overlay of /etc, not on the machine's /etc.
-            Mount::Overlay {
-                dir: "/etc".into(),
-                upper: dir.join("etc-overlay"),
-            },
-            Mount::Bind {
-                from: dir.join("etc"),
-                to: "/etc/ipi-net".into(),
-            },
-        ],
-    )?;
+    let mut mounts = vec![
+        Mount::Tmpfs("/run".into()),
+        Mount::Bind {
+            from: dir.join("run"),
+            to: "/run/ipi-net".into(),
+        },
+        Mount::Bind {
+            from: dir.join("nm"),
+            to: "/run/NetworkManager".into(),
+        },
+        // /etc/ipi-net is made in an overlay of /etc, not on the machine's /etc.
+        Mount::Overlay {
+            dir: "/etc".into(),
+            upper: dir.join("etc-overlay"),
+        },
+        Mount::Bind {
+            from: dir.join("etc"),
+            to: "/etc/ipi-net".into(),
+        },
+    ];
+    if options.stack == Stack::Upstream {
+        // haproxy's directory (the stats socket of the rendered haproxy.cfg), the node's own.
+        mounts.push(Mount::Tmpfs("/var/lib/haproxy".into()));
+    }
+    let ns = MountNamespace::new(&host, "mounts", &mounts)?;
     let mut units = Units {
         ns,
         dir,
@@ -1157,7 +1223,14 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         failed: BTreeMap::new(),
         ended: Vec::new(),
     };
-    let listed = units::role(&options.contrib.join("roles").join(role.as_str()))?;
+    let mut listed = units::role(&options.contrib.join("roles").join(role.as_str()))?;
+    if options.stack == Stack::Upstream {
+        listed = upstream::units(&listed);
+        for name in listed.iter().filter(|u| upstream::is_upstream(u)) {
+            let unit = Unit::read(&upstream::dir().join(name))?;
+            units.units.insert(name.clone(), unit);
+        }
+    }
     let loaded = listed
         .iter()
         .map(|name| units.unit(name))
@@ -1174,6 +1247,7 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         api,
         router,
         up: true,
+        stack: options.stack,
     })
 }
 

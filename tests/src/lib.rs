@@ -23,4 +23,5 @@ mod probe;
 pub mod restart;
 mod supervisor;
 pub mod units;
+pub mod upstream;
 pub mod vrrp;

@@ -380,12 +380,17 @@ impl Units {
         }
     }
 
-    /// Kills every unit at once (SIGKILL).
+    /// Kills every unit at once (SIGKILL), every process of each as a power cut does: what a
+    /// main process forked too (keepalived's VRRP child would otherwise see its parent die and
+    /// resign gracefully). The processes are listed before any is killed, while they are
+    /// still their parents' children.
     pub(crate) fn kill_all(&mut self) {
         self.watches.clear();
         self.pending.clear();
-        for d in self.running.values() {
-            let _ = d.signal(nix::sys::signal::Signal::SIGKILL);
+        let pids: Vec<u32> = self.running.values().flat_map(Daemon::pids).collect();
+        for p in pids {
+            let p = nix::unistd::Pid::from_raw(i32::try_from(p).unwrap_or(i32::MAX));
+            let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGKILL);
         }
         for (_, mut d) in std::mem::take(&mut self.running) {
             d.stop();

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use ipi_core::vrrp::{timers, Version};
 use ipi_net_tests::cluster::{
-    build_programs, Cluster, Move, Options, Role, ADVERT_CS, API_VIP, CHK_INGRESS_CS, DOMAIN,
-    INGRESS_VIP, MASTER_API, WORKER_INGRESS,
+    build_programs, Cluster, Move, Options, Role, Stack, ADVERT_CS, API_VIP, CHK_INGRESS_CS,
+    DOMAIN, INGRESS_VIP, MASTER_API, WORKER_INGRESS,
 };
 
 /// What a move may take beyond its VRRP timers before the client is served: the vrrpd and
@@ -95,20 +95,22 @@ fn say_move(say: &dyn Fn(&str), what: &str, m: &Move, bound: Duration) {
     ));
 }
 
-/// Every node of its role runs what the role's units say.
+/// Every node of its role runs what the role's units say (the stack's VRRP daemon and load
+/// balancer, ours or upstream's).
 fn units_run(cluster: &Cluster) {
+    let (vip, proxy) = (cluster.vip_unit(), cluster.proxy_unit());
     for n in cluster.nodes() {
         let want = match n.role {
-            Role::Bootstrap => vec!["ipi-vrrpd.service"],
+            Role::Bootstrap => vec![vip],
             Role::Master => vec![
-                "ipi-vrrpd.service",
-                "ipi-lb-proxy.service",
+                vip,
+                proxy,
                 "ipi-mdns-publish.service",
                 "ipi-mdns-browse.service",
                 "ipi-dnsmasq.service",
             ],
             Role::Worker => vec![
-                "ipi-vrrpd.service",
+                vip,
                 "ipi-mdns-publish.service",
                 "ipi-mdns-browse.service",
                 "ipi-dnsmasq.service",
@@ -122,6 +124,10 @@ fn units_run(cluster: &Cluster) {
                 n.logs()
             );
         }
+        // What a signal to the VIP's daemon reaches: keepalived's VRRP child too.
+        let pids = n.unit_pids(vip);
+        let least = if vip == "keepalived.service" { 2 } else { 1 };
+        assert!(pids.len() >= least, "{} {vip}: {pids:?}", n.name);
     }
 }
 
@@ -165,6 +171,10 @@ fn api_moves(cluster: &mut Cluster, masters: &[String], say: &dyn Fn(&str)) {
         .spread_over(6, masters, Duration::from_secs(30))
         .unwrap_or_else(|e| panic!("{e}"));
     say(&format!("through the API VIP: {spread:?}"));
+    // A Kubernetes client's health check, over TLS, through the master's load balancer.
+    let readyz = cluster.readyz().unwrap_or_else(|e| panic!("{e}"));
+    say(&format!("GET https://{API_VIP}:6443/readyz: {readyz}"));
+    assert_eq!(readyz, "200 ok");
 
     // The master's last advert came before the cut: the others take over within one
     // Master_Down_Interval of it.
@@ -213,12 +223,15 @@ fn ingress_move(cluster: &mut Cluster, holder: &str, say: &dyn Fn(&str)) {
     served_in_time(cluster, &i, &workers, bound);
 }
 
-#[test]
-fn the_cluster_in_a_box() {
+/// The demo's scenario on `stack`, every step asserted.
+fn scenario(stack: Stack) {
     if !ipi_lab::available() {
         return;
     }
-    let options = Options::beside_current_exe().unwrap();
+    let options = Options {
+        stack,
+        ..Options::beside_current_exe().unwrap()
+    };
     build_programs(&options).unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
     let say = |line: &str| eprintln!("{:7.3} {line}", t0.elapsed().as_secs_f64());
@@ -262,4 +275,16 @@ fn the_cluster_in_a_box() {
     say("done");
     drop(cluster);
     say("torn down");
+}
+
+#[test]
+fn the_cluster_in_a_box() {
+    scenario(Stack::Ours);
+}
+
+/// The same scenario with keepalived and haproxy (configurations from `vrrpd render` and
+/// `lb-proxy render`) in place of vrrpd and lb-proxy: what the client sees is asserted the same.
+#[test]
+fn the_cluster_in_a_box_upstream() {
+    scenario(Stack::Upstream);
 }
