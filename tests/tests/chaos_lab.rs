@@ -73,6 +73,22 @@ fn chaos_short_run() {
     let logs = || cluster.nodes().iter().map(|n| n.logs()).collect::<String>();
 
     assert!(
+        run.dead.is_empty(),
+        "daemons left dead: {:?}\n{}",
+        run.dead,
+        logs()
+    );
+    assert!(
+        run.broken_files.is_empty(),
+        "rendered files not whole: {:?}",
+        run.broken_files
+    );
+    let last = run.seen.samples.last().unwrap();
+    assert!(
+        last.api.len() == 1 && last.ingress.len() == 1,
+        "each VIP on one node at the end: {last:?}"
+    );
+    assert!(
         run.skipped.is_empty(),
         "faults not applied: {:?}",
         run.skipped
@@ -102,16 +118,5 @@ fn chaos_short_run() {
             "the API client answered {answered:?} after the heal"
         );
     }
-    assert!(
-        run.dead.is_empty(),
-        "daemons left dead: {:?}\n{}",
-        run.dead,
-        logs()
-    );
-    assert!(
-        run.broken_files.is_empty(),
-        "rendered files not whole: {:?}",
-        run.broken_files
-    );
     say("done");
 }
