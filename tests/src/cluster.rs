@@ -1222,6 +1222,7 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         limits: BTreeMap::new(),
         failed: BTreeMap::new(),
         ended: Vec::new(),
+        leftovers: BTreeMap::new(),
     };
     let mut listed = units::role(&options.contrib.join("roles").join(role.as_str()))?;
     if options.stack == Stack::Upstream {

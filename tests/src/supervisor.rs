@@ -81,6 +81,19 @@ pub(crate) struct Units {
     /// Every main process that ended by itself: the unit, how, when, and whether `Restart=`
     /// started it again.
     pub(crate) ended: Vec<Ended>,
+    /// The process group of a unit whose main process ended, while what it forked is still
+    /// there (systemd's control group not yet empty), and since when.
+    pub(crate) leftovers: BTreeMap<String, (u32, Instant)>,
+}
+
+/// How long a restart waits for what the ended main process forked to be gone (systemd waits
+/// for the unit's control group to empty, SIGKILLing it after `TimeoutStopSec=`).
+const EMPTY: Duration = Duration::from_secs(10);
+
+/// Whether a process group still has members (zombies not yet reaped included).
+fn group_alive(pgid: u32) -> bool {
+    let pgid = nix::unistd::Pid::from_raw(i32::try_from(pgid).unwrap_or(i32::MAX));
+    nix::sys::signal::killpg(pgid, None).is_ok()
 }
 
 /// A unit's main process that ended without a stop job.
@@ -225,6 +238,8 @@ impl Units {
         let words = e.expand(&unit.name, env)?;
         let stem = unit.name.trim_end_matches(".service");
         let mut c = self.command(&words, env);
+        // A process group of its own: what it forks stays in it, as in a unit's control group.
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
         let socket = if unit.kind == "notify" {
             let path = self.dir.join(format!("{stem}.notify"));
             let _ = std::fs::remove_file(&path);
@@ -481,6 +496,12 @@ impl Units {
                     "{name}: main process exited, {exit}\n{}",
                     d.stderr()
                 ));
+                // systemd: the rest of the unit's processes get KillSignal= (SIGTERM); the
+                // unit starts again once they are gone.
+                let pgid = nix::unistd::Pid::from_raw(i32::try_from(d.pid()).unwrap_or(i32::MAX));
+                let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
+                self.leftovers
+                    .insert(name.clone(), (d.pid(), Instant::now()));
             }
             self.notify.remove(&name);
             self.ended(&name, exit);
@@ -524,6 +545,12 @@ impl Units {
             .map(|(n, _)| n.clone())
             .collect();
         for name in due {
+            if let Some((pgid, since)) = self.leftovers.get(&name) {
+                if group_alive(*pgid) && since.elapsed() < EMPTY {
+                    continue;
+                }
+                self.leftovers.remove(&name);
+            }
             self.pending.remove(&name);
             if let Err(e) = self.start(&name) {
                 self.oneshots.push_str(&format!("{name} (Restart=): {e}\n"));
