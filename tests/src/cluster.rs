@@ -13,9 +13,15 @@
 //! would start them together (that order, but each after the units its `After=` names), each
 //! as systemd would: the crate's `supervisor` module is that part of systemd (conditions,
 //! environment, `ExecStartPre=`/`ExecStart=`/`ExecStartPost=`, `Type=notify` and
-//! `NOTIFY_SOCKET`, `systemctl` in a command line, `.path` units polled every 100 ms; no
-//! `Restart=`: a daemon that dies is reported by the step that needed it). `/usr/bin/PROGRAM`
+//! `NOTIFY_SOCKET`, `systemctl` in a command line, `.path` units polled every 100 ms, and
+//! `Restart=` with its start limit in the same poll). `/usr/bin/PROGRAM`
 //! of ours ([`PROGRAMS`]) is the freshly built binary in the options' `bin_dir`.
+//!
+//! The options' [`Stack`] says which daemons hold the VIPs and balance the API: ours, or
+//! upstream's ([`crate::upstream`]: keepalived.service and haproxy.service, with a stand-in for
+//! OpenShift's haproxy-monitor, in place of ipi-vrrpd.service and ipi-lb-proxy.service, their
+//! configurations rendered by `vrrpd render` and `lb-proxy render` from the same inputs).
+//! Everything else, the steps and the observations are the same on both.
 //!
 //! Stand-ins for what the cluster itself runs: an HTTPS API server ([`ApiServer`], `/readyz`
 //! on :6443) on the masters and on the bootstrap node (its bootstrap API server, which its
@@ -48,12 +54,15 @@ use ipi_lab::api::ApiServer;
 use ipi_lab::mounts::{Mount, MountNamespace};
 use ipi_lab::router::{self, Router};
 use ipi_lab::{wait_for, Host, Lab, Neighbour};
+use nix::sys::signal::Signal;
 
 pub use crate::error::ClusterError;
 use crate::probe::{self, dig, first_answer, get, Served};
+pub use crate::supervisor::Ended;
 use crate::supervisor::Units;
 pub use crate::supervisor::PROGRAMS;
 use crate::units::{self, Unit};
+use crate::upstream;
 
 /// The API VIP of the lab cluster.
 pub const API_VIP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 100);
@@ -97,6 +106,18 @@ const POLL: Duration = Duration::from_millis(10);
 /// The interval of the emulated path units.
 const PATH_POLL: Duration = Duration::from_millis(100);
 
+/// Which daemons hold the VIPs and balance the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stack {
+    /// Ours: ipi-vrrpd.service and ipi-lb-proxy.service (contrib/systemd).
+    #[default]
+    Ours,
+    /// keepalived.service and haproxy.service (with haproxy-monitor.service, which redirects
+    /// VIP:6443 to haproxy) in their place, from [`upstream::dir`], their configurations
+    /// rendered by `vrrpd render` and `lb-proxy render` from the same inputs.
+    Upstream,
+}
+
 /// Where the programs and the units come from.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -104,6 +125,8 @@ pub struct Options {
     pub bin_dir: PathBuf,
     /// The contrib directory (`systemd/`, `roles/`, `keepalived/`).
     pub contrib: PathBuf,
+    /// Which daemons hold the VIPs and balance the API.
+    pub stack: Stack,
 }
 
 impl Options {
@@ -118,7 +141,32 @@ impl Options {
         Ok(Options {
             bin_dir: dir,
             contrib: Path::new(env!("CARGO_MANIFEST_DIR")).join("../contrib"),
+            stack: Stack::Ours,
         })
+    }
+}
+
+/// Builds the programs the units run in the profile of `options.bin_dir` (a no-op when they
+/// are fresh, as after a workspace build).
+pub fn build_programs(options: &Options) -> Result<(), ClusterError> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.args(["build", "--quiet", "--bins"])
+        .arg("--manifest-path")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"));
+    for p in ["vrrpd", "lb-proxy", "mdns-publish", "dns-render"] {
+        c.args(["-p", p]);
+    }
+    if options.bin_dir.ends_with("release") {
+        c.arg("--release");
+    }
+    let status = c.status().map_err(ClusterError::io("run cargo build"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(ClusterError::Step(format!(
+            "building the programs failed: {status}"
+        )))
     }
 }
 
@@ -206,6 +254,7 @@ pub struct Node {
     api: Option<ApiServer>,
     router: Option<Router>,
     up: bool,
+    stack: Stack,
 }
 
 impl Node {
@@ -218,6 +267,18 @@ impl Node {
         self.units().running.contains_key(unit)
     }
 
+    /// The processes of `unit` (empty when it does not run): its main process, then what that
+    /// forked, as the unit's control group holds them. On the upstream stack the VRRP adverts
+    /// come from keepalived's VRRP child, not its main process: a signal meant for the daemon
+    /// as `systemctl kill` sends it (every process of the unit) goes to all of these.
+    pub fn unit_pids(&self, unit: &str) -> Vec<u32> {
+        self.units()
+            .running
+            .get(unit)
+            .map(ipi_lab::Daemon::pids)
+            .unwrap_or_default()
+    }
+
     /// Its units' names, in the order they were started.
     pub fn unit_names(&self) -> Vec<String> {
         self.units().order.clone()
@@ -228,8 +289,17 @@ impl Node {
         self.up
     }
 
-    /// Its vrrpd instances as `vrrpd status --json` says: (instance, state, priority).
+    /// Its VRRP instances as `vrrpd status --json` says: (instance, state, priority). On the
+    /// upstream stack, keepalived's as its JSON dump says (`vrrpd` is not asked).
     pub fn vrrp(&self, vrrpd: &Path) -> Vec<(String, String, u64)> {
+        if self.stack == Stack::Upstream {
+            let pid = self
+                .units()
+                .running
+                .get("keepalived.service")
+                .map(|d| d.pid());
+            return pid.map(upstream::keepalived_status).unwrap_or_default();
+        }
         let state = self.host.dir().join("run/vrrpd");
         let Ok(out) = Command::new(vrrpd)
             .arg("status")
@@ -255,6 +325,63 @@ impl Node {
                 )
             })
             .collect()
+    }
+
+    /// Sends `signal` to every process of `unit` ([`Node::unit_pids`]), as `systemctl kill
+    /// --signal=` does; false when the unit does not run.
+    pub fn signal(&self, unit: &str, signal: Signal) -> Result<bool, ClusterError> {
+        let pids = self.unit_pids(unit);
+        for p in &pids {
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(*p).unwrap_or(i32::MAX));
+            // One that ended meanwhile (a track script) is no error.
+            let _ = nix::sys::signal::kill(pid, signal);
+        }
+        Ok(!pids.is_empty())
+    }
+
+    /// Reloads `unit` as `systemctl reload` does (its `ExecReload=`).
+    pub fn reload(&self, unit: &str) -> Result<(), ClusterError> {
+        self.units().reload(unit)
+    }
+
+    /// Stops `unit` as `systemctl stop` does (no `Restart=` after it).
+    pub fn stop_unit(&self, unit: &str) {
+        self.units().stop(unit);
+    }
+
+    /// Starts `unit` as `systemctl start` does.
+    pub fn start_unit(&self, unit: &str) -> Result<(), ClusterError> {
+        self.units().start(unit)
+    }
+
+    /// The units of its role that run a daemon (not `Type=oneshot`, not `.path`) and are not
+    /// running now, with why (a restart pending, failed for good, or neither).
+    pub fn dead_units(&self) -> Vec<(String, String)> {
+        let mut u = self.units();
+        let mut dead = Vec::new();
+        for name in u.order.clone() {
+            let daemon = name.ends_with(".service")
+                && u.unit(&name).is_ok_and(|unit| unit.kind != "oneshot");
+            if daemon && !u.running.contains_key(&name) {
+                let why = match (u.pending.get(&name), u.failed.get(&name)) {
+                    (Some(_), _) => "restart pending".to_string(),
+                    (None, Some(why)) => why.clone(),
+                    (None, None) => "not running".to_string(),
+                };
+                dead.push((name, why));
+            }
+        }
+        dead
+    }
+
+    /// The main processes that ended by themselves so far, and whether each was restarted.
+    pub fn ended(&self) -> Vec<Ended> {
+        self.units().ended.clone()
+    }
+
+    /// The API server stand-in (masters and the bootstrap node).
+    pub fn api(&self) -> Option<&ApiServer> {
+        self.api.as_ref()
     }
 
     /// What its daemons said so far, for a failing step's message.
@@ -309,6 +436,12 @@ impl Cluster {
                     dir.display()
                 )));
             }
+        }
+        if options.stack == Stack::Upstream && !upstream::dir().is_dir() {
+            return Err(ClusterError::Step(format!(
+                "{} is missing: the upstream stack's units come from there",
+                upstream::dir().display()
+            )));
         }
         let mut lab = Lab::new()?;
         let mut nodes = Vec::new();
@@ -366,6 +499,101 @@ impl Cluster {
             options: options.clone(),
             lab,
         })
+    }
+
+    /// The unit that holds the VIPs on this stack: "ipi-vrrpd.service" or "keepalived.service".
+    pub fn vip_unit(&self) -> &'static str {
+        match self.options.stack {
+            Stack::Ours => "ipi-vrrpd.service",
+            Stack::Upstream => "keepalived.service",
+        }
+    }
+
+    /// The unit that balances the API: "ipi-lb-proxy.service" or "haproxy.service".
+    pub fn proxy_unit(&self) -> &'static str {
+        match self.options.stack {
+            Stack::Ours => "ipi-lb-proxy.service",
+            Stack::Upstream => "haproxy.service",
+        }
+    }
+
+    /// A new host on the cluster's network, no node of it (a client of its own).
+    pub fn add_host(&mut self, name: &str) -> Result<Host, ClusterError> {
+        Ok(self.lab.host(name)?)
+    }
+
+    /// The lab: partitions, carrier, captures.
+    pub fn lab(&self) -> &Lab {
+        &self.lab
+    }
+
+    /// Cuts a node's power: off the network, every process gone at once (SIGKILL), the stand-ins
+    /// stopped, and what lived in its memory gone (the addresses its VIP daemon added, the
+    /// nftables rules).
+    pub fn power_off(&mut self, name: &str) -> Result<(), ClusterError> {
+        let i = self.index(name)?;
+        self.cut(i)?;
+        let node = &mut self.nodes[i];
+        if let Some(r) = node.router.as_mut() {
+            r.stop();
+        }
+        for vip in [API_VIP, INGRESS_VIP] {
+            let _ = node
+                .host
+                .run("ip", ["addr", "del", &vip.to_string(), "dev", "eth0"]);
+        }
+        node.host.run("nft", ["flush", "ruleset"])?;
+        Ok(())
+    }
+
+    /// Powers a node on again: its stand-ins, then its role's units in order, then its link.
+    pub fn power_on(&mut self, name: &str) -> Result<(), ClusterError> {
+        let i = self.index(name)?;
+        let node = &mut self.nodes[i];
+        if let Some(api) = node.api.as_mut() {
+            api.restart().map_err(ClusterError::io(format!(
+                "start the API stand-in on {name}"
+            )))?;
+        }
+        if let Some(r) = node.router.as_mut() {
+            r.start()
+                .map_err(ClusterError::io(format!("start the router on {name}")))?;
+        }
+        self.lab.link_up(&node.host)?;
+        node.up = true;
+        let started = node.units().start_all();
+        started
+    }
+
+    /// Stops the router stand-in on a worker (false: no router there).
+    pub fn router_down(&mut self, name: &str) -> Result<bool, ClusterError> {
+        let i = self.index(name)?;
+        Ok(self.nodes[i].router.as_mut().map(Router::stop).is_some())
+    }
+
+    /// Starts a worker's router stand-in again.
+    pub fn router_up(&mut self, name: &str) -> Result<(), ClusterError> {
+        let i = self.index(name)?;
+        if let Some(r) = self.nodes[i].router.as_mut() {
+            r.start()
+                .map_err(ClusterError::io(format!("start the router on {name}")))?;
+        }
+        Ok(())
+    }
+
+    /// Stops (refusing connections) or restarts a master's API server stand-in.
+    pub fn api_running(&mut self, name: &str, running: bool) -> Result<(), ClusterError> {
+        let i = self.index(name)?;
+        if let Some(api) = self.nodes[i].api.as_mut() {
+            if running {
+                api.restart().map_err(ClusterError::io(format!(
+                    "start the API stand-in on {name}"
+                )))?;
+            } else {
+                api.stop();
+            }
+        }
+        Ok(())
     }
 
     /// The nodes, bootstrap first.
@@ -499,6 +727,35 @@ impl Cluster {
         Ok(spread)
     }
 
+    /// `GET https://API-VIP:6443/readyz` from the client with curl, as a Kubernetes client
+    /// asks the API (over TLS; the stand-ins' certificates are self-signed, so not verified):
+    /// the HTTP status and the body (`200 ok`), through whatever holds the VIP.
+    pub fn readyz(&self) -> Result<String, ClusterError> {
+        let url = format!("https://{API_VIP}:{API_PORT}/readyz");
+        let out = self.client.run(
+            "curl",
+            [
+                "-ks",
+                "--max-time",
+                "5",
+                "-w",
+                "%{http_code}",
+                "-o",
+                "-",
+                &url,
+            ],
+        )?;
+        if !out.success {
+            return Err(ClusterError::Step(format!(
+                "curl {url} from the client failed ({:?}): {}",
+                out.code, out.stderr
+            )));
+        }
+        // curl writes the body, then the -w status: "ok200" -> "200 ok".
+        let (body, code) = out.stdout.split_at(out.stdout.len().saturating_sub(3));
+        Ok(format!("{code} {body}"))
+    }
+
     /// Waits until a round of `n` requests from the client is answered in full, by every
     /// node of `over` and nobody else (the load balancers' health checks have caught up with
     /// the API servers that are gone); returns that round.
@@ -596,15 +853,7 @@ impl Cluster {
         let i = self.index(&from)?;
         let before = self.talked_to(&from, API_VIP, API_PORT)?;
         let start = Instant::now();
-        self.lab.link_down(&self.nodes[i].host)?;
-        {
-            let node = &mut self.nodes[i];
-            node.up = false;
-            node.units().kill_all();
-            if let Some(api) = node.api.as_mut() {
-                api.stop();
-            }
-        }
+        self.cut(i)?;
         let others = self.up_names(Role::Master, &from);
         let watch = self.watch(&from, (API_VIP, API_PORT), others.clone(), before, start);
         let to = self.wait_vip(API_VIP, &others, start, "the API VIP to fail over")?;
@@ -627,6 +876,19 @@ impl Cluster {
         let watch = self.watch(&from, (INGRESS_VIP, router::PORT), routers, before, start);
         let to = self.wait_vip(INGRESS_VIP, &others, start, "the Ingress VIP to move")?;
         self.moved(watch, to)
+    }
+
+    /// Node `i` off the network, every process of its units killed at once (SIGKILL), its API
+    /// server stand-in stopped: a power cut, as far as the network and the units see it.
+    fn cut(&mut self, i: usize) -> Result<(), ClusterError> {
+        self.lab.link_down(&self.nodes[i].host)?;
+        let node = &mut self.nodes[i];
+        node.up = false;
+        node.units().kill_all();
+        if let Some(api) = node.api.as_mut() {
+            api.stop();
+        }
+        Ok(())
     }
 
     /// Makes the client talk to `vip`:`port` (a request answered, within a few seconds) and
@@ -850,6 +1112,9 @@ fn prepare(
         std::fs::copy(e.path(), &to)
             .map_err(ClusterError::io(format!("copy {}", e.path().display())))?;
     }
+    if options.stack == Stack::Upstream {
+        upstream::install_scripts(&etc.join("upstream"))?;
+    }
     let listen = SocketAddr::from((Ipv6Addr::UNSPECIFIED, 6443));
     let api = match role {
         Role::Bootstrap | Role::Master => Some(ApiServer::start_in(host, listen, name).map_err(
@@ -917,30 +1182,31 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         router,
     } = p;
     let dir = host.dir().to_path_buf();
-    let ns = MountNamespace::new(
-        &host,
-        "mounts",
-        &[
-            Mount::Tmpfs("/run".into()),
-            Mount::Bind {
-                from: dir.join("run"),
-                to: "/run/ipi-net".into(),
-            },
-            Mount::Bind {
-                from: dir.join("nm"),
-                to: "/run/NetworkManager".into(),
-            },
-            // /etc/ipi-net is made in an overlay of /etc, not on the machine's /etc.
-            Mount::Overlay {
-                dir: "/etc".into(),
-                upper: dir.join("etc-overlay"),
-            },
-            Mount::Bind {
-                from: dir.join("etc"),
-                to: "/etc/ipi-net".into(),
-            },
-        ],
-    )?;
+    let mut mounts = vec![
+        Mount::Tmpfs("/run".into()),
+        Mount::Bind {
+            from: dir.join("run"),
+            to: "/run/ipi-net".into(),
+        },
+        Mount::Bind {
+            from: dir.join("nm"),
+            to: "/run/NetworkManager".into(),
+        },
+        // /etc/ipi-net is made in an overlay of /etc, not on the machine's /etc.
+        Mount::Overlay {
+            dir: "/etc".into(),
+            upper: dir.join("etc-overlay"),
+        },
+        Mount::Bind {
+            from: dir.join("etc"),
+            to: "/etc/ipi-net".into(),
+        },
+    ];
+    if options.stack == Stack::Upstream {
+        // haproxy's directory (the stats socket of the rendered haproxy.cfg), the node's own.
+        mounts.push(Mount::Tmpfs("/var/lib/haproxy".into()));
+    }
+    let ns = MountNamespace::new(&host, "mounts", &mounts)?;
     let mut units = Units {
         ns,
         dir,
@@ -952,8 +1218,20 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         order: Vec::new(),
         watches: Vec::new(),
         oneshots: String::new(),
+        pending: BTreeMap::new(),
+        limits: BTreeMap::new(),
+        failed: BTreeMap::new(),
+        ended: Vec::new(),
+        leftovers: BTreeMap::new(),
     };
-    let listed = units::role(&options.contrib.join("roles").join(role.as_str()))?;
+    let mut listed = units::role(&options.contrib.join("roles").join(role.as_str()))?;
+    if options.stack == Stack::Upstream {
+        listed = upstream::units(&listed);
+        for name in listed.iter().filter(|u| upstream::is_upstream(u)) {
+            let unit = Unit::read(&upstream::dir().join(name))?;
+            units.units.insert(name.clone(), unit);
+        }
+    }
     let loaded = listed
         .iter()
         .map(|name| units.unit(name))
@@ -970,6 +1248,7 @@ fn start_node(p: Prepared, options: &Options) -> Result<Node, ClusterError> {
         api,
         router,
         up: true,
+        stack: options.stack,
     })
 }
 

@@ -13,12 +13,15 @@
 //! - [`nspawn`]: the same cluster under a real systemd: a Debian root (mmdebstrap) with our
 //!   `.deb` packages, one `systemd-nspawn` container per node in its lab host's namespace.
 
+pub mod chaos;
 pub mod cluster;
 mod error;
 pub mod failover;
 pub mod nspawn;
 pub mod pool;
 mod probe;
+pub mod restart;
 mod supervisor;
 pub mod units;
+pub mod upstream;
 pub mod vrrp;

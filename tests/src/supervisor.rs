@@ -12,8 +12,12 @@
 //! the main process only). A `.path` unit
 //! (listed, or named by a service's `Also=`) is emulated by [`Units::poll`], which the cluster
 //! calls every 100 ms: its service starts again when the content of its `PathChanged=` /
-//! `PathModified=` files changes. `Restart=` is not emulated: a daemon that dies is reported
-//! by the step that needed it.
+//! `PathModified=` files changes. `Restart=` is emulated there too ([`crate::restart`]): a
+//! daemon whose main process ended is started again `RestartSec=` later when its unit's
+//! policy and exit status lists say so, as a oneshot that failed; every start counts against
+//! the unit's start limit (`StartLimitIntervalSec=`, `StartLimitBurst=`), past which the unit
+//! stays failed. A unit stopped (by a step, `systemctl stop`, or the node's power cut) is not
+//! restarted.
 //!
 //! It is apart from [`crate::cluster`] because it knows nothing of hosts, roles, VIPs or
 //! steps: it is given a mount namespace, a lab directory and the contrib units, and runs
@@ -23,12 +27,13 @@ use std::collections::BTreeMap;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ipi_lab::mounts::MountNamespace;
 use ipi_lab::{wait_for, Daemon};
 
 use crate::error::ClusterError;
+use crate::restart::{Exit, StartLimit};
 use crate::units::{Exec, Unit};
 
 /// The programs of ours that `/usr/bin/NAME` in a unit means.
@@ -67,6 +72,41 @@ pub(crate) struct Units {
     pub(crate) watches: Vec<Watch>,
     /// What the oneshot runs printed, for a failing step's message.
     pub(crate) oneshots: String,
+    /// `Restart=`: the units to start again, and when.
+    pub(crate) pending: BTreeMap<String, Instant>,
+    /// Each unit's recent starts, for its start limit.
+    pub(crate) limits: BTreeMap<String, StartLimit>,
+    /// Units failed for good (start-limit-hit, or ended with no restart due): why.
+    pub(crate) failed: BTreeMap<String, String>,
+    /// Every main process that ended by itself: the unit, how, when, and whether `Restart=`
+    /// started it again.
+    pub(crate) ended: Vec<Ended>,
+    /// The process group of a unit whose main process ended, while what it forked is still
+    /// there (systemd's control group not yet empty), and since when.
+    pub(crate) leftovers: BTreeMap<String, (u32, Instant)>,
+}
+
+/// How long a restart waits for what the ended main process forked to be gone (systemd waits
+/// for the unit's control group to empty, SIGKILLing it after `TimeoutStopSec=`).
+const EMPTY: Duration = Duration::from_secs(10);
+
+/// Whether a process group still has members (zombies not yet reaped included).
+fn group_alive(pgid: u32) -> bool {
+    let pgid = nix::unistd::Pid::from_raw(i32::try_from(pgid).unwrap_or(i32::MAX));
+    nix::sys::signal::killpg(pgid, None).is_ok()
+}
+
+/// A unit's main process that ended without a stop job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    /// The unit.
+    pub unit: String,
+    /// How it ended.
+    pub exit: Exit,
+    /// When it was seen ended.
+    pub at: Instant,
+    /// Whether its `Restart=` settings start it again.
+    pub restart: bool,
 }
 
 impl Units {
@@ -119,6 +159,21 @@ impl Units {
             return self.watch(name);
         }
         let unit = self.unit(name)?;
+        self.pending.remove(name);
+        if !self
+            .limits
+            .entry(name.to_string())
+            .or_default()
+            .allow(Instant::now(), &unit.restart)
+        {
+            let why = format!(
+                "start-limit-hit: more than {} starts in {:?}",
+                unit.restart.limit_burst, unit.restart.limit_interval
+            );
+            self.failed.insert(name.to_string(), why.clone());
+            return Err(ClusterError::Step(format!("{name}: {why}")));
+        }
+        self.failed.remove(name);
         for also in unit.also.iter().filter(|a| a.ends_with(".path")) {
             self.watch(also)?;
         }
@@ -183,6 +238,8 @@ impl Units {
         let words = e.expand(&unit.name, env)?;
         let stem = unit.name.trim_end_matches(".service");
         let mut c = self.command(&words, env);
+        // A process group of its own: what it forks stays in it, as in a unit's control group.
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
         let socket = if unit.kind == "notify" {
             let path = self.dir.join(format!("{stem}.notify"));
             let _ = std::fs::remove_file(&path);
@@ -308,7 +365,7 @@ impl Units {
         Ok(true)
     }
 
-    fn reload(&mut self, name: &str) -> Result<(), ClusterError> {
+    pub(crate) fn reload(&mut self, name: &str) -> Result<(), ClusterError> {
         let unit = self.unit(name)?;
         let files = |p: &Path| self.lab_path(p);
         let mut env = unit.env(&files)?;
@@ -321,7 +378,8 @@ impl Units {
         Ok(())
     }
 
-    fn stop(&mut self, name: &str) {
+    pub(crate) fn stop(&mut self, name: &str) {
+        self.pending.remove(name);
         if let Some(mut d) = self.running.remove(name) {
             d.stop();
         }
@@ -331,16 +389,23 @@ impl Units {
     /// Stops every unit, the last started first (SIGTERM).
     pub(crate) fn stop_all(&mut self) {
         self.watches.clear();
+        self.pending.clear();
         for name in self.order.clone().iter().rev() {
             self.stop(name);
         }
     }
 
-    /// Kills every unit at once (SIGKILL).
+    /// Kills every unit at once (SIGKILL), every process of each as a power cut does: what a
+    /// main process forked too (keepalived's VRRP child would otherwise see its parent die and
+    /// resign gracefully). The processes are listed before any is killed, while they are
+    /// still their parents' children.
     pub(crate) fn kill_all(&mut self) {
         self.watches.clear();
-        for d in self.running.values() {
-            let _ = d.signal(nix::sys::signal::Signal::SIGKILL);
+        self.pending.clear();
+        let pids: Vec<u32> = self.running.values().flat_map(Daemon::pids).collect();
+        for p in pids {
+            let p = nix::unistd::Pid::from_raw(i32::try_from(p).unwrap_or(i32::MAX));
+            let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGKILL);
         }
         for (_, mut d) in std::mem::take(&mut self.running) {
             d.stop();
@@ -400,6 +465,98 @@ impl Units {
             if let Err(e) = self.start(&service) {
                 self.oneshots
                     .push_str(&format!("{service} (path unit): {e}\n"));
+                self.ended(&service, Exit::Code(1));
+            }
+        }
+        self.reap();
+        self.restart_due();
+    }
+
+    /// Starts every unit of [`Units::order`] again, in that order (a node powered on).
+    pub(crate) fn start_all(&mut self) -> Result<(), ClusterError> {
+        for name in self.order.clone() {
+            if !self.running.contains_key(&name) {
+                self.start(&name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The daemons whose main process ended by themselves: out of the running ones, and
+    /// started again later when their `Restart=` says so.
+    fn reap(&mut self) {
+        let dead: Vec<(String, Exit)> = self
+            .running
+            .iter_mut()
+            .filter_map(|(n, d)| d.exit_status().map(|s| (n.clone(), Exit::of(s))))
+            .collect();
+        for (name, exit) in dead {
+            if let Some(d) = self.running.remove(&name) {
+                self.oneshots.push_str(&format!(
+                    "{name}: main process exited, {exit}\n{}",
+                    d.stderr()
+                ));
+                // systemd: the rest of the unit's processes get KillSignal= (SIGTERM); the
+                // unit starts again once they are gone.
+                let pgid = nix::unistd::Pid::from_raw(i32::try_from(d.pid()).unwrap_or(i32::MAX));
+                let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
+                self.leftovers
+                    .insert(name.clone(), (d.pid(), Instant::now()));
+            }
+            self.notify.remove(&name);
+            self.ended(&name, exit);
+        }
+    }
+
+    /// Records a unit's end and schedules its restart when its settings say so.
+    fn ended(&mut self, name: &str, exit: Exit) {
+        let restart = match self.unit(name) {
+            Ok(u) => u.restart.shall_restart(exit) && !self.failed.contains_key(name),
+            Err(_) => false,
+        };
+        let at = Instant::now();
+        if restart {
+            let delay = self
+                .units
+                .get(name)
+                .map(|u| u.restart.delay)
+                .unwrap_or_default();
+            self.pending.insert(name.to_string(), at + delay);
+        } else {
+            self.failed
+                .entry(name.to_string())
+                .or_insert_with(|| format!("ended with {exit}, no restart"));
+        }
+        self.ended.push(Ended {
+            unit: name.to_string(),
+            exit,
+            at,
+            restart,
+        });
+    }
+
+    /// Starts the units whose `RestartSec=` has passed; a start that fails is an end too.
+    fn restart_due(&mut self) {
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in due {
+            if let Some((pgid, since)) = self.leftovers.get(&name) {
+                if group_alive(*pgid) && since.elapsed() < EMPTY {
+                    continue;
+                }
+                self.leftovers.remove(&name);
+            }
+            self.pending.remove(&name);
+            if let Err(e) = self.start(&name) {
+                self.oneshots.push_str(&format!("{name} (Restart=): {e}\n"));
+                // What a failed start left running is not the unit's main process any more.
+                self.stop(&name);
+                self.ended(&name, Exit::Code(1));
             }
         }
     }

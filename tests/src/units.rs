@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::restart::{self, Restart};
+
 /// An error in a unit, role or environment file: where, and what.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct UnitError {
@@ -93,6 +95,8 @@ pub struct Unit {
     pub after: Vec<String>,
     /// `Before=`: units this one starts before, when both start.
     pub before: Vec<String>,
+    /// `Restart=` and the settings that go with it.
+    pub restart: Restart,
 }
 
 impl Unit {
@@ -163,10 +167,15 @@ impl Unit {
                 ("Unit", "Before") => unit
                     .before
                     .extend(value.split_whitespace().map(str::to_string)),
+                (s, k) if restart::KEYS.contains(&(s, k)) => {
+                    unit.restart
+                        .set(k, value)
+                        .map_err(|m| error(file, line, m))?;
+                }
                 ("Install", "Also") => unit
                     .also
                     .extend(value.split_whitespace().map(str::to_string)),
-                // Everything else (dependencies, restart policy, hardening, [Install]) is
+                // Everything else (dependencies, hardening, [Install]) is
                 // systemd's business, not what runs.
                 _ => {}
             }

@@ -14,38 +14,18 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ipi_core::vrrp::{timers, Version};
 use ipi_net_tests::cluster::{
-    Cluster, Move, Options, Role, ADVERT_CS, API_VIP, CHK_INGRESS_CS, DOMAIN, INGRESS_VIP,
-    MASTER_API, WORKER_INGRESS,
+    build_programs, Cluster, Move, Options, Role, Stack, ADVERT_CS, API_VIP, CHK_INGRESS_CS,
+    DOMAIN, INGRESS_VIP, MASTER_API, WORKER_INGRESS,
 };
 
 /// What a move may take beyond its VRRP timers before the client is served: the vrrpd and
 /// kernel work on a loaded two-core machine, and the client's attempts (300 ms each while its
 /// SYNs are lost).
 const MARGIN: Duration = Duration::from_secs(3);
-
-/// The programs the units run, built in this test's profile (a no-op when they are fresh, as
-/// after a workspace build).
-fn build_programs(options: &Options) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut c = Command::new(cargo);
-    c.args(["build", "--quiet", "--bins"])
-        .arg("--manifest-path")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"));
-    for p in ["vrrpd", "lb-proxy", "mdns-publish", "dns-render"] {
-        c.args(["-p", p]);
-    }
-    if options.bin_dir.ends_with("release") {
-        c.arg("--release");
-    }
-    let status = c.status().unwrap();
-    assert!(status.success(), "building the programs failed");
-}
 
 fn cs(centiseconds: u32) -> Duration {
     Duration::from_millis(u64::from(centiseconds) * 10)
@@ -115,20 +95,22 @@ fn say_move(say: &dyn Fn(&str), what: &str, m: &Move, bound: Duration) {
     ));
 }
 
-/// Every node of its role runs what the role's units say.
+/// Every node of its role runs what the role's units say (the stack's VRRP daemon and load
+/// balancer, ours or upstream's).
 fn units_run(cluster: &Cluster) {
+    let (vip, proxy) = (cluster.vip_unit(), cluster.proxy_unit());
     for n in cluster.nodes() {
         let want = match n.role {
-            Role::Bootstrap => vec!["ipi-vrrpd.service"],
+            Role::Bootstrap => vec![vip],
             Role::Master => vec![
-                "ipi-vrrpd.service",
-                "ipi-lb-proxy.service",
+                vip,
+                proxy,
                 "ipi-mdns-publish.service",
                 "ipi-mdns-browse.service",
                 "ipi-dnsmasq.service",
             ],
             Role::Worker => vec![
-                "ipi-vrrpd.service",
+                vip,
                 "ipi-mdns-publish.service",
                 "ipi-mdns-browse.service",
                 "ipi-dnsmasq.service",
@@ -142,6 +124,10 @@ fn units_run(cluster: &Cluster) {
                 n.logs()
             );
         }
+        // What a signal to the VIP's daemon reaches: keepalived's VRRP child too.
+        let pids = n.unit_pids(vip);
+        let least = if vip == "keepalived.service" { 2 } else { 1 };
+        assert!(pids.len() >= least, "{} {vip}: {pids:?}", n.name);
     }
 }
 
@@ -185,6 +171,10 @@ fn api_moves(cluster: &mut Cluster, masters: &[String], say: &dyn Fn(&str)) {
         .spread_over(6, masters, Duration::from_secs(30))
         .unwrap_or_else(|e| panic!("{e}"));
     say(&format!("through the API VIP: {spread:?}"));
+    // A Kubernetes client's health check, over TLS, through the master's load balancer.
+    let readyz = cluster.readyz().unwrap_or_else(|e| panic!("{e}"));
+    say(&format!("GET https://{API_VIP}:6443/readyz: {readyz}"));
+    assert_eq!(readyz, "200 ok");
 
     // The master's last advert came before the cut: the others take over within one
     // Master_Down_Interval of it.
@@ -233,13 +223,16 @@ fn ingress_move(cluster: &mut Cluster, holder: &str, say: &dyn Fn(&str)) {
     served_in_time(cluster, &i, &workers, bound);
 }
 
-#[test]
-fn the_cluster_in_a_box() {
+/// The demo's scenario on `stack`, every step asserted.
+fn scenario(stack: Stack) {
     if !ipi_lab::available() {
         return;
     }
-    let options = Options::beside_current_exe().unwrap();
-    build_programs(&options);
+    let options = Options {
+        stack,
+        ..Options::beside_current_exe().unwrap()
+    };
+    build_programs(&options).unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
     let say = |line: &str| eprintln!("{:7.3} {line}", t0.elapsed().as_secs_f64());
     let mut cluster = Cluster::up(&options, &mut |l| say(l)).unwrap_or_else(|e| panic!("{e}"));
@@ -282,4 +275,16 @@ fn the_cluster_in_a_box() {
     say("done");
     drop(cluster);
     say("torn down");
+}
+
+#[test]
+fn the_cluster_in_a_box() {
+    scenario(Stack::Ours);
+}
+
+/// The same scenario with keepalived and haproxy (configurations from `vrrpd render` and
+/// `lb-proxy render`) in place of vrrpd and lb-proxy: what the client sees is asserted the same.
+#[test]
+fn the_cluster_in_a_box_upstream() {
+    scenario(Stack::Upstream);
 }

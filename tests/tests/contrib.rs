@@ -3,7 +3,8 @@
 //! program with `${VAR}` references to the four node.env variables only, and parses with that
 //! program's own command line once expanded from the example node.env files; the track scripts
 //! are the ones vrrpd's `--scripts-dir` names; the examples use documentation addresses only;
-//! the shell scripts are shellcheck-clean.
+//! the shell scripts (and those of the cluster lab's upstream stack, tests/fixtures/upstream) are
+//! shellcheck-clean.
 //!
 //! `systemd-analyze` and `shellcheck` are Debian packages (scripts/test installs them); without
 //! them those two tests skip with a message, except under CI=true, where they fail.
@@ -557,7 +558,10 @@ fn the_shell_scripts_are_shellcheck_clean() {
     scripts.extend(files(&contrib().join("NetworkManager/dispatcher.d")));
     // The maintainer scripts of the Debian packages (not their changelog).
     scripts.extend(["postinst", "prerm", "postrm"].map(|s| contrib().join("debian").join(s)));
-    assert_eq!(scripts.len(), 7, "{scripts:?}");
+    // The cluster lab's upstream stack: its render script and haproxy-monitor stand-in.
+    let upstream = ipi_net_tests::upstream::dir();
+    scripts.extend(["render.sh", "haproxy-monitor.sh"].map(|s| upstream.join(s)));
+    assert_eq!(scripts.len(), 9, "{scripts:?}");
     if !ipi_lab::tool("shellcheck", "shellcheck") {
         return;
     }

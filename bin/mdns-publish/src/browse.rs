@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
@@ -41,8 +42,10 @@ fn problems(problems: &[Problem]) -> String {
 pub struct Seen {
     /// By owner and type (hickory's `Name` compares and hashes without case), so that a
     /// response of hundreds of records is taken in, and the open questions are found, without
-    /// a scan of everything seen per record.
-    records: HashMap<(Name, RecordType), Vec<Record>>,
+    /// a scan of everything seen per record; each with when its TTL runs out.
+    records: HashMap<(Name, RecordType), Vec<(Record, Instant)>>,
+    /// The goodbyes (TTL 0) heard: what they name is gone, from what was carried too.
+    goodbyes: Vec<Record>,
 }
 
 /// What a browse found.
@@ -59,19 +62,57 @@ pub struct Found {
 impl Seen {
     /// Takes in the records of a response (a goodbye removes what it names).
     pub fn receive(&mut self, message: &Message) {
+        self.receive_at(message, Instant::now());
+    }
+
+    /// As [`Seen::receive`], the response heard at `now` (its records last their TTL from
+    /// then).
+    pub fn receive_at(&mut self, message: &Message, now: Instant) {
         if message.message_type() != MessageType::Response {
             return;
         }
         for r in message.answers().iter().chain(message.additionals()) {
-            let held = self
-                .records
-                .entry((r.name().clone(), r.record_type()))
-                .or_default();
-            held.retain(|k| k.data() != r.data());
             if r.ttl() > 0 {
-                held.push(r.clone());
+                let until = now + Duration::from_secs(u64::from(r.ttl()));
+                self.hold(r.clone(), until);
+            } else {
+                self.forget(r);
+                self.goodbyes.push(r.clone());
             }
         }
+    }
+
+    fn hold(&mut self, r: Record, until: Instant) {
+        let held = self
+            .records
+            .entry((r.name().clone(), r.record_type()))
+            .or_default();
+        held.retain(|(k, _)| k.data() != r.data());
+        held.push((r, until));
+    }
+
+    fn forget(&mut self, r: &Record) {
+        if let Some(held) = self.records.get_mut(&(r.name().clone(), r.record_type())) {
+            held.retain(|(k, _)| k.data() != r.data());
+        }
+    }
+
+    /// Takes in what a later round (`fresh`) heard: its goodbyes remove what they name, its
+    /// records are held for their TTL from when they were heard; then what has outlived its
+    /// TTL at `now` goes. What a browser heard lasts as long as its TTL says, as in an mDNS
+    /// cache (RFC 6762 10), rather than only until a round in which its owner was silent (a
+    /// publisher restarting, an answer lost).
+    pub fn carry(&mut self, fresh: &Seen, now: Instant) {
+        for g in &fresh.goodbyes {
+            self.forget(g);
+        }
+        for (r, until) in fresh.records.values().flatten() {
+            self.hold(r.clone(), *until);
+        }
+        for held in self.records.values_mut() {
+            held.retain(|(_, until)| *until > now);
+        }
+        self.records.retain(|_, held| !held.is_empty());
     }
 
     fn data(&self, owner: &Name, kind: RecordType) -> impl Iterator<Item = &RData> {
@@ -79,7 +120,7 @@ impl Seen {
             .get(&(owner.clone(), kind))
             .into_iter()
             .flatten()
-            .map(|r| r.data())
+            .map(|(r, _)| r.data())
     }
 
     fn instances(&self, kind: &Name, filter: &str) -> Vec<Name> {
@@ -219,4 +260,55 @@ fn instance_label(instance: &Name) -> String {
 /// A host's short name (`master-0` of `master-0.local.`).
 fn host_label(host: &Name) -> String {
     instance_label(host).to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn response(ttl: u32) -> Message {
+        let mut m = Message::new();
+        m.set_message_type(MessageType::Response);
+        let a = RData::A(Ipv4Addr::new(192, 0, 2, 2).into());
+        m.add_answer(Record::from_rdata(name("master-0.local.").unwrap(), ttl, a));
+        m
+    }
+
+    #[test]
+    fn what_was_heard_lasts_its_ttl_across_silent_rounds() {
+        let host = name("master-0.local.").unwrap();
+        let t0 = Instant::now();
+        let mut carried = Seen::default();
+        let mut fresh = Seen::default();
+        fresh.receive_at(&response(10), t0);
+        carried.carry(&fresh, t0);
+        // Rounds in which the publisher is silent (restarting): still there within its TTL.
+        carried.carry(&Seen::default(), t0 + Duration::from_secs(9));
+        assert_eq!(carried.addresses(&host).len(), 1);
+        // An answer renews it.
+        let mut again = Seen::default();
+        again.receive_at(&response(10), t0 + Duration::from_secs(9));
+        carried.carry(&again, t0 + Duration::from_secs(9));
+        carried.carry(&Seen::default(), t0 + Duration::from_secs(18));
+        assert_eq!(carried.addresses(&host).len(), 1);
+        // Past it, gone.
+        carried.carry(&Seen::default(), t0 + Duration::from_secs(19));
+        assert!(carried.addresses(&host).is_empty());
+    }
+
+    #[test]
+    fn a_goodbye_removes_what_was_carried_at_once() {
+        let host = name("master-0.local.").unwrap();
+        let t0 = Instant::now();
+        let mut carried = Seen::default();
+        let mut fresh = Seen::default();
+        fresh.receive_at(&response(120), t0);
+        carried.carry(&fresh, t0);
+        let mut bye = Seen::default();
+        bye.receive_at(&response(0), t0 + Duration::from_secs(1));
+        carried.carry(&bye, t0 + Duration::from_secs(1));
+        assert!(carried.addresses(&host).is_empty());
+    }
 }

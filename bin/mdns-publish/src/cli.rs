@@ -99,7 +99,9 @@ pub struct Browse {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Keep browsing; rewrite the output only when the inventory changes (tells systemd it is
-    /// ready once the first inventory is written).
+    /// ready once the first inventory is written). A node stays for its records' TTL after it
+    /// last answered (10 s for answers to these one-shot queries, RFC 6762 6.7), or until its
+    /// goodbye: a publisher restarting within it does not leave the inventory.
     #[arg(long)]
     pub watch: bool,
     /// The address to query from (its interface; default: any).

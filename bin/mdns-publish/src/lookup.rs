@@ -63,6 +63,17 @@ const ASK_AT: [Duration; 4] = [
 
 /// One round: ask, listen, and say what was found.
 pub async fn round(b: &Browse) -> Result<Found, BrowseError> {
+    found(b, &listen(b).await?)
+}
+
+/// What `seen` says of the nodes `b` browses for.
+fn found(b: &Browse, seen: &Seen) -> Result<Found, BrowseError> {
+    let kind = name(&format!("{}.local.", b.kind))?;
+    Ok(seen.found(&kind, &b.filter, b.min_srv)?)
+}
+
+/// One round's asking and listening: what was heard.
+async fn listen(b: &Browse) -> Result<Seen, BrowseError> {
     let iface: Option<Interface> = match b.bind {
         Some(a) => Some(net::interface(a, None)?),
         None => None,
@@ -74,8 +85,10 @@ pub async fn round(b: &Browse) -> Result<Found, BrowseError> {
         }
         _ => None,
     };
-    let kind = name(&format!("{}.local.", b.kind))?;
-    let kinds = [kind.clone(), name(&format!("{ETCD_TYPE}.local."))?];
+    let kinds = [
+        name(&format!("{}.local.", b.kind))?,
+        name(&format!("{ETCD_TYPE}.local."))?,
+    ];
     let mut seen = Seen::default();
     let start = Instant::now();
     let end = start + b.round;
@@ -116,7 +129,7 @@ pub async fn round(b: &Browse) -> Result<Found, BrowseError> {
             }
         }
     }
-    Ok(seen.found(&kind, &b.filter, b.min_srv)?)
+    Ok(seen)
 }
 
 /// Questions a query datagram carries. A one-shot query comes from a port other than 5353, so
@@ -196,8 +209,17 @@ pub struct Output {
 pub async fn browse(b: &Browse, out: &Output) -> Result<bool, BrowseError> {
     let mut last: Option<String> = None;
     let mut ready = false;
+    // With --watch, what earlier rounds heard, held for its TTL.
+    let mut carried = Seen::default();
     loop {
-        let found = match round(b).await {
+        let heard = listen(b).await.and_then(|fresh| {
+            if !out.watch {
+                return found(b, &fresh);
+            }
+            carried.carry(&fresh, std::time::Instant::now());
+            found(b, &carried)
+        });
+        let found = match heard {
             Ok(f) => f,
             Err(e) if out.watch => {
                 eprintln!("mdns-publish browse: {e}");

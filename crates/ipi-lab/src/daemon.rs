@@ -98,6 +98,12 @@ impl Daemon {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// How it ended, once it has (without waiting): its exit status or the signal that
+    /// killed it.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
     /// Sends a signal (SIGKILL for a crash, SIGHUP for a reload...).
     pub fn signal(&self, signal: Signal) -> Result<(), LabError> {
         kill(pid(self.child.id()), signal).map_err(|e| LabError::Io {
@@ -143,6 +149,13 @@ impl Daemon {
     pub fn usage(&self) -> Usage {
         process_tree_usage(self.child.id())
     }
+
+    /// The process and everything it forked that still runs, the process first: what a
+    /// systemd unit's control group holds (keepalived's VRRP child, haproxy's worker), for a
+    /// signal to all of them.
+    pub fn pids(&self) -> Vec<u32> {
+        tree(self.child.id(), &processes())
+    }
 }
 
 impl Drop for Daemon {
@@ -168,8 +181,9 @@ fn stat(text: &str) -> Option<(u32, u64, u64)> {
     Some((ppid, utime + stime, rss))
 }
 
-fn process_tree_usage(root: u32) -> Usage {
-    let mut procs: HashMap<u32, (u32, u64, u64)> = HashMap::new();
+/// Every process's parent, CPU ticks and RSS pages, by pid.
+fn processes() -> HashMap<u32, (u32, u64, u64)> {
+    let mut procs = HashMap::new();
     if let Ok(entries) = std::fs::read_dir("/proc") {
         for entry in entries.flatten() {
             let Some(id) = entry
@@ -187,6 +201,30 @@ fn process_tree_usage(root: u32) -> Usage {
             }
         }
     }
+    procs
+}
+
+/// `root` and its descendants among `procs`, parents before their children.
+fn tree(root: u32, procs: &HashMap<u32, (u32, u64, u64)>) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(id) = todo.pop() {
+        if !procs.contains_key(&id) {
+            continue;
+        }
+        out.push(id);
+        todo.extend(
+            procs
+                .iter()
+                .filter(|(_, s)| s.0 == id)
+                .map(|(&child, _)| child),
+        );
+    }
+    out
+}
+
+fn process_tree_usage(root: u32) -> Usage {
+    let procs = processes();
     let ticks = u64::try_from(
         nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
             .ok()
@@ -203,8 +241,7 @@ fn process_tree_usage(root: u32) -> Usage {
     .unwrap_or(4096)
         / 1024;
     let mut usage = Usage::default();
-    let mut todo = vec![root];
-    while let Some(id) = todo.pop() {
+    for id in tree(root, &procs) {
         let Some(&(_, cpu, rss)) = procs.get(&id) else {
             continue;
         };
@@ -215,12 +252,6 @@ fn process_tree_usage(root: u32) -> Usage {
             Duration::from_nanos,
         );
         usage.rss_kib += rss * page_kib;
-        todo.extend(
-            procs
-                .iter()
-                .filter(|(_, s)| s.0 == id)
-                .map(|(&child, _)| child),
-        );
     }
     usage
 }
@@ -313,5 +344,25 @@ mod tests {
         let usage = process_tree_usage(std::process::id());
         assert!(usage.processes >= 1);
         assert!(usage.rss_kib > 0);
+    }
+
+    #[test]
+    fn pids_are_the_process_then_what_it_forked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Command::new("sh");
+        c.args(["-c", "sleep 30 & wait"]);
+        let d = Daemon::start("forks", c, dir.path()).unwrap();
+        let mut pids = Vec::new();
+        wait_for(Duration::from_secs(5), Duration::from_millis(10), || {
+            pids = d.pids();
+            pids.len() == 2
+        });
+        assert_eq!(pids.len(), 2, "{pids:?}");
+        assert_eq!(pids[0], d.pid());
+        let sleeper = std::fs::read_to_string(format!("/proc/{}/comm", pids[1])).unwrap();
+        assert_eq!(sleeper.trim(), "sleep");
+        for p in pids.iter().rev() {
+            let _ = kill(pid(*p), Signal::SIGKILL);
+        }
     }
 }

@@ -34,4 +34,9 @@ impl Router {
     pub fn stop(&mut self) {
         self.server.stop();
     }
+
+    /// Starts again on the same port after [`stop`](Self::stop).
+    pub fn start(&mut self) -> io::Result<()> {
+        self.server.restart()
+    }
 }

@@ -45,7 +45,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::{Config, Notify};
 use crate::fsm::{Action, Event, Instant, State};
-use crate::net::{LinkWatcher, Netlink, Received};
+use crate::net::{LinkWatcher, Netlink, Outcome, Received};
 
 use scripts::Identity;
 use setup::{Parts, SetupError, Unit, Vr};
@@ -228,6 +228,7 @@ impl Daemon {
         };
         d.spawn_tasks().await?;
         d.parts_changed();
+        d.clear_leftovers().await;
         d.start_units().await;
         ipi_core::service::notify_systemd("READY=1");
         d.write_status();
@@ -646,6 +647,29 @@ impl Daemon {
         }
         if add {
             self.routes(vr, true).await;
+        }
+    }
+
+    /// Removes the VIPs that an earlier run left on the interfaces (one killed with SIGKILL
+    /// or that crashed could not give them back), before any instance starts: every instance
+    /// starts in Backup (or becomes Master and adds them again), and a Backup must not hold
+    /// its addresses (RFC 5798 6.4.2: it MUST NOT answer ARP for them nor accept packets for
+    /// them). Left in place, the node holds the VIP beside the new master for good (seen by
+    /// the chaos schedule: two holders after SIGKILL of the holder's vrrpd).
+    async fn clear_leftovers(&self) {
+        // An address owner's VIPs are its own addresses (RFC 5798 3): never taken away.
+        for v in self.parts.vrs.iter().filter(|v| v.cfg.priority != 255) {
+            for (interface, vip) in &v.vips {
+                match self.netlink.remove_address(interface, vip).await {
+                    Ok(Outcome::Changed) => tracing::warn!(
+                        "{}: {vip} was on {} at start (left by an earlier run): removed",
+                        v.cfg.name,
+                        interface.name
+                    ),
+                    Ok(Outcome::Unchanged) => {}
+                    Err(e) => tracing::error!("{}: {vip} on {}: {e}", v.cfg.name, interface.name),
+                }
+            }
         }
     }
 
