@@ -380,10 +380,11 @@ impl Units {
 
     pub(crate) fn stop(&mut self, name: &str) {
         self.pending.remove(name);
+        self.notify.remove(name);
         if let Some(mut d) = self.running.remove(name) {
             d.stop();
+            self.stop_post(name);
         }
-        self.notify.remove(name);
     }
 
     /// Stops every unit, the last started first (SIGTERM).
@@ -504,7 +505,26 @@ impl Units {
                     .insert(name.clone(), (d.pid(), Instant::now()));
             }
             self.notify.remove(&name);
+            self.stop_post(&name);
             self.ended(&name, exit);
+        }
+    }
+
+    /// `ExecStopPost=`: run once a daemon's main process has ended, by itself or stopped, as
+    /// systemd does; a command that fails is written to the log, as systemd logs it.
+    fn stop_post(&mut self, name: &str) {
+        let Ok(unit) = self.unit(name) else {
+            return;
+        };
+        let files = |p: &Path| self.lab_path(p);
+        let env = match unit.env(&files) {
+            Ok(env) => env,
+            Err(e) => return self.oneshots.push_str(&format!("{name} (ExecStopPost=): {e}\n")),
+        };
+        for e in &unit.exec_stop_post {
+            if let Err(e) = self.exec(&unit, e, &env) {
+                self.oneshots.push_str(&format!("{name} (ExecStopPost=): {e}\n"));
+            }
         }
     }
 

@@ -81,6 +81,8 @@ pub struct Unit {
     pub exec_start_post: Vec<Exec>,
     /// `ExecReload=`.
     pub exec_reload: Vec<Exec>,
+    /// `ExecStopPost=`: run once the main process has ended, however it ended.
+    pub exec_stop_post: Vec<Exec>,
     /// A `.path` unit's `PathChanged=` / `PathModified=` paths.
     pub watches: Vec<PathBuf>,
     /// A `.path` unit's `Unit=` (the service of the same name when unset).
@@ -147,6 +149,7 @@ impl Unit {
                 ("Service", "ExecStart") => unit.exec_start.push(exec()?),
                 ("Service", "ExecStartPost") => unit.exec_start_post.push(exec()?),
                 ("Service", "ExecReload") => unit.exec_reload.push(exec()?),
+                ("Service", "ExecStopPost") => unit.exec_stop_post.push(exec()?),
                 ("Path", "PathChanged" | "PathModified") => {
                     unit.watches.push(PathBuf::from(value));
                 }
