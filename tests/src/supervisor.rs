@@ -3,7 +3,7 @@
 //!
 //! A unit is started as systemd would start it: `ConditionPathExists=`, `RuntimeDirectory=`,
 //! the environment from `EnvironmentFile=` and `Environment=`, `ExecStartPre=`, then
-//! `ExecStart=` (a daemon, or run to completion for `Type=oneshot`), `ExecStartPost=`.
+//! `ExecStart=` (a daemon, or run to completion for `Type=oneshot`), `ExecStartPost=`; `ExecStopPost=` once the main process has ended, stopped or by itself.
 //! `Type=notify` units get a `NOTIFY_SOCKET` and the next unit starts once they said
 //! `READY=1`. `/usr/bin/PROGRAM` of ours ([`PROGRAMS`]) is the freshly built binary in the
 //! options' `bin_dir`, which also comes first on PATH (the track scripts call `lb-proxy` by
@@ -519,11 +519,16 @@ impl Units {
         let files = |p: &Path| self.lab_path(p);
         let env = match unit.env(&files) {
             Ok(env) => env,
-            Err(e) => return self.oneshots.push_str(&format!("{name} (ExecStopPost=): {e}\n")),
+            Err(e) => {
+                return self
+                    .oneshots
+                    .push_str(&format!("{name} (ExecStopPost=): {e}\n"))
+            }
         };
         for e in &unit.exec_stop_post {
             if let Err(e) = self.exec(&unit, e, &env) {
-                self.oneshots.push_str(&format!("{name} (ExecStopPost=): {e}\n"));
+                self.oneshots
+                    .push_str(&format!("{name} (ExecStopPost=): {e}\n"));
             }
         }
     }
