@@ -3,7 +3,8 @@
 //!
 //! A unit is started as systemd would start it: `ConditionPathExists=`, `RuntimeDirectory=`,
 //! the environment from `EnvironmentFile=` and `Environment=`, `ExecStartPre=`, then
-//! `ExecStart=` (a daemon, or run to completion for `Type=oneshot`), `ExecStartPost=`; `ExecStopPost=` once the main process has ended, stopped or by itself.
+//! `ExecStart=` (a daemon, or run to completion for `Type=oneshot`), `ExecStartPost=`;
+//! `ExecStopPost=` once the main process has ended, stopped or by itself.
 //! `Type=notify` units get a `NOTIFY_SOCKET` and the next unit starts once they said
 //! `READY=1`. `/usr/bin/PROGRAM` of ours ([`PROGRAMS`]) is the freshly built binary in the
 //! options' `bin_dir`, which also comes first on PATH (the track scripts call `lb-proxy` by
