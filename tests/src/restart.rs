@@ -197,13 +197,27 @@ fn timespan(value: &str) -> Result<Duration, String> {
     let n: u64 = number
         .parse()
         .map_err(|_| format!("{value}: not a time span (`5s`, `100ms`, `2`)"))?;
+    let too_long = || format!("{value}: too long a time span");
     Ok(match unit.trim() {
         "" | "s" | "sec" | "second" | "seconds" => Duration::from_secs(n),
         "ms" | "msec" => Duration::from_millis(n),
         "us" | "usec" => Duration::from_micros(n),
-        "m" | "min" | "minute" | "minutes" => Duration::from_secs(n * 60),
-        "h" | "hr" | "hour" | "hours" => Duration::from_secs(n * 3600),
+        "m" | "min" | "minute" | "minutes" => {
+            Duration::from_secs(n.checked_mul(60).ok_or_else(too_long)?)
+        }
+        "h" | "hr" | "hour" | "hours" => {
+            Duration::from_secs(n.checked_mul(3600).ok_or_else(too_long)?)
+        }
         other => return Err(format!("{value}: unit {other} is not s, ms, us, min or h")),
+    })
+    .and_then(|span| {
+        // Added to an Instant later: beyond a day (the lab has no use for it) is refused
+        // rather than overflowing there.
+        if span > Duration::from_secs(86_400) {
+            Err(format!("{value}: longer than a day"))
+        } else {
+            Ok(span)
+        }
     })
 }
 
@@ -270,6 +284,18 @@ mod tests {
     const SEGV: Exit = Exit::Signal(Signal::SIGSEGV);
     const TERM: Exit = Exit::Signal(Signal::SIGTERM);
     const HUP: Exit = Exit::Signal(Signal::SIGHUP);
+
+    #[test]
+    fn time_spans_too_long_are_refused_not_overflowed() {
+        assert_eq!(timespan("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(timespan("2min"), Ok(Duration::from_secs(120)));
+        assert!(
+            timespan("307445734561825861min").is_err(),
+            "u64 seconds overflow"
+        );
+        assert!(timespan("5124095576030432h").is_err());
+        assert!(timespan("25h").is_err(), "longer than a day");
+    }
 
     /// systemd.service(5)'s table: clean exit, unclean exit status, unclean signal.
     #[test]
