@@ -276,14 +276,20 @@ mod tests {
         m
     }
 
+    /// What a browse round that heard master-0 with `ttl` at `at` carries on.
+    fn heard(ttl: u32, at: Instant) -> Seen {
+        let mut fresh = Seen::default();
+        fresh.receive_at(&response(ttl), at);
+        let mut carried = Seen::default();
+        carried.carry(&fresh, at);
+        carried
+    }
+
     #[test]
     fn what_was_heard_lasts_its_ttl_across_silent_rounds() {
         let host = name("master-0.local.").unwrap();
         let t0 = Instant::now();
-        let mut carried = Seen::default();
-        let mut fresh = Seen::default();
-        fresh.receive_at(&response(10), t0);
-        carried.carry(&fresh, t0);
+        let mut carried = heard(10, t0);
         // Rounds in which the publisher is silent (restarting): still there within its TTL.
         carried.carry(&Seen::default(), t0 + Duration::from_secs(9));
         assert_eq!(carried.addresses(&host).len(), 1);
@@ -302,10 +308,7 @@ mod tests {
     fn a_goodbye_removes_what_was_carried_at_once() {
         let host = name("master-0.local.").unwrap();
         let t0 = Instant::now();
-        let mut carried = Seen::default();
-        let mut fresh = Seen::default();
-        fresh.receive_at(&response(120), t0);
-        carried.carry(&fresh, t0);
+        let mut carried = heard(120, t0);
         let mut bye = Seen::default();
         bye.receive_at(&response(0), t0 + Duration::from_secs(1));
         carried.carry(&bye, t0 + Duration::from_secs(1));
