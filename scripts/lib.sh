@@ -1,6 +1,16 @@
-# What scripts/test, scripts/demo and scripts/bench share. Sourced, not run.
+# What scripts/test, scripts/demo, scripts/bench, scripts/package and scripts/check-fresh share.
+# Sourced, not run.
 
 step() { printf '\n==> %s\n' "$*"; }
+
+# What building ipi-net needs beyond a Rust toolchain (rustup's stable), in one place: every
+# script that builds installs this list first, then its own. A C compiler and libc headers (ring
+# and the linker), protoc and the protobuf headers (etcd-client's build script), ca-certificates
+# (cargo fetching crates over HTTPS), git (cargo's own).
+BUILD_PACKAGES=(ca-certificates gcc git libc6-dev libprotobuf-dev protobuf-compiler)
+# The cargo tools a script may need, by what it runs: cargo-deb (scripts/package),
+# cargo-nextest and cargo-fuzz (scripts/test). Installed from crates.io, --locked.
+CARGO_TOOLS=(cargo-deb cargo-fuzz cargo-nextest)
 
 # install_packages PACKAGE...: apt-get install those not installed yet (needs root).
 install_packages() {
@@ -11,7 +21,7 @@ install_packages() {
     ((${#missing[@]})) || return 0
     if [ "$(id -u)" -ne 0 ]; then
         echo "$0: these Debian packages are missing and installing them needs root: ${missing[*]}" >&2
-        echo "$0: run it as root (sudo $0), or install them yourself" >&2
+        echo "$0: run it as root, or install them yourself" >&2
         exit 2
     fi
     step "apt-get install ${missing[*]}"
@@ -19,3 +29,58 @@ install_packages() {
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
+
+# install_build_deps: what every build needs (BUILD_PACKAGES), and a Rust toolchain or a clear
+# word that it is missing.
+install_build_deps() {
+    install_packages "${BUILD_PACKAGES[@]}"
+    command -v cargo >/dev/null || {
+        echo "$0: cargo is missing: install a Rust toolchain (https://rustup.rs), then run it again" >&2
+        exit 2
+    }
+}
+
+# install_cargo_tool NAME: cargo install --locked NAME (one of CARGO_TOOLS) unless `cargo SUB`
+# already answers --version.
+install_cargo_tool() {
+    local tool=$1
+    [[ " ${CARGO_TOOLS[*]} " == *" $tool "* ]] || {
+        echo "$0: install_cargo_tool: $tool is not in CARGO_TOOLS (scripts/lib.sh)" >&2
+        exit 2
+    }
+    cargo "${tool#cargo-}" --version >/dev/null 2>&1 && return 0
+    step "cargo install $tool"
+    cargo install --locked --quiet "$tool"
+}
+
+# Phase timing. `phase NAME` ends the phase running (if any) and starts NAME; `phase_report`
+# ends the last one and prints every phase's wall time, then the total. scripts/test calls it
+# on exit, so a failed run says where its time went too.
+PHASE_NAMES=()
+PHASE_SECONDS=()
+_phase_name=
+_phase_start=0
+phase() {
+    phase_end
+    _phase_name=$1
+    _phase_start=$SECONDS
+    step "$1"
+}
+phase_end() {
+    [[ -n $_phase_name ]] || return 0
+    PHASE_NAMES+=("$_phase_name")
+    PHASE_SECONDS+=($((SECONDS - _phase_start)))
+    _phase_name=
+}
+# phase_report [EXTRA]: the table; EXTRA (a command) prints more lines under it.
+phase_report() {
+    local i total=0
+    phase_end
+    printf '\n==> time by phase\n'
+    for i in "${!PHASE_NAMES[@]}"; do
+        printf '%8s  %s\n' "$(mmss "${PHASE_SECONDS[$i]}")" "${PHASE_NAMES[$i]}"
+        total=$((total + PHASE_SECONDS[i]))
+    done
+    printf '%8s  %s\n' "$(mmss "$total")" total
+}
+mmss() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
