@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # What scripts/test, scripts/demo, scripts/bench, scripts/package and scripts/check-fresh share.
 # Sourced, not run.
 
@@ -34,10 +35,13 @@ install_packages() {
 # word that it is missing.
 install_build_deps() {
     install_packages "${BUILD_PACKAGES[@]}"
-    command -v cargo >/dev/null || {
+    command -v cargo >/dev/null && return 0
+    if [[ -n ${SUDO_USER:-} ]]; then
+        echo "$0: cargo is not on the path: sudo resets PATH; keep yours: sudo -E env \"PATH=\$PATH\" $0" >&2
+    else
         echo "$0: cargo is missing: install a Rust toolchain (https://rustup.rs), then run it again" >&2
-        exit 2
-    }
+    fi
+    exit 2
 }
 
 # install_cargo_tool NAME: cargo install --locked NAME (one of CARGO_TOOLS) unless `cargo SUB`
