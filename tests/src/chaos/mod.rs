@@ -111,6 +111,12 @@ pub fn run(
         if t0.elapsed() >= budget.length {
             break;
         }
+        // Said before it is applied too: a fault whose step hangs is named by the last line.
+        say(&format!(
+            "{:>7.1} s  {} ...",
+            t0.elapsed().as_secs_f64(),
+            p.kind.label()
+        ));
         match one(c, p, t0) {
             Ok(w) => {
                 say(&format!(
