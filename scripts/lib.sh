@@ -57,13 +57,16 @@ install_cargo_tool() {
     cargo install --locked --quiet "$tool"
 }
 
-# Phase timing. `phase NAME` ends the phase running (if any) and starts NAME; `phase_report`
-# ends the last one and prints every phase's wall time, then the total. scripts/test calls it
-# on exit, so a failed run says where its time went too.
+# Phase timing. `phase NAME` ends the phase running (if any) and starts NAME; `beside NAME LOG
+# COMMAND...` runs COMMAND in the background while the phases go on (its output to LOG) and
+# `beside_wait NAME` waits for it, failing (with its output) when it failed; `phase_report` ends
+# the last phase and prints every phase's wall time, what ran beside them, and the script's
+# whole wall time. scripts/test calls it on exit, so a failed run says where its time went too.
 PHASE_NAMES=()
 PHASE_SECONDS=()
 _phase_name=
 _phase_start=0
+declare -A _beside_pid=() _beside_log=()
 phase() {
     phase_end
     _phase_name=$1
@@ -76,15 +79,57 @@ phase_end() {
     PHASE_SECONDS+=($((SECONDS - _phase_start)))
     _phase_name=
 }
-# phase_report [EXTRA]: the table; EXTRA (a command) prints more lines under it.
+beside() {
+    local name=$1 log=$2
+    shift 2
+    step "started beside what follows: $name (output: $log)"
+    mkdir -p "$(dirname "$log")"
+    (
+        start=$SECONDS
+        status=0
+        "$@" >"$log" 2>&1 || status=$?
+        echo "$status $((SECONDS - start))" >"$log.done"
+        exit "$status"
+    ) &
+    _beside_pid[$name]=$!
+    _beside_log[$name]=$log
+}
+beside_wait() {
+    local name=$1 status=0 took log=${_beside_log[$1]}
+    wait "${_beside_pid[$name]}" || status=$?
+    unset "_beside_pid[$name]"
+    took=$(cut -d' ' -f2 "$log.done" 2>/dev/null || echo 0)
+    PHASE_NAMES+=("$name (beside the phases above)")
+    PHASE_SECONDS+=("$took")
+    if ((status != 0)); then
+        echo "$0: $name failed (exit $status), its output:" >&2
+        cat "$log" >&2
+        return "$status"
+    fi
+}
+# beside_stop: stops what still runs beside (a run that failed early), and all it started.
+beside_stop() {
+    local name
+    for name in "${!_beside_pid[@]}"; do
+        kill_tree "${_beside_pid[$name]}"
+    done
+}
+kill_tree() {
+    local children child
+    children=$(cat /proc/"$1"/task/*/children 2>/dev/null) || true
+    for child in $children; do
+        kill_tree "$child"
+    done
+    kill "$1" 2>/dev/null || true
+}
 phase_report() {
-    local i total=0
+    local i
+    beside_stop
     phase_end
     printf '\n==> time by phase\n'
     for i in "${!PHASE_NAMES[@]}"; do
         printf '%8s  %s\n' "$(mmss "${PHASE_SECONDS[$i]}")" "${PHASE_NAMES[$i]}"
-        total=$((total + PHASE_SECONDS[i]))
     done
-    printf '%8s  %s\n' "$(mmss "$total")" total
+    printf '%8s  %s\n' "$(mmss "$SECONDS")" "the whole run (wall time)"
 }
 mmss() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
