@@ -564,9 +564,8 @@ fn the_shell_scripts_are_shellcheck_clean() {
     // The project's own: the README's two commands, the benchmarks, the packages, the fresh
     // machine's check, and what they share (sourced: -x follows it from each).
     let own = contrib().join("../scripts");
-    scripts.extend(
-        ["demo", "test", "bench", "package", "check-fresh", "lib.sh"].map(|s| own.join(s)),
-    );
+    scripts
+        .extend(["demo", "test", "bench", "package", "check-fresh", "lib.sh"].map(|s| own.join(s)));
     assert_eq!(scripts.len(), 15, "{scripts:?}");
     if !ipi_lab::tool("shellcheck", "shellcheck") {
         return;
