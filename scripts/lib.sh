@@ -45,7 +45,10 @@ install_build_deps() {
 }
 
 # install_cargo_tool NAME: cargo install --locked NAME (one of CARGO_TOOLS) unless `cargo SUB`
-# already answers --version.
+# already answers --version. Built with opt-level 1 and no LTO: these tools spend their time
+# waiting on cargo, rustc and the tests, not computing, and the release profile's full
+# optimisation made compiling them (cargo-nextest above all) a fifth of a test run from nothing:
+# cargo-deb and cargo-fuzz took 1:12 so here against 3:23 with their own profiles.
 install_cargo_tool() {
     local tool=$1
     [[ " ${CARGO_TOOLS[*]} " == *" $tool "* ]] || {
@@ -54,7 +57,9 @@ install_cargo_tool() {
     }
     cargo "${tool#cargo-}" --version >/dev/null 2>&1 && return 0
     step "cargo install $tool"
-    cargo install --locked --quiet "$tool"
+    CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_LTO=false \
+        CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_DEBUG=false \
+        cargo install --locked --quiet "$tool"
 }
 
 # Phase timing. `phase NAME` ends the phase running (if any) and starts NAME; `beside NAME LOG

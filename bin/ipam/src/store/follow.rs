@@ -15,6 +15,7 @@ use std::time::Duration;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 
+#[cfg(feature = "etcd")]
 use super::etcd::EtcdStore;
 use super::file::FileStore;
 use super::{locate, Location, Record, Store, StoreError};
@@ -34,6 +35,9 @@ pub trait Follow: fmt::Debug + Send {
 pub fn follow(url: &str, pool: &str) -> Result<Box<dyn Follow>, StoreError> {
     Ok(match locate(url)? {
         Location::Dir(root) => Box::new(FileFollow::new(root, pool)?),
+        #[cfg(not(feature = "etcd"))]
+        Location::Etcd(_) => return Err(super::without_etcd(url)),
+        #[cfg(feature = "etcd")]
         Location::Etcd(rest) => {
             let mut store = EtcdStore::connect(url, rest)?;
             let stream = store.watch_pool(pool)?;
@@ -156,12 +160,14 @@ impl Follow for FileFollow {
 }
 
 /// An etcd pool, watched.
+#[cfg(feature = "etcd")]
 struct EtcdFollow {
     store: EtcdStore,
     stream: etcd_client::WatchStream,
     pool: String,
 }
 
+#[cfg(feature = "etcd")]
 impl fmt::Debug for EtcdFollow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EtcdFollow")
@@ -171,6 +177,7 @@ impl fmt::Debug for EtcdFollow {
     }
 }
 
+#[cfg(feature = "etcd")]
 impl Follow for EtcdFollow {
     fn list(&mut self) -> Result<Vec<(IpAddr, Record)>, StoreError> {
         self.store.list(&self.pool)
