@@ -11,7 +11,8 @@ use std::time::Duration;
 use ipi_lab::{Daemon, Host, Lab};
 use nix::sys::signal::Signal;
 use support::{
-    answers, logs, mac, state, state_dir, status, until, vrrpd, wall_clock, Responder, Wire,
+    answers, logs, mac, send_raw, state, state_dir, status, until, vrrpd, wall_clock, Responder,
+    Wire,
 };
 
 mod support;
@@ -398,31 +399,6 @@ fn sighup_keeps_unchanged_instances_and_refuses_a_broken_file() {
     );
 }
 
-/// Sends raw VRRP messages (the IP header is the kernel's) from inside `host`'s namespace to
-/// the VRRP group, with the given TTL.
-fn send_raw(host: &Host, messages: Vec<(Vec<u8>, u32)>) {
-    let netns = format!("/run/netns/{}", host.netns());
-    let source = host.ipv4();
-    std::thread::spawn(move || {
-        let ns = std::fs::File::open(&netns).unwrap();
-        nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        let socket = socket2::Socket::new(
-            socket2::Domain::IPV4,
-            socket2::Type::RAW,
-            Some(socket2::Protocol::from(112)),
-        )
-        .unwrap();
-        socket.set_multicast_if_v4(&source).unwrap();
-        let group: std::net::SocketAddr = "224.0.0.18:0".parse().unwrap();
-        for (bytes, ttl) in messages {
-            socket.set_multicast_ttl_v4(ttl).unwrap();
-            socket.send_to(&bytes, &group.into()).unwrap();
-        }
-    })
-    .join()
-    .unwrap();
-}
-
 #[test]
 // One scenario: every kind of bad advert against one running pair, read top to bottom.
 #[allow(clippy::too_many_lines)]
@@ -489,7 +465,7 @@ fn malformed_adverts_are_counted_and_change_nothing() {
         }
         messages.push((emit(&good), 1)); // crossed a router
     }
-    send_raw(&b, messages);
+    send_raw(&b, dst, messages);
 
     until("the counters", Duration::from_secs(3), &[&da], || {
         let s = status(&a);

@@ -96,19 +96,25 @@ fn keepalived_defaults_re_announce_after_a_lower_priority_advert() {
     assert!(lan.adverts(a, VRID).contains(&(ms(heard), 200)));
 }
 
-#[test]
-fn the_delayed_burst_is_not_pushed_back_or_doubled() {
-    // A master that keeps hearing lower adverts (the other side cannot hear it yet): a burst
-    // for each, and one delayed burst, where the first advert put it.
+/// A master at priority 200 (1 s adverts), and a priority-100 advert from host `from`.
+fn master_and_a_lower_advert(from: u8) -> (vrrpd::fsm::Instance, Event) {
     let mut a = router(v3(200, 1));
     a.handle(ms(0), Event::Startup);
     a.handle_timeout(ms(mdi(200)));
     assert_eq!(a.state(), State::Master);
     let lower = Event::Advert {
-        from: addr(2),
+        from: addr(from),
         priority: 100,
         advert_int_cs: 100,
     };
+    (a, lower)
+}
+
+#[test]
+fn the_delayed_burst_is_not_pushed_back_or_doubled() {
+    // A master that keeps hearing lower adverts (the other side cannot hear it yet): a burst
+    // for each, and one delayed burst, where the first advert put it.
+    let (mut a, lower) = master_and_a_lower_advert(2);
     let mut bursts = Vec::new();
     for t in [10_000, 11_000, 12_000] {
         a.handle_timeout(ms(t));
@@ -135,6 +141,34 @@ fn the_delayed_burst_is_not_pushed_back_or_doubled() {
     // The garp_master_delay burst of the takeover (mdi + 5 s) came before; then one with the
     // next advert after the last lower one (13 s), and the delayed one (15 s).
     assert_eq!(delayed, [13_000, 15_000]);
+}
+
+#[test]
+fn a_flood_of_lower_adverts_is_answered_once_an_interval() {
+    // A host on the LAN sends lower-priority adverts every 10 ms for 3 s: the master answers
+    // the first of each advert interval (an advert and a burst) and ignores the rest, so it
+    // sends no more than a router of the group would make it.
+    let (mut a, lower) = master_and_a_lower_advert(9);
+    let mut answered = Vec::new();
+    for t in (10_000..13_000).step_by(10) {
+        a.handle_timeout(ms(t));
+        let out = a.handle(ms(t), lower.clone());
+        if out.contains(&Action::SendGarp { repeat: 5 }) {
+            assert!(
+                out.contains(&Action::SendAdvert { priority: 200 }),
+                "at {t} ms"
+            );
+            answered.push(t);
+        } else {
+            assert_eq!(
+                out,
+                [],
+                "at {t} ms: only the first of an interval is answered"
+            );
+        }
+    }
+    assert_eq!(answered, [10_000, 11_000, 12_000]);
+    assert_eq!(a.state(), State::Master);
 }
 
 #[test]

@@ -35,6 +35,7 @@ mod telemetry;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -130,8 +131,10 @@ struct Daemon {
     start: tokio::time::Instant,
     parts: Parts,
     tasks: Vec<JoinHandle<()>>,
-    rx_tx: mpsc::UnboundedSender<Rx>,
-    rx: mpsc::UnboundedReceiver<Rx>,
+    rx_tx: mpsc::Sender<Rx>,
+    rx: mpsc::Receiver<Rx>,
+    /// Datagrams the socket readers dropped because [`RX_QUEUE`] was full.
+    rx_overflow: Arc<AtomicU64>,
     results_tx: mpsc::UnboundedSender<(String, bool)>,
     results: mpsc::UnboundedReceiver<(String, bool)>,
     links_tx: mpsc::UnboundedSender<(String, bool)>,
@@ -180,6 +183,11 @@ const STATUS_REFRESH: Duration = Duration::from_secs(5);
 /// adverts within a few rounds, and a flood cannot hold the timers back for long.
 const AT_MOST_PENDING: usize = 1024;
 
+/// How many datagrams the socket readers queue for the event loop at most: four rounds of
+/// 1,000 instances' adverts. A flood beyond it is dropped at the reader and counted
+/// (`queue_full`), instead of growing the daemon's memory without bound.
+const RX_QUEUE: usize = 4 * AT_MOST_PENDING;
+
 impl Daemon {
     async fn start(
         config: Config,
@@ -189,7 +197,7 @@ impl Daemon {
     ) -> Result<Daemon, Error> {
         let netlink = Netlink::connect()?;
         let parts = setup::build(&config, &netlink, BTreeMap::new()).await?;
-        let (rx_tx, rx) = mpsc::unbounded_channel();
+        let (rx_tx, rx) = mpsc::channel(RX_QUEUE);
         let (probes_tx, probes) = mpsc::unbounded_channel();
         let (results_tx, results) = mpsc::unbounded_channel();
         let (links_tx, links) = mpsc::unbounded_channel();
@@ -204,6 +212,7 @@ impl Daemon {
             tasks: Vec::new(),
             rx_tx,
             rx,
+            rx_overflow: Arc::new(AtomicU64::new(0)),
             results_tx,
             results,
             links_tx,
@@ -243,12 +252,21 @@ impl Daemon {
     async fn spawn_tasks(&mut self) -> Result<(), Error> {
         for (n, socket) in self.parts.sockets.iter().enumerate() {
             let (socket, tx) = (Arc::clone(socket), self.rx_tx.clone());
+            let overflow = Arc::clone(&self.rx_overflow);
             self.tasks.push(tokio::spawn(async move {
                 loop {
                     let r = socket.recv().await;
-                    let fatal = matches!(&r, Err(e) if !e.is_per_datagram());
-                    if tx.send((n, r)).is_err() || fatal {
+                    if matches!(&r, Err(e) if !e.is_per_datagram()) {
+                        // The socket's end: said to the loop whatever the queue holds.
+                        let _ = tx.send((n, r)).await;
                         return;
+                    }
+                    match tx.try_send((n, r)) {
+                        Ok(()) => {}
+                        Err(mpsc::error::TrySendError::Full(_)) => {
+                            overflow.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(mpsc::error::TrySendError::Closed(_)) => return,
                     }
                 }
             }));
@@ -403,6 +421,11 @@ impl Daemon {
             };
             self.received(socket, r).await;
         }
+        let dropped = self.rx_overflow.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            tracing::debug!("the receive queue was full: {dropped} datagrams dropped");
+            self.count_many("", "queue_full", dropped);
+        }
     }
 
     /// Adverts that arrived before a timer fired are heard before it: after a stall (a busy
@@ -534,6 +557,10 @@ impl Daemon {
     }
 
     fn count(&mut self, instance: &str, reason: &'static str) {
+        self.count_many(instance, reason, 1);
+    }
+
+    fn count_many(&mut self, instance: &str, reason: &'static str, n: u64) {
         // Rejected adverts show at once (a clash, a misconfiguration); a flood of them costs
         // one status write per STATUS_DELAY.
         self.status_dirty.set(true);
@@ -542,7 +569,7 @@ impl Daemon {
             .entry(instance.to_string())
             .or_default()
             .entry(reason)
-            .or_default() += 1;
+            .or_default() += n;
     }
 
     async fn carry_out(&mut self, unit: usize, actions: Vec<(usize, Action)>) {

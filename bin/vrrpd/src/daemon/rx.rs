@@ -31,6 +31,8 @@ pub enum Reject {
     Addresses,
     /// In unicast mode, a sender that is not one of our peers.
     UnknownPeer,
+    /// In multicast mode, an advert sent to one of our own addresses rather than to the group.
+    Unicast,
     /// Anything else the codec refuses (mixed families, a v2 interval out of range...).
     Malformed,
 }
@@ -49,6 +51,7 @@ impl Reject {
             Reject::Password => "password",
             Reject::Addresses => "addresses",
             Reject::UnknownPeer => "unknown_peer",
+            Reject::Unicast => "unicast",
             Reject::Malformed => "malformed",
         }
     }
@@ -63,7 +66,10 @@ impl Reject {
             | Reject::Password
             | Reject::Addresses
             | Reject::UnknownPeer => true,
-            Reject::HopLimit
+            // Not a router of another group: a group's routers all send to the group, and a
+            // host that sends to our address alone is a peer misconfigured or a forger.
+            Reject::Unicast
+            | Reject::HopLimit
             | Reject::Length
             | Reject::Type
             | Reject::Checksum
@@ -161,8 +167,8 @@ impl Expect {
 /// multicast socket also sees the unicast adverts sent to us, a unicast socket the group's.
 /// When an instance of the same VRID runs in the other mode (keepalived keeps unicast and
 /// multicast apart the same way), they are its: dropped here silently, neither counted nor
-/// taken for a foreign router. Without one they are checked as any advert (a peer that
-/// unicasts to a multicast instance is heard, or named if it does not match).
+/// taken for a foreign router. Without one, [`check`] refuses a unicast advert to a multicast
+/// instance ([`Reject::Unicast`]) and takes a unicast instance's from its listed peers only.
 pub fn addressed(dst: IpAddr, unicast: bool) -> bool {
     dst.is_multicast() != unicast
 }
@@ -178,7 +184,16 @@ pub fn parse(d: &Datagram<'_>) -> Result<Repr, Reject> {
 
 /// The checks against one instance; the event for the state machine when they pass.
 pub fn check(d: &Datagram<'_>, repr: &Repr, expect: &Expect) -> Result<Event, Reject> {
-    if !expect.peers.is_empty() && !expect.peers.contains(&d.src) {
+    if expect.peers.is_empty() {
+        // A multicast instance's group sends to 224.0.0.18 / ff02::12 (RFC 5798 5.1.1.2) with
+        // TTL 255 (7.1, checked in `parse`); keepalived's multicast instance never hears a
+        // unicast advert. One sent to our address could come from off the link, its TTL set
+        // to anything: heard, a single forged packet with a higher priority made a master
+        // give the VIP up.
+        if !d.dst.is_multicast() {
+            return Err(Reject::Unicast);
+        }
+    } else if !expect.peers.contains(&d.src) {
         return Err(Reject::UnknownPeer);
     }
     if repr.vrid != expect.vrid {
@@ -292,6 +307,30 @@ mod tests {
         let mut e = expect();
         e.peers = vec![ip("192.0.2.3")];
         assert_eq!(run(&advert(), 255, &e), Err(Reject::UnknownPeer));
+    }
+
+    #[test]
+    fn a_multicast_instance_refuses_unicast_adverts_and_a_unicast_one_takes_its_peers() {
+        // A higher priority with TTL 255, sent to our address: a forger's best try.
+        let mut r = advert();
+        r.priority = 254;
+        let payload = bytes(&r, "192.0.2.2", "192.0.2.1");
+        let d = Datagram {
+            src: ip("192.0.2.2"),
+            dst: ip("192.0.2.1"),
+            hop_limit: 255,
+            payload: &payload,
+        };
+        let parsed = parse(&d).unwrap();
+        assert_eq!(check(&d, &parsed, &expect()), Err(Reject::Unicast));
+        assert!(!Reject::Unicast.is_foreign());
+        // The same datagram to a unicast instance that lists the sender is heard (the
+        // positive control), and one from a sender it does not list is not.
+        let mut e = expect();
+        e.peers = vec![ip("192.0.2.2")];
+        assert!(check(&d, &parsed, &e).is_ok());
+        e.peers = vec![ip("192.0.2.3")];
+        assert_eq!(check(&d, &parsed, &e), Err(Reject::UnknownPeer));
     }
 
     #[test]

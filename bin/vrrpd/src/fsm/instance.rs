@@ -195,6 +195,8 @@ pub struct Instance {
     garp_lower_prio_timer: Option<Instant>,
     /// A lower-priority advert was heard: re-announce once more with the next advert.
     garp_with_next_advert: bool,
+    /// When this master last answered a lower-priority advert (see `master_rx`).
+    lower_answered: Option<Instant>,
     preempt_until: Option<Instant>,
     master: Option<(IpAddr, u8)>,
     now: Instant,
@@ -222,6 +224,7 @@ impl Instance {
             garp_refresh_timer: None,
             garp_lower_prio_timer: None,
             garp_with_next_advert: false,
+            lower_answered: None,
             preempt_until: None,
             master: None,
             now: Instant::ZERO,
@@ -718,6 +721,17 @@ impl Instance {
         if from == self.params.primary_address {
             return;
         }
+        // At most one answer per Advertisement_Interval: a router of the group sends one
+        // advert an interval, so one answer heals a split brain as soon, while a host that
+        // sends lower-priority adverts as fast as it can makes us send no more than our own
+        // rhythm (without this, each one cost an advert and a gratuitous ARP burst).
+        if self
+            .lower_answered
+            .is_some_and(|at| now < at + self.advert_interval())
+        {
+            return;
+        }
+        self.lower_answered = Some(now);
         if !self.params.lower_prio_no_advert {
             self.send_advert(local, out);
         }

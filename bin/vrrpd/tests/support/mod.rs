@@ -513,3 +513,30 @@ pub fn connections(client: &Host, vip: IpAddr) -> Sampler<Option<String>> {
     let client = client.clone();
     Sampler::start(move || answers_within(&client, vip, Duration::from_millis(900)))
 }
+
+/// Sends raw VRRP messages (the IP header is the kernel's) from inside `host`'s namespace to
+/// `dst` (the VRRP group, or one router's address), each with its TTL: what a host on the LAN
+/// can forge.
+pub fn send_raw(host: &Host, dst: IpAddr, messages: Vec<(Vec<u8>, u32)>) {
+    let netns = format!("/run/netns/{}", host.netns());
+    let source = host.ipv4();
+    std::thread::spawn(move || {
+        let ns = std::fs::File::open(&netns).unwrap();
+        nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        let socket = socket2::Socket::new(
+            socket2::Domain::IPV4,
+            socket2::Type::RAW,
+            Some(socket2::Protocol::from(112)),
+        )
+        .unwrap();
+        socket.set_multicast_if_v4(&source).unwrap();
+        let to: SocketAddr = SocketAddr::new(dst, 0);
+        for (bytes, ttl) in messages {
+            socket.set_multicast_ttl_v4(ttl).unwrap();
+            socket.set_ttl_v4(ttl).unwrap();
+            socket.send_to(&bytes, &to.into()).unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+}
