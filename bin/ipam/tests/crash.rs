@@ -2,8 +2,9 @@
 //! address twice (and no owner twice), and every allocation a process reported before it died
 //! is there. At least 40 kills must land while the process is at work in the store (holding
 //! the directory's lock, or after etcd answered it) and before it reported, or the test fails:
-//! kills that all land before or after the work would prove nothing. The delays are seeded (the seed is printed; IPAM_TEST_SEED repeats a run) and
-//! spread over how long one allocation takes on this machine, measured first.
+//! kills that all land before or after the work would prove nothing. The delays are seeded
+//! (the seed is printed; IPAM_TEST_SEED repeats a run) and spread over how long one
+//! allocation takes on this machine, measured first, then follow what the kills hit.
 
 #![allow(clippy::unwrap_used)]
 
@@ -76,6 +77,14 @@ impl Under<'_> {
     }
 }
 
+/// How one run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Finished,
+    Interrupted { claimed: bool },
+    Early,
+}
+
 /// How the runs ended.
 #[derive(Debug, Default)]
 struct Endings {
@@ -89,6 +98,38 @@ struct Endings {
     claimed: usize,
     /// Killed before they touched the store.
     early: usize,
+}
+
+impl Endings {
+    fn add(&mut self, e: Ending) {
+        self.runs += 1;
+        match e {
+            Ending::Finished => self.finished += 1,
+            Ending::Interrupted { claimed } => {
+                self.interrupted += 1;
+                self.claimed += usize::from(claimed);
+            }
+            Ending::Early => self.early += 1,
+        }
+    }
+}
+
+/// After this many runs the kills' spread follows what they hit (see [`follow`]).
+const BATCH: usize = 25;
+
+/// The next batch's spread of kill delays, from how `batch` ended: shorter when most runs
+/// finished before their kill, longer when most were killed before they touched the store.
+/// The spread starts from one allocation's time measured first, which the machine's load
+/// (the other tests beside) can make too long or too short for the whole run: a run of 600
+/// once saw 486 finish and 10 killed at work, far from the 40 it needs.
+fn follow(spread: u64, batch: &Endings) -> u64 {
+    if batch.finished * 2 > batch.runs {
+        (spread * 2 / 3).max(100)
+    } else if batch.early * 2 > batch.runs {
+        spread * 3 / 2
+    } else {
+        spread
+    }
 }
 
 /// At least this many runs must be killed at work in the store, and at most this many runs
@@ -109,14 +150,13 @@ fn kill_during_allocations(under: &Under, test: &str) {
     let ipam = ipam.path();
     let typical = one_allocation_us(ipam, &pool, url);
     // Up to one and a half allocations: most kills land inside one, some after it finished.
-    let spread = typical * 3 / 2;
+    let mut spread = typical * 3 / 2;
     let mut random = Random::seeded(test);
     eprintln!("{test}: one allocation takes about {typical} us; kills within 0..{spread} us");
     let mut done = Vec::new();
-    let mut endings = Endings::default();
+    let (mut endings, mut batch) = (Endings::default(), Endings::default());
     while endings.runs < RUNS || (endings.interrupted < INTERRUPTED && endings.runs < MAX_RUNS) {
         let name = format!("run-{}", endings.runs);
-        endings.runs += 1;
         let delay = Duration::from_micros(random.below(spread));
         let before = under.requests();
         let mut child = spawn_reserve(ipam, &pool, &name, url);
@@ -133,16 +173,19 @@ fn kill_during_allocations(under: &Under, test: &str) {
         }
         let held = check_invariants(url, "pool/crash", &done, Some(&name));
         let claimed = held.iter().any(|(_, owner)| *owner == name);
-        match reported {
-            Some(_) => endings.finished += 1,
-            None if locked || answered || claimed => {
-                endings.interrupted += 1;
-                endings.claimed += usize::from(claimed);
-            }
-            None => endings.early += 1,
+        let ending = match reported {
+            Some(_) => Ending::Finished,
+            None if locked || answered || claimed => Ending::Interrupted { claimed },
+            None => Ending::Early,
+        };
+        endings.add(ending);
+        batch.add(ending);
+        if batch.runs == BATCH {
+            spread = follow(spread, &batch);
+            batch = Endings::default();
         }
     }
-    eprintln!("{test}: {endings:?}");
+    eprintln!("{test}: {endings:?}, the last spread 0..{spread} us");
     assert!(
         endings.interrupted >= INTERRUPTED,
         "{test}: only {} of {} runs were killed at work in the store: the test did not test \

@@ -81,7 +81,9 @@ lb-proxy's own keywords, on lines that haproxy reads as comments (`#lb-proxy: ..
     until the server answers; a server that closes or resets without a byte of answer
     counts as a failed connection and the bytes go to another server (haproxy's retry-on
     empty-response, which haproxy does in mode http only). With TLS they are the
-    ClientHello; with a plain protocol they may be a request the server acted on.
+    ClientHello; with a plain protocol they may be a request the server acted on. A server
+    that closes a client which sent nothing, or part of a TLS handshake message, is not
+    at fault: the close goes to the client and counts nothing.
 
 --cluster runs OpenShift's template with option redispatch 1, retry-on conn-failure
 empty-response response-timeout, timeout connect 2s, observe layer4 error-limit 1

@@ -885,3 +885,105 @@ fn replay_unanswered_sends_the_request_again_elsewhere() {
     let lost = (0..4).filter(|_| get(ports.front(), "/").is_err()).count();
     assert!(lost > 0, "{}", p.log());
 }
+
+/// A server that answers a whole HTTP request head and closes, 300 ms after its last byte, a
+/// connection that has not sent one, as kube-apiserver drops a TLS handshake that does not
+/// finish in time: what a proxy in front of API servers sees of idle clients.
+fn idle_closer() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(Duration::from_millis(300)));
+                let (mut got, mut buf) = (Vec::new(), [0u8; 1024]);
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\nidle-closer\n");
+            });
+        }
+    });
+    addr
+}
+
+/// Idle clients (issue 27): connections that send nothing, or only a TLS record's header,
+/// and that the servers close after their own timeout, take no server out with
+/// `replay-unanswered` and `observe layer4 error-limit 1`: as haproxy's passive health, only
+/// what fails to connect counts, and the close goes to the client rather than to another
+/// server. The positive control: a server that closes a whole request unanswered is still
+/// marked DOWN at once.
+#[test]
+fn idle_clients_that_the_servers_close_take_no_server_out() {
+    let ports = Ports::new();
+    let cfg = |servers: &[SocketAddr]| {
+        let mut c = format!(
+            "defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n  \
+             retries 3\n  option redispatch\n#lb-proxy: replay-unanswered on\n\
+             frontend main\n  bind {}\n  default_backend masters\n\
+             frontend monitor\n  bind {}\n  mode http\n  monitor-uri /haproxy_ready\n\
+             listen stats\n  bind {}\n  mode http\n  stats enable\n  stats uri /\n\
+             backend masters\n",
+            ports.front(),
+            ports.monitor(),
+            ports.stats()
+        );
+        for (i, s) in servers.iter().enumerate() {
+            c.push_str(&format!(
+                "  server m{i} {s} check inter 10s observe layer4 error-limit 1 on-error mark-down\n"
+            ));
+        }
+        c
+    };
+    let passive_downs = || -> Vec<u64> {
+        support::stats(ports)["backends"][0]["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["passive_downs_total"].as_u64().unwrap())
+            .collect()
+    };
+    let p = Proxy::start(
+        Kind::LbProxy,
+        &cfg(&[idle_closer(), idle_closer()]),
+        ports,
+        &[],
+    );
+    until("both UP", Duration::from_secs(10), || {
+        status(ports, "m0") == "UP" && status(ports, "m1") == "UP"
+    });
+    // Eight idle clients at once: four silent, four with the header of a TLS record that
+    // announces 512 bytes and sends none. Each is closed, as its server closed it.
+    let front = ports.front();
+    let idle: Vec<_> = (0..8)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(front).unwrap();
+                if i % 2 == 1 {
+                    s.write_all(&[0x16, 3, 1, 2, 0]).unwrap();
+                }
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut answer = Vec::new();
+                s.read_to_end(&mut answer).map(|_| answer.len())
+            })
+        })
+        .collect();
+    for t in idle {
+        assert_eq!(t.join().unwrap().unwrap(), 0, "an idle client was answered");
+    }
+    assert_eq!(passive_downs(), [0, 0], "{}", p.log());
+    assert_eq!(names(front, 4), ["idle-closer"; 4], "{}", p.log());
+    drop(p);
+
+    // The positive control: a server that closes a whole request unanswered.
+    let p = Proxy::start(Kind::LbProxy, &cfg(&[closer(), idle_closer()]), ports, &[]);
+    until("both UP", Duration::from_secs(10), || {
+        status(ports, "m0") == "UP" && status(ports, "m1") == "UP"
+    });
+    assert_eq!(names(front, 4), ["idle-closer"; 4], "{}", p.log());
+    assert_eq!(passive_downs()[0], 1, "{}", p.log());
+}

@@ -501,7 +501,9 @@ pub struct Proxy {
     /// `#lb-proxy: race-connect`: an lb-proxy extension (None: off).
     pub race: Option<Race>,
     /// `#lb-proxy: replay-unanswered on|off`, an lb-proxy extension: the client's first bytes
-    /// go to another server when a server closes without answering.
+    /// go to another server when a server closes without answering them, once they hold
+    /// something whole (a server closing an idle client, or one that sent part of a TLS
+    /// handshake, is passed on to the client and counts nothing against the server).
     pub replay_unanswered: bool,
     /// The timeouts.
     pub timeouts: Timeouts,
