@@ -49,6 +49,21 @@ pub async fn first_exchange(
                 .unwrap_or(Answer::Over),
             None => said.await,
         };
+        // A server that closed a client which had not said anything whole did what servers
+        // do: the first exchange is over, the forwarding passes the close on, and nothing is
+        // replayed or counted against the server.
+        let said = match said {
+            Answer::Silent if !server_at_fault(&first) => {
+                tracing::debug!(
+                    "{}/{}: closed a client that had sent {} byte(s) of no whole request",
+                    backend.name,
+                    server.cfg.name,
+                    first.len()
+                );
+                Answer::Over
+            }
+            said => said,
+        };
         match said {
             Answer::Spoke(n) => {
                 if client.write_all(&answer[..n]).await.is_err() {
@@ -66,17 +81,6 @@ pub async fn first_exchange(
                     .moved
                     .up
                     .fetch_add(first.len() as u64, Ordering::Relaxed);
-                return Some((server, up));
-            }
-            Answer::Silent if !server_at_fault(&first) => {
-                // The server closed a client that had not said anything whole: passed on to
-                // the client (the forwarding sees the close), neither replayed nor counted.
-                tracing::debug!(
-                    "{}/{}: closed a client that had sent {} byte(s) of no whole request",
-                    backend.name,
-                    server.cfg.name,
-                    first.len()
-                );
                 return Some((server, up));
             }
             Answer::Silent => {
