@@ -48,7 +48,7 @@ install_build_deps() {
 # already answers --version. Built with opt-level 1 and no LTO: these tools spend their time
 # waiting on cargo, rustc and the tests, not computing, and the release profile's full
 # optimisation made compiling them (cargo-nextest above all) a fifth of a test run from nothing:
-# cargo-deb and cargo-fuzz took 1:12 so here against 3:23 with their own profiles.
+# cargo-deb and cargo-fuzz took 1:12 here against 3:23 with their own profiles.
 install_cargo_tool() {
     local tool=$1
     [[ " ${CARGO_TOOLS[*]} " == *" $tool "* ]] || {
