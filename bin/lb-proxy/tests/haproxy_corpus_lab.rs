@@ -118,15 +118,49 @@ impl Bench {
     }
 }
 
-/// The names `n` requests through 127.0.0.1:`port` in `host` got (`-` for no answer).
+/// The names `n` requests through 127.0.0.1:`port` in `host` got (`-` for no answer), each
+/// sent once the proxy has let go of the one before.
 fn names(host: &Host, port: u16, n: usize) -> Vec<String> {
+    names_beside(host, port, n, 0)
+}
+
+/// [`names`] beside `open` connections the client holds open through the proxy.
+fn names_beside(host: &Host, port: u16, n: usize, open: usize) -> Vec<String> {
     let front = SocketAddr::from(([127, 0, 0, 1], port));
     (0..n)
         .map(|_| {
+            settle(host, port, open);
             host.within(|| support::request(front, "/", "Connection: close\r\n"))
                 .map_or_else(|_| "-".to_string(), |(_, body)| body.trim().to_string())
         })
         .collect()
+}
+
+/// Waits until the proxy in `host` holds no connection from or to `port` but the `open` ones
+/// the client keeps (two sockets each: the client's side and the server's). A proxy counts a
+/// session against its server (for `leastconn`) until it has closed both of its sockets, which
+/// can be after the client has read the whole answer: without this wait a loaded machine
+/// showed haproxy a server still busy with the request before.
+fn settle(host: &Host, port: u16, open: usize) {
+    let filter = format!("( sport = :{port} or dport = :{port} )");
+    let ours = format!("pid={},", std::process::id());
+    let held = || {
+        let out = host
+            .run("ss", ["-Htnp", "state", "connected", &filter])
+            .unwrap();
+        (out.stdout.lines())
+            .filter(|l| l.contains("users:") && !l.contains(&ours))
+            .count()
+    };
+    let idle = wait_for(Duration::from_secs(10), Duration::from_millis(5), || {
+        held() <= 2 * open
+    });
+    assert!(
+        idle.is_some(),
+        "{}: the proxy holds {} sockets on :{port}",
+        host.name(),
+        held()
+    );
 }
 
 fn corpus(name: &str) -> String {
@@ -274,7 +308,7 @@ fn kubesprays_leastconn_picks_as_haproxy_does() {
                 Ok((s, name.trim().to_string()))
             })
             .unwrap();
-        let after = names(host, 6443, 4);
+        let after = names_beside(host, 6443, 4, 1);
         assert!(
             after.iter().all(|n| *n != held.1),
             "{kind:?}: {} holds a connection, yet got one of {after:?}",
