@@ -1,6 +1,8 @@
-//! Fuzz what mdns-publish does with a datagram from the link: arbitrary bytes, as a query or
-//! a response, from port 5353 or another, to a responder in every phase and to a browse,
-//! never panic; whatever the responder answers encodes.
+//! Fuzz what mdns-publish does with datagrams from the link: arbitrary bytes, as a query or
+//! a response, from port 5353 or another, multicast or unicast, to a responder in every phase,
+//! and a browse taking in several of them from two sources across rounds (what `--watch`
+//! carries): never panic; whatever the responder answers encodes; the browse's count of held
+//! records stays within its cap.
 
 #![no_main]
 
@@ -10,6 +12,7 @@ use std::time::{Duration, Instant};
 use hickory_proto::op::Message;
 use libfuzzer_sys::fuzz_target;
 use mdns_publish::browse::Seen;
+use mdns_publish::link::Arrival;
 use mdns_publish::records::{Host, Publication, Service};
 use mdns_publish::responder::Responder;
 
@@ -29,24 +32,54 @@ fn publication() -> Publication {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(message) = Message::from_vec(data) else { return };
+    // Up to eight datagrams, split at each "\xff\x00\xff".
+    let datagrams: Vec<&[u8]> = split(data).into_iter().take(8).collect();
     let start = Instant::now();
     let records = publication().records().expect("valid records");
-    for from in ["192.0.2.20:5353", "192.0.2.20:40000", "[2001:db8::20]:5353"] {
-        let from: SocketAddr = from.parse().expect("an address");
+    for (from, to) in [
+        ("192.0.2.20:5353", "224.0.0.251"),
+        ("192.0.2.20:5353", "192.0.2.10"),
+        ("192.0.2.20:40000", "224.0.0.251"),
+        ("[2001:db8::20]:5353", "ff02::fb"),
+    ] {
+        let arrival = Arrival {
+            from: from.parse::<SocketAddr>().expect("an address"),
+            to: Some(to.parse().expect("an address")),
+            ttl: Some(255),
+        };
         let mut r = Responder::new(records.clone(), start, 7);
         // Probing, then established.
         for at in [Duration::ZERO, Duration::from_secs(3)] {
             let now = start + at;
             let _ = r.poll(now);
-            for o in r.receive(&message, from, now) {
-                o.message.to_vec().expect("our answers encode");
+            for d in &datagrams {
+                let Ok(message) = Message::from_vec(d) else { continue };
+                for o in r.receive(&message, &arrival, now) {
+                    o.message.to_vec().expect("our answers encode");
+                }
             }
         }
     }
     let mut seen = Seen::default();
-    seen.receive(&message);
     let kind = mdns_publish::records::name("_workstation._tcp.local.").expect("a name");
-    let _ = seen.found(&kind, "", 0);
+    for (i, d) in datagrams.iter().enumerate() {
+        let Ok(message) = Message::from_vec(d) else { continue };
+        let from = if i % 2 == 0 { "192.0.2.20" } else { "192.0.2.66" };
+        let now = start + Duration::from_secs(i as u64 * 30);
+        seen.receive_at(&message, from.parse().expect("an address"), now);
+        seen.expire(now);
+        let _ = seen.found(&kind, "", 0);
+    }
     let _ = seen.query(&[kind]).to_vec();
 });
+
+fn split(data: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while let Some(at) = rest.windows(3).position(|w| w == b"\xff\x00\xff") {
+        out.push(&rest[..at]);
+        rest = &rest[at + 3..];
+    }
+    out.push(rest);
+    out
+}

@@ -13,7 +13,7 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 use ipi_core::inventory::Problem;
 use ipi_core::{Inventory, Node, Role};
 
-use crate::records::{name, NameError};
+use crate::records::{name, NameError, HOST_TTL, OTHER_TTL};
 
 /// The type whose instances point at etcd members.
 pub const ETCD_TYPE: &str = "_etcd-server-ssl._tcp";
@@ -37,15 +37,52 @@ fn problems(problems: &[Problem]) -> String {
         .join("; ")
 }
 
-/// What the answers said so far.
+/// Records held at most (a warning and a count when full): some 3,000 for 500 nodes.
+pub const MAX_RECORDS: usize = 16_384;
+/// Nodes in an inventory at most.
+pub const MAX_NODES: usize = 2_048;
+/// Names a node may not have: DNS gives them to the VIPs (`api`, `api-int`, the Ingress
+/// wildcard's `apps`), so a node of that name would shadow or be shadowed by a VIP.
+pub const VIP_NAMES: [&str; 3] = ["api", "api-int", "apps"];
+
+/// What the answers said so far, each record with the source that told it.
+///
+/// A unique name (a host's addresses, an instance's SRV and TXT) belongs to the source that
+/// first told it, until its records run out or that source says goodbye: another source may
+/// confirm what is held (a dual-stack node answers from an IPv4 and an IPv6 address) but
+/// neither add to it, change it nor say goodbye for it.
 #[derive(Debug, Default, Clone)]
 pub struct Seen {
     /// By owner and type (hickory's `Name` compares and hashes without case), so that a
     /// response of hundreds of records is taken in, and the open questions are found, without
-    /// a scan of everything seen per record; each with when its TTL runs out.
-    records: HashMap<(Name, RecordType), Vec<(Record, Instant)>>,
-    /// The goodbyes (TTL 0) heard: what they name is gone, from what was carried too.
-    goodbyes: Vec<Record>,
+    /// a scan of everything seen per record.
+    records: HashMap<(Name, RecordType), Vec<Held>>,
+    /// Who told each unique name.
+    owners: HashMap<Name, IpAddr>,
+    /// How many records are held.
+    count: usize,
+    /// What was refused.
+    refused: Refusals,
+}
+
+/// One record held.
+#[derive(Debug, Clone)]
+struct Held {
+    record: Record,
+    /// When its TTL (clamped) runs out.
+    until: Instant,
+    /// When it was first heard: of two nodes that claim one address, the earlier keeps it.
+    since: Instant,
+}
+
+/// Records not taken in, by why.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Refusals {
+    /// From a source other than the one that owns the name, adding, changing or saying
+    /// goodbye for what it holds.
+    pub not_owner: u64,
+    /// Beyond [`MAX_RECORDS`].
+    pub full: u64,
 }
 
 /// What a browse found.
@@ -57,70 +94,131 @@ pub struct Found {
     pub etcd: Vec<String>,
     /// Instances of the type that matched the filter.
     pub instances: usize,
+    /// The nodes left out, and why (a bad name, no address left).
+    pub dropped: Vec<String>,
+}
+
+/// Whether records of this type are unique to one owner (RFC 6762 2; what records.rs probes).
+fn unique(kind: RecordType) -> bool {
+    matches!(
+        kind,
+        RecordType::A | RecordType::AAAA | RecordType::SRV | RecordType::TXT
+    )
+}
+
+/// RFC 6762 10's TTLs as ceilings: what a sender asks beyond them is cut to them.
+fn ceiling(kind: RecordType) -> u32 {
+    if matches!(kind, RecordType::A | RecordType::AAAA | RecordType::SRV) {
+        HOST_TTL
+    } else {
+        OTHER_TTL
+    }
 }
 
 impl Seen {
-    /// Takes in the records of a response (a goodbye removes what it names).
-    pub fn receive(&mut self, message: &Message) {
-        self.receive_at(message, Instant::now());
-    }
-
-    /// As [`Seen::receive`], the response heard at `now` (its records last their TTL from
-    /// then).
-    pub fn receive_at(&mut self, message: &Message, now: Instant) {
+    /// Takes in the records of a response from `from` heard at `now` (each lasts its TTL,
+    /// clamped, from then; a goodbye removes what it names).
+    pub fn receive_at(&mut self, message: &Message, from: IpAddr, now: Instant) {
         if message.message_type() != MessageType::Response {
             return;
         }
         for r in message.answers().iter().chain(message.additionals()) {
-            if r.ttl() > 0 {
-                let until = now + Duration::from_secs(u64::from(r.ttl()));
-                self.hold(r.clone(), until);
-            } else {
-                self.forget(r);
-                self.goodbyes.push(r.clone());
+            self.take(r, from, now);
+        }
+    }
+
+    /// What was refused so far.
+    pub fn refused(&self) -> Refusals {
+        self.refused
+    }
+
+    fn take(&mut self, r: &Record, from: IpAddr, now: Instant) {
+        let key = (r.name().clone(), r.record_type());
+        let owner = if unique(r.record_type()) {
+            Some(r.name().clone())
+        } else {
+            // A shared pointer goes only by the word of whoever owns what it points at.
+            ptr_target(r).filter(|t| self.owners.contains_key(t))
+        };
+        let by_owner = owner
+            .as_ref()
+            .and_then(|o| self.owners.get(o))
+            .is_none_or(|o| *o == from);
+        let until = now + Duration::from_secs(u64::from(r.ttl().min(ceiling(r.record_type()))));
+        let held = (self.records.get_mut(&key))
+            .and_then(|h| h.iter_mut().find(|k| k.record.data() == r.data()));
+        match (r.ttl(), held) {
+            // Another source confirming what is held keeps it, and changes nothing else.
+            (1.., Some(h)) => h.until = h.until.max(until),
+            (0, _) | (_, None) if !by_owner => self.refused.not_owner += 1,
+            (0, _) => self.forget(&key, r.data()),
+            (_, None) if self.count >= MAX_RECORDS => self.refused.full += 1,
+            (_, None) => {
+                self.records.entry(key).or_default().push(Held {
+                    record: r.clone(),
+                    until,
+                    since: now,
+                });
+                self.count += 1;
+                if unique(r.record_type()) {
+                    self.owners.entry(r.name().clone()).or_insert(from);
+                }
             }
         }
     }
 
-    fn hold(&mut self, r: Record, until: Instant) {
-        let held = self
-            .records
-            .entry((r.name().clone(), r.record_type()))
-            .or_default();
-        held.retain(|(k, _)| k.data() != r.data());
-        held.push((r, until));
+    fn forget(&mut self, key: &(Name, RecordType), data: &RData) {
+        if let Some(held) = self.records.get_mut(key) {
+            let before = held.len();
+            held.retain(|h| h.record.data() != data);
+            self.count -= before - held.len();
+            if held.is_empty() {
+                self.records.remove(key);
+            }
+        }
+        self.release(&key.0);
     }
 
-    fn forget(&mut self, r: &Record) {
-        if let Some(held) = self.records.get_mut(&(r.name().clone(), r.record_type())) {
-            held.retain(|(k, _)| k.data() != r.data());
+    /// A name none of whose unique records is held any more has no owner.
+    fn release(&mut self, owner: &Name) {
+        let kinds = [
+            RecordType::A,
+            RecordType::AAAA,
+            RecordType::SRV,
+            RecordType::TXT,
+        ];
+        if !kinds
+            .iter()
+            .any(|k| self.records.contains_key(&(owner.clone(), *k)))
+        {
+            self.owners.remove(owner);
         }
     }
 
-    /// Takes in what a later round (`fresh`) heard: its goodbyes remove what they name, its
-    /// records are held for their TTL from when they were heard; then what has outlived its
-    /// TTL at `now` goes. What a browser heard lasts as long as its TTL says, as in an mDNS
-    /// cache (RFC 6762 10), rather than only until a round in which its owner was silent (a
-    /// publisher restarting, an answer lost).
-    pub fn carry(&mut self, fresh: &Seen, now: Instant) {
-        for g in &fresh.goodbyes {
-            self.forget(g);
-        }
-        for (r, until) in fresh.records.values().flatten() {
-            self.hold(r.clone(), *until);
-        }
+    /// Drops what has outlived its TTL at `now`. What a browser heard lasts as long as its
+    /// TTL says, as in an mDNS cache (RFC 6762 10), rather than only until a round in which
+    /// its owner was silent (a publisher restarting, an answer lost).
+    pub fn expire(&mut self, now: Instant) {
         for held in self.records.values_mut() {
-            held.retain(|(_, until)| *until > now);
+            held.retain(|h| h.until > now);
         }
         self.records.retain(|_, held| !held.is_empty());
+        self.count = self.records.values().map(Vec::len).sum();
+        let owners: Vec<Name> = self.owners.keys().cloned().collect();
+        for o in owners {
+            self.release(&o);
+        }
     }
 
-    fn data(&self, owner: &Name, kind: RecordType) -> impl Iterator<Item = &RData> {
+    fn held(&self, owner: &Name, kind: RecordType) -> impl Iterator<Item = &Held> {
         self.records
             .get(&(owner.clone(), kind))
             .into_iter()
             .flatten()
-            .map(|(r, _)| r.data())
+    }
+
+    fn data(&self, owner: &Name, kind: RecordType) -> impl Iterator<Item = &RData> {
+        self.held(owner, kind).map(|h| h.record.data())
     }
 
     fn instances(&self, kind: &Name, filter: &str) -> Vec<Name> {
@@ -145,12 +243,19 @@ impl Seen {
     }
 
     fn addresses(&self, host: &Name) -> Vec<IpAddr> {
-        let mut a: Vec<IpAddr> = self
-            .data(host, RecordType::A)
-            .chain(self.data(host, RecordType::AAAA))
-            .filter_map(|d| d.ip_addr())
+        self.addresses_since(host)
+            .into_iter()
+            .map(|(a, _)| a)
+            .collect()
+    }
+
+    /// The host's addresses, each with when it was first heard.
+    fn addresses_since(&self, host: &Name) -> Vec<(IpAddr, Instant)> {
+        let mut a: Vec<(IpAddr, Instant)> = (self.held(host, RecordType::A))
+            .chain(self.held(host, RecordType::AAAA))
+            .filter_map(|h| Some((h.record.data().ip_addr()?, h.since)))
             .collect();
-        a.dedup();
+        a.dedup_by_key(|(a, _)| *a);
         a
     }
 
@@ -199,26 +304,12 @@ impl Seen {
     }
 
     /// The inventory of the instances of `kind` whose names contain `filter`, and the etcd
-    /// targets when at least `min_srv` instances of [`ETCD_TYPE`] are seen.
+    /// targets when at least `min_srv` instances of [`ETCD_TYPE`] are seen. A node that cannot
+    /// be in it (a bad name, every address already another node's) is left out alone, with
+    /// the reason in [`Found::dropped`].
     pub fn found(&self, kind: &Name, filter: &str, min_srv: usize) -> Result<Found, FoundError> {
-        let mut nodes: BTreeMap<String, (BTreeSet<Role>, Vec<IpAddr>)> = BTreeMap::new();
         let instances = self.instances(kind, filter);
-        for i in &instances {
-            let Some(target) = self.target(i) else {
-                continue;
-            };
-            let addresses = self.addresses(&target);
-            if addresses.is_empty() {
-                continue;
-            }
-            let entry = nodes.entry(host_label(&target)).or_default();
-            entry.0.extend(self.role(i));
-            for a in addresses {
-                if !entry.1.contains(&a) {
-                    entry.1.push(a);
-                }
-            }
-        }
+        let (nodes, dropped) = checked(self.candidates(&instances));
         let etcd_kind = name(&format!("{ETCD_TYPE}.local."))?;
         let etcd_instances = self.instances(&etcd_kind, filter);
         let mut etcd: Vec<String> = etcd_instances
@@ -231,20 +322,97 @@ impl Seen {
         if etcd.len() < min_srv {
             etcd.clear();
         }
-        let nodes = nodes
-            .into_iter()
-            .map(|(name, (roles, addresses))| Node {
-                name,
-                roles,
-                addresses,
-            })
-            .collect();
         let inventory = Inventory::new(nodes).map_err(FoundError::Inventory)?;
         Ok(Found {
             inventory,
             etcd,
             instances: instances.len(),
+            dropped,
         })
+    }
+
+    /// The nodes the instances point at, by name: roles, and addresses with when each was
+    /// first heard.
+    fn candidates(&self, instances: &[Name]) -> BTreeMap<String, Candidate> {
+        let mut nodes: BTreeMap<String, Candidate> = BTreeMap::new();
+        for i in instances {
+            let Some(target) = self.target(i) else {
+                continue;
+            };
+            let addresses = self.addresses_since(&target);
+            if addresses.is_empty() {
+                continue;
+            }
+            let entry = nodes.entry(host_label(&target)).or_default();
+            entry.roles.extend(self.role(i));
+            for (a, since) in addresses {
+                if !entry.addresses.iter().any(|(b, _)| *b == a) {
+                    entry.addresses.push((a, since));
+                }
+            }
+        }
+        nodes
+    }
+}
+
+/// A node as the answers give it, before the inventory's rules.
+#[derive(Debug, Default)]
+struct Candidate {
+    roles: BTreeSet<Role>,
+    addresses: Vec<(IpAddr, Instant)>,
+}
+
+/// The nodes that may be in an inventory, and a reason for each that may not: a name that is
+/// not a DNS label or is one of the [`VIP_NAMES`]; past [`MAX_NODES`]; an address another node
+/// was heard with first is not given to a second (and a node left with none is dropped).
+fn checked(candidates: BTreeMap<String, Candidate>) -> (Vec<Node>, Vec<String>) {
+    let mut dropped = Vec::new();
+    let mut first: HashMap<IpAddr, (Instant, &str)> = HashMap::new();
+    let mut named: Vec<(&String, &Candidate)> = Vec::new();
+    for (n, c) in &candidates {
+        match ipi_core::name::check_label(n) {
+            Err(e) => dropped.push(format!("{n}: not a node name: {e}")),
+            Ok(()) if VIP_NAMES.contains(&n.as_str()) => {
+                dropped.push(format!("{n}: a name DNS gives to a VIP"));
+            }
+            Ok(()) => named.push((n, c)),
+        }
+    }
+    for (n, c) in &named {
+        for (a, since) in &c.addresses {
+            let e = first.entry(*a).or_insert((*since, n.as_str()));
+            if (*since, n.as_str()) < *e {
+                *e = (*since, n.as_str());
+            }
+        }
+    }
+    let mut nodes = Vec::new();
+    for (n, c) in named {
+        let (addresses, taken): (Vec<_>, Vec<_>) = (c.addresses.iter().map(|(a, _)| *a))
+            .partition(|a| first.get(a).is_some_and(|(_, o)| *o == n.as_str()));
+        for a in &taken {
+            dropped.push(format!("{n}: {a} is {}'s", first[a].1));
+        }
+        if addresses.is_empty() {
+            dropped.push(format!("{n}: no address of its own"));
+        } else if nodes.len() >= MAX_NODES {
+            dropped.push(format!("{n}: past {MAX_NODES} nodes"));
+        } else {
+            nodes.push(Node {
+                name: n.clone(),
+                roles: c.roles.clone(),
+                addresses,
+            });
+        }
+    }
+    (nodes, dropped)
+}
+
+/// What a PTR record points at.
+fn ptr_target(r: &Record) -> Option<Name> {
+    match r.data() {
+        RData::PTR(p) => Some(p.0.clone()),
+        _ => None,
     }
 }
 
@@ -266,52 +434,157 @@ fn host_label(host: &Name) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use std::net::Ipv4Addr;
+    use hickory_proto::rr::rdata::{PTR, SRV, TXT};
 
-    fn response(ttl: u32) -> Message {
+    const NODE: &str = "192.0.2.10";
+    const ATTACKER: &str = "192.0.2.66";
+
+    fn ip(a: &str) -> IpAddr {
+        a.parse().unwrap()
+    }
+
+    fn response(records: Vec<Record>) -> Message {
         let mut m = Message::new();
         m.set_message_type(MessageType::Response);
-        let a = RData::A(Ipv4Addr::new(192, 0, 2, 2).into());
-        m.add_answer(Record::from_rdata(name("master-0.local.").unwrap(), ttl, a));
+        for r in records {
+            m.add_answer(r);
+        }
         m
     }
 
-    /// What a browse round that heard master-0 with `ttl` at `at` carries on.
-    fn heard(ttl: u32, at: Instant) -> Seen {
-        let mut fresh = Seen::default();
-        fresh.receive_at(&response(ttl), at);
-        let mut carried = Seen::default();
-        carried.carry(&fresh, at);
-        carried
+    fn a(host: &str, address: &str, ttl: u32) -> Record {
+        let n = name(&format!("{host}.local.")).unwrap();
+        Record::from_rdata(n, ttl, RData::from(ip(address)))
+    }
+
+    /// A whole node as its publisher answers: PTR, SRV, TXT and its address.
+    fn node(host: &str, address: &str, ttl: u32) -> Vec<Record> {
+        let kind = name("_workstation._tcp.local.").unwrap();
+        let instance = name(&format!("lab-{host}._workstation._tcp.local.")).unwrap();
+        let target = name(&format!("{host}.local.")).unwrap();
+        vec![
+            Record::from_rdata(kind, ttl, RData::PTR(PTR(instance.clone()))),
+            Record::from_rdata(
+                instance.clone(),
+                ttl,
+                RData::SRV(SRV::new(0, 0, 42424, target)),
+            ),
+            Record::from_rdata(
+                instance,
+                ttl,
+                RData::TXT(TXT::new(vec!["role=master".into()])),
+            ),
+            a(host, address, ttl),
+        ]
+    }
+
+    fn inventory(seen: &Seen) -> Found {
+        let kind = name("_workstation._tcp.local.").unwrap();
+        seen.found(&kind, "lab", 0).unwrap()
+    }
+
+    fn addresses_of(seen: &Seen, host: &str) -> Vec<IpAddr> {
+        seen.addresses(&name(&format!("{host}.local.")).unwrap())
     }
 
     #[test]
     fn what_was_heard_lasts_its_ttl_across_silent_rounds() {
-        let host = name("master-0.local.").unwrap();
         let t0 = Instant::now();
-        let mut carried = heard(10, t0);
+        let mut seen = Seen::default();
+        seen.receive_at(&response(vec![a("master-0", NODE, 10)]), ip(NODE), t0);
         // Rounds in which the publisher is silent (restarting): still there within its TTL.
-        carried.carry(&Seen::default(), t0 + Duration::from_secs(9));
-        assert_eq!(carried.addresses(&host).len(), 1);
+        seen.expire(t0 + Duration::from_secs(9));
+        assert_eq!(addresses_of(&seen, "master-0").len(), 1);
         // An answer renews it.
-        let mut again = Seen::default();
-        again.receive_at(&response(10), t0 + Duration::from_secs(9));
-        carried.carry(&again, t0 + Duration::from_secs(9));
-        carried.carry(&Seen::default(), t0 + Duration::from_secs(18));
-        assert_eq!(carried.addresses(&host).len(), 1);
+        let at = t0 + Duration::from_secs(9);
+        seen.receive_at(&response(vec![a("master-0", NODE, 10)]), ip(NODE), at);
+        seen.expire(t0 + Duration::from_secs(18));
+        assert_eq!(addresses_of(&seen, "master-0").len(), 1);
         // Past it, gone.
-        carried.carry(&Seen::default(), t0 + Duration::from_secs(19));
-        assert!(carried.addresses(&host).is_empty());
+        seen.expire(t0 + Duration::from_secs(19));
+        assert!(addresses_of(&seen, "master-0").is_empty());
     }
 
     #[test]
-    fn a_goodbye_removes_what_was_carried_at_once() {
-        let host = name("master-0.local.").unwrap();
+    fn ttls_past_rfc_6762s_are_cut_to_them() {
         let t0 = Instant::now();
-        let mut carried = heard(120, t0);
-        let mut bye = Seen::default();
-        bye.receive_at(&response(0), t0 + Duration::from_secs(1));
-        carried.carry(&bye, t0 + Duration::from_secs(1));
-        assert!(carried.addresses(&host).is_empty());
+        let mut seen = Seen::default();
+        seen.receive_at(&response(node("master-0", NODE, u32::MAX)), ip(NODE), t0);
+        seen.expire(t0 + Duration::from_secs(u64::from(HOST_TTL) + 1));
+        assert!(addresses_of(&seen, "master-0").is_empty(), "A past 120 s");
+        assert!(inventory(&seen).inventory.nodes().is_empty());
+    }
+
+    #[test]
+    fn a_goodbye_counts_only_from_the_source_that_told_the_name() {
+        let t0 = Instant::now();
+        let mut seen = Seen::default();
+        seen.receive_at(&response(node("master-0", NODE, 120)), ip(NODE), t0);
+        // Another host's goodbye for master-0's address, instance and pointer: nothing goes.
+        seen.receive_at(&response(node("master-0", NODE, 0)), ip(ATTACKER), t0);
+        assert_eq!(inventory(&seen).inventory.nodes().len(), 1);
+        assert_eq!(seen.refused().not_owner, 4);
+        // Its own goodbye: gone at once.
+        seen.receive_at(&response(node("master-0", NODE, 0)), ip(NODE), t0);
+        assert!(inventory(&seen).inventory.nodes().is_empty());
+        assert!(addresses_of(&seen, "master-0").is_empty());
+    }
+
+    #[test]
+    fn another_source_may_confirm_a_name_but_not_add_to_it() {
+        let t0 = Instant::now();
+        let mut seen = Seen::default();
+        seen.receive_at(&response(node("master-0", NODE, 120)), ip(NODE), t0);
+        // The attacker's address under master-0's name: refused.
+        let forged = response(vec![a("master-0", ATTACKER, 120)]);
+        seen.receive_at(&forged, ip(ATTACKER), t0);
+        assert_eq!(addresses_of(&seen, "master-0"), [ip(NODE)]);
+        // The same node over IPv6 (another source) confirms what it holds: kept longer.
+        let later = t0 + Duration::from_secs(100);
+        seen.receive_at(
+            &response(vec![a("master-0", NODE, 120)]),
+            ip("fe80::10"),
+            later,
+        );
+        seen.expire(t0 + Duration::from_secs(150));
+        assert_eq!(addresses_of(&seen, "master-0"), [ip(NODE)]);
+        // The positive control: the same record from master-0 itself is taken.
+        let own = response(vec![a("master-0", ATTACKER, 120)]);
+        seen.receive_at(&own, ip(NODE), later);
+        assert_eq!(addresses_of(&seen, "master-0").len(), 2);
+    }
+
+    #[test]
+    fn a_bad_node_is_dropped_alone() {
+        let t0 = Instant::now();
+        let mut seen = Seen::default();
+        seen.receive_at(&response(node("master-0", NODE, 120)), ip(NODE), t0);
+        let later = t0 + Duration::from_secs(1);
+        // A second name for master-0's address, and a node named as the API VIP.
+        seen.receive_at(&response(node("master-7", NODE, 120)), ip(ATTACKER), later);
+        seen.receive_at(&response(node("api", ATTACKER, 120)), ip(ATTACKER), later);
+        let found = inventory(&seen);
+        let names: Vec<&str> = (found.inventory.nodes().iter())
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(names, ["master-0"]);
+        assert_eq!(found.dropped.len(), 3, "{:?}", found.dropped);
+        assert!(found.dropped.iter().any(|d| d.contains("VIP")));
+    }
+
+    #[test]
+    fn records_past_the_cap_are_refused_and_counted() {
+        let t0 = Instant::now();
+        let mut seen = Seen::default();
+        let many: Vec<Record> = (0..MAX_RECORDS + 10)
+            .map(|i| a(&format!("h{i}"), NODE, 120))
+            .collect();
+        seen.receive_at(&response(many), ip(NODE), t0);
+        assert_eq!(seen.count, MAX_RECORDS);
+        assert_eq!(seen.refused().full, 10);
+        // Once they run out, room again.
+        seen.expire(t0 + Duration::from_secs(121));
+        seen.receive_at(&response(vec![a("master-0", NODE, 120)]), ip(NODE), t0);
+        assert_eq!(seen.count, 1);
     }
 }

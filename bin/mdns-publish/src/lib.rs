@@ -7,12 +7,14 @@
 //! - [`records`]: the records a node publishes.
 //! - [`responder`]: the responder as plain data (probing, announcing, answering, conflicts).
 //! - [`browse`]: what answers say, as an inventory; [`lookup`]: browsing on the wire.
-//! - [`net`]: sockets and interfaces; [`publish`]: `run` on the wire.
+//! - [`link`]: what may come in from the link; [`net`]: sockets and interfaces;
+//!   [`publish`]: `run` on the wire.
 
 pub mod browse;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod link;
 pub mod lookup;
 pub mod net;
 pub mod publish;

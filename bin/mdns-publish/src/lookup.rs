@@ -10,7 +10,8 @@ use hickory_proto::ProtoError;
 use tokio::net::UdpSocket;
 use tokio::time::Instant;
 
-use crate::browse::{Found, FoundError, Seen, ETCD_TYPE};
+use crate::browse::{Found, FoundError, Refusals, Seen, ETCD_TYPE, MAX_RECORDS};
+use crate::link::{Arrival, Link};
 use crate::net::{self, Interface, NetError};
 use crate::records::{name, NameError};
 
@@ -63,7 +64,7 @@ const ASK_AT: [Duration; 4] = [
 
 /// One round: ask, listen, and say what was found.
 pub async fn round(b: &Browse) -> Result<Found, BrowseError> {
-    found(b, &listen(b).await?)
+    found(b, &listen(b).await?.seen)
 }
 
 /// What `seen` says of the nodes `b` browses for.
@@ -72,11 +73,48 @@ fn found(b: &Browse, seen: &Seen) -> Result<Found, BrowseError> {
     Ok(seen.found(&kind, &b.filter, b.min_srv)?)
 }
 
+/// The responses a round takes in at most (a flood beyond it waits for the next round).
+const MAX_RESPONSES: usize = 8192;
+
+/// What one round heard.
+#[derive(Debug, Default)]
+struct Heard {
+    /// The round's own view: what it asks about next.
+    seen: Seen,
+    /// The responses taken in, in order, with their source and when: what `--watch` carries
+    /// into what earlier rounds heard, by the same rules.
+    responses: Vec<(Message, IpAddr, std::time::Instant)>,
+    /// Datagrams the link did not allow (off the link, TTL below 255, not from port 5353).
+    off_link: u64,
+}
+
+impl Heard {
+    fn take(&mut self, link: &Link, bytes: &[u8], arrival: &Arrival) {
+        let Ok(m) = Message::from_vec(bytes) else {
+            return;
+        };
+        if let Err(why) = link.response(arrival) {
+            self.off_link += 1;
+            return tracing::debug!("{}: refused: {why}", arrival.from);
+        }
+        if self.responses.len() >= MAX_RESPONSES {
+            return;
+        }
+        let now = std::time::Instant::now();
+        self.seen.receive_at(&m, arrival.from.ip(), now);
+        self.responses.push((m, arrival.from.ip(), now));
+    }
+}
+
 /// One round's asking and listening: what was heard.
-async fn listen(b: &Browse) -> Result<Seen, BrowseError> {
+async fn listen(b: &Browse) -> Result<Heard, BrowseError> {
     let iface: Option<Interface> = match b.bind {
         Some(a) => Some(net::interface(a, None)?),
         None => None,
+    };
+    let link = match &iface {
+        Some(i) => i.link.clone(),
+        None => net::every_link()?,
     };
     let v4 = net::query_socket(iface.as_ref(), false)?;
     let v6 = match &iface {
@@ -89,7 +127,7 @@ async fn listen(b: &Browse) -> Result<Seen, BrowseError> {
         name(&format!("{}.local.", b.kind))?,
         name(&format!("{ETCD_TYPE}.local."))?,
     ];
-    let mut seen = Seen::default();
+    let mut heard = Heard::default();
     let start = Instant::now();
     let end = start + b.round;
     let every_second = (2..).map(Duration::from_secs);
@@ -105,14 +143,14 @@ async fn listen(b: &Browse) -> Result<Seen, BrowseError> {
         let next_ask = asks.peek().copied();
         let wake = next_ask.unwrap_or(end).min(end);
         tokio::select! {
-            r = v4.recv_from(&mut buf) => {
-                if let Ok((n, _)) = r {
-                    take(&mut seen, &buf[..n]);
+            r = net::recv(&v4, &mut buf) => {
+                if let Ok((n, arrival)) = r {
+                    heard.take(&link, &buf[..n], &arrival);
                 }
             }
             r = recv6(&v6, &mut buf6) => {
-                if let Ok((n, _)) = r {
-                    take(&mut seen, &buf6[..n]);
+                if let Ok((n, arrival)) = r {
+                    heard.take(&link, &buf6[..n], &arrival);
                 }
             }
             () = tokio::time::sleep_until(wake) => {
@@ -120,7 +158,7 @@ async fn listen(b: &Browse) -> Result<Seen, BrowseError> {
                     break;
                 }
                 asks.next();
-                for q in small_queries(&seen.query(&kinds))? {
+                for q in small_queries(&heard.seen.query(&kinds))? {
                     let _ = v4.send_to(&q, net::group(false, 0)).await;
                     if let Some((s, index)) = &v6 {
                         let _ = s.send_to(&q, net::group(true, *index)).await;
@@ -129,7 +167,7 @@ async fn listen(b: &Browse) -> Result<Seen, BrowseError> {
             }
         }
     }
-    Ok(seen)
+    Ok(heard)
 }
 
 /// Questions a query datagram carries. A one-shot query comes from a port other than 5353, so
@@ -156,19 +194,33 @@ fn small_queries(all: &Message) -> Result<Vec<Vec<u8>>, BrowseError> {
         .collect()
 }
 
-async fn recv6(
-    s: &Option<(UdpSocket, u32)>,
-    buf: &mut [u8],
-) -> std::io::Result<(usize, std::net::SocketAddr)> {
+async fn recv6(s: &Option<(UdpSocket, u32)>, buf: &mut [u8]) -> std::io::Result<(usize, Arrival)> {
     match s {
-        Some((s, _)) => s.recv_from(buf).await,
+        Some((s, _)) => net::recv(s, buf).await,
         None => std::future::pending().await,
     }
 }
 
-fn take(seen: &mut Seen, bytes: &[u8]) {
-    if let Ok(m) = Message::from_vec(bytes) {
-        seen.receive(&m);
+/// Says in the log what a round left out: nodes that cannot be in the inventory, datagrams
+/// from off the link, records from a source that does not own their name, records past the
+/// cap.
+fn report(found: &Found, off_link: u64, refused: Refusals) {
+    for d in &found.dropped {
+        tracing::warn!("left out of the inventory: {d}");
+    }
+    if off_link > 0 {
+        tracing::warn!(
+            "{off_link} response(s) refused: not from the link (source, IP TTL 255, port 5353)"
+        );
+    }
+    if refused.not_owner > 0 {
+        tracing::warn!(
+            "{} record(s) refused: a name told by another source first",
+            refused.not_owner
+        );
+    }
+    if refused.full > 0 {
+        tracing::warn!("{} record(s) refused: {MAX_RECORDS} held", refused.full);
     }
 }
 
@@ -213,11 +265,19 @@ pub async fn browse(b: &Browse, out: &Output) -> Result<bool, BrowseError> {
     let mut carried = Seen::default();
     loop {
         let heard = listen(b).await.and_then(|fresh| {
-            if !out.watch {
-                return found(b, &fresh);
-            }
-            carried.carry(&fresh, std::time::Instant::now());
-            found(b, &carried)
+            let refused = fresh.seen.refused();
+            let seen = if out.watch {
+                for (m, from, at) in &fresh.responses {
+                    carried.receive_at(m, *from, *at);
+                }
+                carried.expire(std::time::Instant::now());
+                &carried
+            } else {
+                &fresh.seen
+            };
+            let found = found(b, seen)?;
+            report(&found, fresh.off_link, refused);
+            Ok(found)
         });
         let found = match heard {
             Ok(f) => f,

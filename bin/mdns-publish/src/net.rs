@@ -1,10 +1,18 @@
 //! mDNS sockets and the interface that holds the bind address.
 
+use std::io::IoSliceMut;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
+use std::os::fd::{AsRawFd, RawFd};
 
+use ipnetwork::IpNetwork;
+use nix::sys::socket::{
+    recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, SockaddrStorage,
+};
 use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
+use crate::link::{Arrival, Link};
 use crate::responder::PORT;
 
 /// The IPv4 mDNS group.
@@ -60,6 +68,8 @@ pub struct Interface {
     pub addresses: Vec<IpAddr>,
     /// Up and running.
     pub up: bool,
+    /// The link it is on: its addresses' prefixes.
+    pub link: Link,
 }
 
 /// The interface that holds `bind`, or the one called `name` when given.
@@ -78,7 +88,8 @@ pub fn interface(bind: IpAddr, name: Option<&str>) -> Result<Interface, NetError
     };
     let mut addresses = vec![];
     let mut up = false;
-    for i in all.iter().filter(|i| i.interface_name == owner) {
+    let mine = || all.iter().filter(|i| i.interface_name == owner);
+    for i in mine() {
         up |= i.flags.contains(InterfaceFlags::IFF_UP)
             && i.flags.contains(InterfaceFlags::IFF_RUNNING);
         if let Some(a) = ip_of(i) {
@@ -93,12 +104,34 @@ pub fn interface(bind: IpAddr, name: Option<&str>) -> Result<Interface, NetError
         name: owner.clone(),
         why,
     })?;
+    let link = Link::new(mine().filter_map(prefix_of).collect());
     Ok(Interface {
         name: owner,
         index,
         addresses,
         up,
+        link,
     })
+}
+
+/// The link of every interface but loopback: what a browse without `--bind` listens to.
+pub fn every_link() -> Result<Link, NetError> {
+    let all = nix::ifaddrs::getifaddrs().map_err(NetError::Interfaces)?;
+    let prefixes = all
+        .filter_map(|i| prefix_of(&i))
+        .filter(|p| !p.ip().is_loopback());
+    Ok(Link::new(prefixes.collect()))
+}
+
+/// An interface address with its netmask, as a prefix.
+fn prefix_of(i: &nix::ifaddrs::InterfaceAddress) -> Option<IpNetwork> {
+    let mask = i.netmask.as_ref()?;
+    let mask = match (mask.as_sockaddr_in(), mask.as_sockaddr_in6()) {
+        (Some(m), _) => IpAddr::V4(m.ip()),
+        (_, Some(m)) => IpAddr::V6(m.ip()),
+        _ => return None,
+    };
+    IpNetwork::with_netmask(ip_of(i)?, mask).ok()
 }
 
 fn ip_of(i: &nix::ifaddrs::InterfaceAddress) -> Option<IpAddr> {
@@ -160,7 +193,71 @@ fn socket(domain: Domain) -> std::io::Result<Socket> {
     s.set_reuse_address(true)?;
     s.set_reuse_port(true)?;
     s.set_nonblocking(true)?;
+    tell_arrival(&s, domain)?;
     Ok(s)
+}
+
+/// Asks the kernel to say, with each datagram, its destination address and IP TTL / hop limit
+/// (what [`recv`] reads, and [`Link`] checks).
+fn tell_arrival(s: &Socket, domain: Domain) -> std::io::Result<()> {
+    if domain == Domain::IPV6 {
+        setsockopt(s, sockopt::Ipv6RecvPacketInfo, &true)?;
+        setsockopt(s, sockopt::Ipv6RecvHopLimit, &true)?;
+    } else {
+        setsockopt(s, sockopt::Ipv4PacketInfo, &true)?;
+        setsockopt(s, sockopt::Ipv4RecvTtl, &true)?;
+    }
+    Ok(())
+}
+
+/// Waits for a datagram on `socket`: its length in `buf` and how it arrived. A datagram cut to
+/// the buffer is an error (`InvalidData`): a part of a DNS message is not read.
+pub async fn recv(socket: &UdpSocket, buf: &mut [u8]) -> std::io::Result<(usize, Arrival)> {
+    let fd = socket.as_raw_fd();
+    socket
+        .async_io(Interest::READABLE, || recv_now(fd, buf))
+        .await
+}
+
+fn recv_now(fd: RawFd, buf: &mut [u8]) -> std::io::Result<(usize, Arrival)> {
+    let mut iov = [IoSliceMut::new(buf)];
+    let mut control = nix::cmsg_space!(libc::in6_pktinfo, libc::in_pktinfo, libc::c_int);
+    let m = recvmsg::<SockaddrStorage>(fd, &mut iov, Some(&mut control), MsgFlags::empty())?;
+    if m.flags.contains(MsgFlags::MSG_TRUNC) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "a datagram longer than the receive buffer",
+        ));
+    }
+    let from = m.address.as_ref().and_then(|a| {
+        let v4 = a
+            .as_sockaddr_in()
+            .map(|s| SocketAddr::from((s.ip(), s.port())));
+        v4.or_else(|| (a.as_sockaddr_in6()).map(|s| SocketAddr::from((s.ip(), s.port()))))
+    });
+    let Some(from) = from else {
+        return Err(std::io::Error::other("a datagram without a source address"));
+    };
+    let mut arrival = Arrival {
+        from,
+        to: None,
+        ttl: None,
+    };
+    for cmsg in m.cmsgs()? {
+        match cmsg {
+            ControlMessageOwned::Ipv4PacketInfo(i) => {
+                arrival.to = Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(i.ipi_addr.s_addr))));
+            }
+            ControlMessageOwned::Ipv6PacketInfo(i) => {
+                arrival.to = Some(IpAddr::V6(Ipv6Addr::from(i.ipi6_addr.s6_addr)));
+            }
+            ControlMessageOwned::Ipv4Ttl(t) | ControlMessageOwned::Ipv6HopLimit(t) => {
+                arrival.ttl = u8::try_from(t).ok();
+            }
+            _ => {}
+        }
+    }
+    Ok((m.bytes, arrival))
 }
 
 /// A socket on an ephemeral port for one-shot queries (answers come straight back to it),
@@ -171,6 +268,7 @@ pub fn query_socket(iface: Option<&Interface>, v6: bool) -> Result<UdpSocket, Ne
     let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP)).map_err(at)?;
     let _ = s.set_recv_buffer_size(RECV_BUFFER);
     s.set_nonblocking(true).map_err(at)?;
+    tell_arrival(&s, domain).map_err(at)?;
     if v6 {
         s.set_only_v6(true).map_err(at)?;
         s.bind(&SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)).into())

@@ -9,6 +9,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
 
 use crate::config::{ConfigError, Source};
+use crate::link::{Arrival, Link};
 use crate::net::{self, Interface, NetError};
 use crate::records::NameError;
 use crate::responder::{Outgoing, Responder, To};
@@ -90,9 +91,9 @@ impl Wire {
     }
 }
 
-async fn recv(socket: &Option<UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+async fn recv(socket: &Option<UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usize, Arrival)> {
     match socket {
-        Some(s) => s.recv_from(buf).await,
+        Some(s) => net::recv(s, buf).await,
         None => std::future::pending().await,
     }
 }
@@ -127,8 +128,8 @@ async fn serve(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result
             Instant::from_std,
         );
         let datagram = tokio::select! {
-            r = recv(&wire.v4, &mut b4) => r.ok().map(|(n, from)| (b4[..n].to_vec(), from)),
-            r = recv(&wire.v6, &mut b6) => r.ok().map(|(n, from)| (b6[..n].to_vec(), from)),
+            r = recv(&wire.v4, &mut b4) => r.ok().map(|(n, a)| (b4[..n].to_vec(), a)),
+            r = recv(&wire.v6, &mut b6) => r.ok().map(|(n, a)| (b6[..n].to_vec(), a)),
             () = tokio::time::sleep_until(wake) => None,
             () = net::link_changed(&watch) => {
                 iface = relink(bind, iface, source, &mut responder, &wire).await?;
@@ -137,7 +138,7 @@ async fn serve(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result
             _ = term.recv() => break,
             _ = int.recv() => break,
         };
-        step(&mut responder, &wire, datagram).await;
+        step(&mut responder, &wire, &iface.link, datagram).await;
         if let Some(why) = responder.conflict() {
             let why = why.to_string();
             conflict(&mut responder, why, on_conflict).await?;
@@ -183,13 +184,23 @@ async fn relink(
     Ok(n)
 }
 
-/// Takes in a datagram, if one came, and sends whatever the responder has to say now.
-async fn step(responder: &mut Responder, wire: &Wire, datagram: Option<(Vec<u8>, SocketAddr)>) {
+/// Takes in a datagram, if one came and the link allows it, and sends whatever the responder
+/// has to say now.
+async fn step(
+    responder: &mut Responder,
+    wire: &Wire,
+    link: &Link,
+    datagram: Option<(Vec<u8>, Arrival)>,
+) {
     let now = Instant::now().into_std();
     let mut out = Vec::new();
-    if let Some((bytes, from)) = datagram {
+    if let Some((bytes, arrival)) = datagram {
+        let from = arrival.from;
         match Message::from_vec(&bytes) {
-            Ok(m) => out.extend(responder.receive(&m, from, now)),
+            Ok(m) => match link.admit(&m, &arrival) {
+                Ok(()) => out.extend(responder.receive(&m, &arrival, now)),
+                Err(why) => tracing::debug!("{from}: refused: {why}"),
+            },
             Err(e) => tracing::debug!("{from}: not a DNS message: {e}"),
         }
     }

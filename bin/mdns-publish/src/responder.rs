@@ -4,17 +4,21 @@
 //! suppression, at most one multicast of a record per second, the cache-flush bit on unique
 //! records), conflicts, and the goodbye.
 //!
-//! It never renames: a lost name is a [`Responder::conflict`] for the caller to act on.
+//! It never renames: a lost name is a [`Responder::conflict`] for the caller to act on. A
+//! conflict counts only in a multicast response (RFC 6762 9: every host on the link hears the
+//! same); once the name is established, it first probes again, and the name is lost only to a
+//! host that answers that probe. Unicast answers to one querier are rate-limited.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, Record, RecordType};
 use hickory_proto::serialize::binary::BinEncodable;
 
+use crate::link::Arrival;
 use crate::records::{answers, unique_names, Owned};
 
 /// The mDNS port.
@@ -30,6 +34,13 @@ const ANNOUNCE_INTERVAL: Duration = Duration::from_secs(1);
 const LOST_TIEBREAK_WAIT: Duration = Duration::from_secs(1);
 /// The TTL of answers to legacy unicast queries.
 const LEGACY_TTL: u32 = 10;
+/// Unicast answers (QU and legacy) to one querier in a second, at most: a browser asking
+/// about 200 instances of one node sends some 50 queries at once; a host that forges queries
+/// to make us a reflector gets no more than this.
+const UNICAST_PER_SECOND: u32 = 100;
+/// Queriers whose unicast answers are counted at once, at most (more are not answered until
+/// the second of the others is over).
+const QUERIERS: usize = 4096;
 
 /// Where a message goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +80,22 @@ pub struct Responder {
     last_multicast: Vec<Option<Instant>>,
     delayed: Vec<(Instant, Outgoing)>,
     random: u64,
+    /// Unicast answers per querier in the current second: (the second's start, answers).
+    unicast: HashMap<IpAddr, (Instant, u32)>,
+    /// Conflicts that sent an established name back to probing, and unicast answers not
+    /// sent over the rate limit.
+    counts: Counts,
+}
+
+/// What the responder refused or did against another host, for the log and the tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// A multicast response claimed an established name: probed again.
+    pub reprobes: u64,
+    /// A unicast response claimed one of our names: ignored (not heard by the link).
+    pub unicast_claims: u64,
+    /// Unicast answers not sent (the querier's rate limit).
+    pub rate_limited: u64,
 }
 
 impl Responder {
@@ -83,6 +110,8 @@ impl Responder {
             phase: Phase::Running,
             delayed: Vec::new(),
             random: seed | 1,
+            unicast: HashMap::new(),
+            counts: Counts::default(),
         };
         r.reindex();
         let wait = r.random_duration(PROBE_INTERVAL);
@@ -104,6 +133,11 @@ impl Responder {
             Phase::Conflict(why) => Some(why),
             _ => None,
         }
+    }
+
+    /// What was refused or done against other hosts so far.
+    pub fn counts(&self) -> Counts {
+        self.counts
     }
 
     /// Probing and announcing are done.
@@ -190,16 +224,17 @@ impl Responder {
         goodbye_of(&self.records)
     }
 
-    /// Handles a message received from `from`; returns what to send.
-    pub fn receive(&mut self, message: &Message, from: SocketAddr, now: Instant) -> Vec<Outgoing> {
+    /// Handles a message that arrived as `arrival` says; returns what to send. The caller
+    /// has checked that it came from the link ([`crate::link::Link`]).
+    pub fn receive(&mut self, message: &Message, arrival: &Arrival, now: Instant) -> Vec<Outgoing> {
         if matches!(self.phase, Phase::Conflict(_)) {
             return Vec::new();
         }
         match message.message_type() {
             MessageType::Response => {
                 // RFC 6762 6: responses from another port are not mDNS.
-                if from.port() == PORT {
-                    self.check_response(message);
+                if arrival.from.port() == PORT {
+                    self.on_response(message, arrival, now);
                 }
                 Vec::new()
             }
@@ -208,8 +243,32 @@ impl Responder {
                     self.tiebreak(message, now);
                     return Vec::new();
                 }
-                self.answer(message, from, now)
+                self.answer(message, arrival.from, now)
             }
+        }
+    }
+
+    /// A response that claims one of our names: lost while probing; once established, a
+    /// reason to probe again (RFC 6762 9); not a claim at all when unicast to us alone, which
+    /// no other host on the link heard.
+    fn on_response(&mut self, message: &Message, arrival: &Arrival, now: Instant) {
+        let probing = matches!(self.phase, Phase::Probing { .. });
+        let Some(why) = self.claim(message, probing) else {
+            return;
+        };
+        let from = arrival.from;
+        if !arrival.multicast() {
+            self.counts.unicast_claims += 1;
+            tracing::warn!(
+                "{from}: a unicast response {why}: ignored (only a multicast one is a conflict)"
+            );
+        } else if probing {
+            self.phase = Phase::Conflict(why);
+        } else {
+            self.counts.reprobes += 1;
+            tracing::warn!("{from}: {why}: probing again before giving the name up");
+            self.delayed.clear();
+            self.phase = Phase::Probing { sent: 0, next: now };
         }
     }
 
@@ -274,10 +333,9 @@ impl Responder {
         }
     }
 
-    /// A response that claims one of our unique names with other data is a conflict (during
+    /// What a response that claims one of our unique names with other data claims (during
     /// probing: any record with the name at all, RFC 6762 8.1 and 9).
-    fn check_response(&mut self, message: &Message) {
-        let probing = matches!(self.phase, Phase::Probing { .. });
+    fn claim(&self, message: &Message, probing: bool) -> Option<String> {
         // Goodbyes (TTL 0) claim nothing, ours from before an address change included.
         for r in message
             .answers()
@@ -299,15 +357,33 @@ impl Responder {
                 same_type.is_empty() || same_type.iter().any(|o| o.data() == r.data())
             };
             if !consistent {
-                self.phase = Phase::Conflict(format!(
+                return Some(format!(
                     "another host answers for {} ({} {})",
                     r.name(),
                     r.record_type(),
                     r.data()
                 ));
-                return;
             }
         }
+        None
+    }
+
+    /// Whether one more unicast answer may go to `to` at `now` (and counts it).
+    fn unicast_allowed(&mut self, to: IpAddr, now: Instant) -> bool {
+        let second = Duration::from_secs(1);
+        if self.unicast.len() >= QUERIERS && !self.unicast.contains_key(&to) {
+            self.unicast
+                .retain(|_, (start, _)| now.duration_since(*start) < second);
+        }
+        if self.unicast.len() >= QUERIERS && !self.unicast.contains_key(&to) {
+            return false;
+        }
+        let (start, sent) = self.unicast.entry(to).or_insert((now, 0));
+        if now.duration_since(*start) >= second {
+            (*start, *sent) = (now, 0);
+        }
+        *sent += 1;
+        *sent <= UNICAST_PER_SECOND
     }
 
     /// Simultaneous probes (RFC 6762 8.2): the lexicographically later authority data wins;
@@ -399,6 +475,10 @@ impl Responder {
         }
         for i in self.additionals(&chosen) {
             m.add_additional(self.on_wire(i, legacy));
+        }
+        if unicast && !self.unicast_allowed(from.ip(), now) {
+            self.counts.rate_limited += 1;
+            return Vec::new();
         }
         let to = if unicast {
             To::Unicast(from)

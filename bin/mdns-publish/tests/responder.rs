@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
+use mdns_publish::link::Arrival;
 use mdns_publish::records::{Host, Publication, Service, OTHER_TTL};
 use mdns_publish::responder::{Outgoing, Responder, To};
 
@@ -60,6 +61,23 @@ fn query(name: &str, kind: RecordType, unicast: bool) -> Message {
 
 const PEER: &str = "192.0.2.20:5353";
 
+/// A datagram from `from` to the mDNS group.
+fn group(from: SocketAddr) -> Arrival {
+    Arrival {
+        from,
+        to: Some("224.0.0.251".parse().unwrap()),
+        ttl: Some(255),
+    }
+}
+
+/// A datagram from `from` to our address alone.
+fn direct(from: SocketAddr) -> Arrival {
+    Arrival {
+        to: Some("192.0.2.10".parse().unwrap()),
+        ..group(from)
+    }
+}
+
 #[test]
 fn three_probes_250_ms_apart_then_two_announcements_a_second_apart() {
     let start = Instant::now();
@@ -101,7 +119,11 @@ fn answers_qm_multicast_qu_unicast_legacy_with_short_ttls() {
     let peer: SocketAddr = PEER.parse().unwrap();
 
     // QM for the host: multicast, the A record with the cache-flush bit.
-    let out = r.receive(&query("master-0.local.", RecordType::A, false), peer, now);
+    let out = r.receive(
+        &query("master-0.local.", RecordType::A, false),
+        &group(peer),
+        now,
+    );
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].to, To::Multicast);
     assert!(out[0].message.answers()[0].mdns_cache_flush());
@@ -109,21 +131,25 @@ fn answers_qm_multicast_qu_unicast_legacy_with_short_ttls() {
     assert!(r
         .receive(
             &query("master-0.local.", RecordType::A, false),
-            peer,
+            &group(peer),
             now + Duration::from_millis(500)
         )
         .is_empty());
     // QU: unicast, whatever the rate limit.
     let out = r.receive(
         &query("master-0.local.", RecordType::A, true),
-        peer,
+        &group(peer),
         now + Duration::from_millis(600),
     );
     assert_eq!(out[0].to, To::Unicast(peer));
 
     // Legacy unicast (not from 5353): the id and question echoed, TTL <= 10, no mDNS bits.
     let legacy: SocketAddr = "192.0.2.20:40000".parse().unwrap();
-    let out = r.receive(&query("master-0.local.", RecordType::A, false), legacy, now);
+    let out = r.receive(
+        &query("master-0.local.", RecordType::A, false),
+        &group(legacy),
+        now,
+    );
     let m = &out[0].message;
     assert_eq!(out[0].to, To::Unicast(legacy));
     assert_eq!((m.id(), m.queries().len()), (7, 1));
@@ -133,7 +159,7 @@ fn answers_qm_multicast_qu_unicast_legacy_with_short_ttls() {
     // PTR browse: shared, so delayed 20-120 ms; SRV, TXT and the address come along.
     let out = r.receive(
         &query("_workstation._tcp.local.", RecordType::PTR, false),
-        peer,
+        &group(peer),
         now,
     );
     assert!(out.is_empty());
@@ -151,7 +177,11 @@ fn answers_qm_multicast_qu_unicast_legacy_with_short_ttls() {
 
     // Nothing of ours: silence.
     assert!(r
-        .receive(&query("other.local.", RecordType::A, false), peer, now)
+        .receive(
+            &query("other.local.", RecordType::A, false),
+            &group(peer),
+            now
+        )
         .is_empty());
 }
 
@@ -167,14 +197,14 @@ fn known_answers_are_not_repeated() {
     known.set_ttl(100);
     q.add_answer(known);
     assert!(
-        r.receive(&q, peer, now).is_empty(),
+        r.receive(&q, &group(peer), now).is_empty(),
         "the querier has it with more than half the TTL"
     );
     let mut q = query("master-0.local.", RecordType::A, true);
     let mut stale = ours;
     stale.set_ttl(30);
     q.add_answer(stale);
-    assert_eq!(r.receive(&q, peer, now).len(), 1);
+    assert_eq!(r.receive(&q, &group(peer), now).len(), 1);
 }
 
 fn response_with(record: Record) -> Message {
@@ -194,7 +224,7 @@ fn another_host_with_our_name_is_a_conflict_never_a_rename() {
     let theirs = publication("192.0.2.99").records().unwrap()[0]
         .record
         .clone();
-    r.receive(&response_with(theirs.clone()), peer, start);
+    r.receive(&response_with(theirs.clone()), &group(peer), start);
     assert!(
         r.conflict().unwrap().contains("master-0.local."),
         "{:?}",
@@ -208,22 +238,69 @@ fn another_host_with_our_name_is_a_conflict_never_a_rename() {
     let mut r = responder(start);
     let (_, now) = establish(&mut r, start);
     let ours = r.records()[0].record.clone();
-    r.receive(&response_with(ours), peer, now);
+    r.receive(&response_with(ours), &group(peer), now);
     assert!(r.conflict().is_none());
     // A response from a port other than 5353 is not mDNS: ignored.
     r.receive(
         &response_with(theirs.clone()),
-        "192.0.2.20:40000".parse().unwrap(),
+        &group("192.0.2.20:40000".parse().unwrap()),
         now,
     );
     assert!(r.conflict().is_none());
     // A goodbye claims nothing.
     let mut bye = theirs.clone();
     bye.set_ttl(0);
-    r.receive(&response_with(bye), peer, now);
+    r.receive(&response_with(bye), &group(peer), now);
     assert!(r.conflict().is_none());
-    r.receive(&response_with(theirs), peer, now);
+    // The same claim unicast to us alone: no other host heard it, so it is not a conflict.
+    r.receive(&response_with(theirs.clone()), &direct(peer), now);
+    assert!(r.conflict().is_none());
+    assert!(r.established());
+    assert_eq!(r.counts().unicast_claims, 1);
+    // Multicast, to an established name: probed again, not given up.
+    r.receive(&response_with(theirs.clone()), &group(peer), now);
+    assert!(r.conflict().is_none());
+    assert!(!r.established(), "probing again");
+    assert_eq!(r.counts().reprobes, 1);
+    assert_eq!(r.next_timeout(), Some(now));
+    assert_eq!(r.poll(now)[0].message.name_servers().len(), 3, "a probe");
+    // Answered while probing: lost.
+    r.receive(&response_with(theirs), &group(peer), now);
     assert!(r.conflict().is_some());
+}
+
+#[test]
+fn a_probe_nobody_answers_keeps_the_name() {
+    let start = Instant::now();
+    let peer: SocketAddr = PEER.parse().unwrap();
+    let mut r = responder(start);
+    let (_, now) = establish(&mut r, start);
+    let theirs = publication("192.0.2.99").records().unwrap()[0]
+        .record
+        .clone();
+    r.receive(&response_with(theirs), &group(peer), now);
+    let (sent, _) = establish(&mut r, now);
+    assert!(r.conflict().is_none());
+    assert_eq!(sent.len(), 5, "three probes and two announcements again");
+}
+
+#[test]
+fn unicast_answers_to_one_querier_are_rate_limited() {
+    let start = Instant::now();
+    let mut r = responder(start);
+    let (_, now) = establish(&mut r, start);
+    let flooder: SocketAddr = "192.0.2.66:40000".parse().unwrap();
+    let q = query("master-0.local.", RecordType::A, false);
+    let answered = (0..300)
+        .filter(|_| !r.receive(&q, &group(flooder), now).is_empty())
+        .count();
+    assert_eq!(answered, 100);
+    assert_eq!(r.counts().rate_limited, 200);
+    // Another querier is answered meanwhile, and the flooder again a second later.
+    let other: SocketAddr = "192.0.2.21:40000".parse().unwrap();
+    assert_eq!(r.receive(&q, &group(other), now).len(), 1);
+    let later = now + Duration::from_secs(1);
+    assert_eq!(r.receive(&q, &group(flooder), later).len(), 1);
 }
 
 #[test]
@@ -246,15 +323,15 @@ fn simultaneous_probes_the_later_data_wins() {
     let mut r = responder(start);
     let first = r.next_timeout().unwrap();
     r.poll(first);
-    r.receive(&probe_of("192.0.2.99"), peer, first);
+    r.receive(&probe_of("192.0.2.99"), &group(peer), first);
     assert_eq!(r.next_timeout(), Some(first + Duration::from_secs(1)));
     // Against an earlier address: we win and go on.
     let mut r = responder(start);
     r.poll(first);
-    r.receive(&probe_of("192.0.2.1"), peer, first);
+    r.receive(&probe_of("192.0.2.1"), &group(peer), first);
     assert_eq!(r.next_timeout(), Some(first + Duration::from_millis(250)));
     // Our own probe, looped back: nothing happens.
-    r.receive(&probe_of("192.0.2.10"), peer, first);
+    r.receive(&probe_of("192.0.2.10"), &group(peer), first);
     assert_eq!(r.next_timeout(), Some(first + Duration::from_millis(250)));
 }
 

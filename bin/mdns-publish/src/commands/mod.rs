@@ -75,6 +75,8 @@ fn source(args: &cli::Run) -> Result<(IpAddr, Source), SourceError> {
 /// `mdns-publish browse`: 0 when a node was found, 1 when none was or it failed; with
 /// `--watch`, runs until killed.
 pub fn browse(args: &cli::Browse) -> ExitCode {
+    // Warnings (what a round left out and why) and errors on stderr.
+    ipi_core::service::logging(0, false);
     let b = Browse {
         kind: args.kind.clone(),
         filter: args.filter.clone(),
