@@ -48,9 +48,10 @@ pub const VIP_NAMES: [&str; 3] = ["api", "api-int", "apps"];
 /// What the answers said so far, each record with the source that told it.
 ///
 /// A unique name (a host's addresses, an instance's SRV and TXT) belongs to the source that
-/// first told it, until its records run out or that source says goodbye: another source may
-/// confirm what is held (a dual-stack node answers from an IPv4 and an IPv6 address) but
-/// neither add to it, change it nor say goodbye for it.
+/// first told it, and to the addresses that source gave the host (a dual-stack node answers
+/// from an IPv4 address and from an IPv6 link-local one), until its records run out or one
+/// of them says goodbye: another source may confirm what is held but neither add to it,
+/// change it nor say goodbye for it.
 #[derive(Debug, Default, Clone)]
 pub struct Seen {
     /// By owner and type (hickory's `Name` compares and hashes without case), so that a
@@ -140,10 +141,7 @@ impl Seen {
             // A shared pointer goes only by the word of whoever owns what it points at.
             ptr_target(r).filter(|t| self.owners.contains_key(t))
         };
-        let by_owner = owner
-            .as_ref()
-            .and_then(|o| self.owners.get(o))
-            .is_none_or(|o| *o == from);
+        let by_owner = owner.as_ref().is_none_or(|o| self.speaks_for(o, from));
         let until = now + Duration::from_secs(u64::from(r.ttl().min(ceiling(r.record_type()))));
         let held = (self.records.get_mut(&key))
             .and_then(|h| h.iter_mut().find(|k| k.record.data() == r.data()));
@@ -165,6 +163,16 @@ impl Seen {
                 }
             }
         }
+    }
+
+    /// Whether `from` may change what is held for `owner`: nobody owns it yet, or `from` is
+    /// its owner or one of the addresses held for its host (itself, or its SRV's target).
+    fn speaks_for(&self, owner: &Name, from: IpAddr) -> bool {
+        let Some(first) = self.owners.get(owner) else {
+            return true;
+        };
+        let host = self.target(owner).unwrap_or_else(|| owner.clone());
+        *first == from || self.addresses(&host).contains(&from)
     }
 
     fn forget(&mut self, key: &(Name, RecordType), data: &RData) {
@@ -552,6 +560,20 @@ mod tests {
         let own = response(vec![a("master-0", ATTACKER, 120)]);
         seen.receive_at(&own, ip(NODE), later);
         assert_eq!(addresses_of(&seen, "master-0").len(), 2);
+    }
+
+    #[test]
+    fn a_dual_stack_node_speaks_for_itself_from_either_family() {
+        let t0 = Instant::now();
+        let mut seen = Seen::default();
+        // First heard over IPv6, from its link-local address, with its IPv4 address.
+        seen.receive_at(&response(node("master-0", NODE, 120)), ip("fe80::10"), t0);
+        // From that IPv4 address: a new address, then a goodbye, are its own word.
+        let more = response(vec![a("master-0", "192.0.2.77", 120)]);
+        seen.receive_at(&more, ip(NODE), t0);
+        assert_eq!(addresses_of(&seen, "master-0").len(), 2);
+        seen.receive_at(&response(node("master-0", NODE, 0)), ip(NODE), t0);
+        assert!(inventory(&seen).inventory.nodes().is_empty());
     }
 
     #[test]

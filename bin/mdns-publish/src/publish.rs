@@ -122,6 +122,7 @@ async fn serve(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result
     let watch = net::link_watch()?;
     let (mut b4, mut b6) = (vec![0u8; 9000], vec![0u8; 9000]);
     let mut ready = false;
+    let mut was_established = false;
     loop {
         let wake = responder.next_timeout().map_or_else(
             || Instant::now() + Duration::from_secs(3600),
@@ -143,11 +144,15 @@ async fn serve(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result
             let why = why.to_string();
             conflict(&mut responder, why, on_conflict).await?;
         }
-        if responder.established() && !ready {
+        let established = responder.established();
+        if established && !ready {
             ready = true;
             tracing::info!("published {} records", responder.records().len());
             ipi_core::service::notify_systemd("READY=1");
+        } else if established && !was_established {
+            tracing::info!("probed and announced again: the names are still ours");
         }
+        was_established = established;
     }
     ipi_core::service::notify_systemd("STOPPING=1");
     wire.send(&responder.goodbye()).await;
