@@ -10,7 +10,8 @@ use std::net::{IpAddr, SocketAddr};
 use hickory_proto::op::{Message, MessageType};
 use ipnetwork::IpNetwork;
 
-use crate::responder::PORT;
+/// The mDNS port.
+pub const PORT: u16 = 5353;
 
 /// How a datagram arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,8 +12,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
-use crate::link::{Arrival, Link};
-use crate::responder::PORT;
+use crate::link::{Arrival, Link, PORT};
 
 /// The IPv4 mDNS group.
 pub const GROUP_V4: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 251);

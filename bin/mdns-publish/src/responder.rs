@@ -18,11 +18,9 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, Record, RecordType};
 use hickory_proto::serialize::binary::BinEncodable;
 
-use crate::link::Arrival;
+use crate::link::{Arrival, PORT};
 use crate::records::{answers, unique_names, Owned};
 
-/// The mDNS port.
-pub const PORT: u16 = 5353;
 /// Time between probes, and the longest random wait before the first.
 const PROBE_INTERVAL: Duration = Duration::from_millis(250);
 /// Probes sent before a name is ours.
