@@ -55,7 +55,7 @@ _mdns__publish() {
             return 0
             ;;
         mdns__subcmd__publish__subcmd__browse)
-            opts="-o -h --type --filter --min-srv --timeout --json --output --watch --bind --help"
+            opts="-o -h --type --filter --min-srv --timeout --json --output --watch --bind --cluster-key --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -86,6 +86,10 @@ _mdns__publish() {
                     return 0
                     ;;
                 --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cluster-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -153,7 +157,7 @@ _mdns__publish() {
             return 0
             ;;
         mdns__subcmd__publish__subcmd__run)
-            opts="-f -v -q -h --config --cluster --hostname --role --bind --on-conflict --verbose --quiet --help"
+            opts="-f -v -q -h --config --cluster --hostname --role --bind --on-conflict --cluster-key --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -185,6 +189,10 @@ _mdns__publish() {
                     ;;
                 --on-conflict)
                     COMPREPLY=($(compgen -W "exit wait" -- "${cur}"))
+                    return 0
+                    ;;
+                --cluster-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -38,6 +38,7 @@ worker\t'A compute node; runs the Ingress routers'"
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -l bind -d 'The address whose interface is published (with --cluster; the config\'s bind_address otherwise)' -r
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -l on-conflict -d 'What to do when another host owns one of our names' -r -f -a "exit\t'Log it and exit with status 1'
 wait\t'Log it, wait ten seconds and probe again, until the name is free'"
+complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -l cluster-key -d 'Sign what is published with the cluster key in this file (default: /etc/ipi-net/cluster.key when the node has it)' -r -F
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -s v -l verbose -d 'More log lines (-v debug, -vv trace)'
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -s q -l quiet -d 'Warnings and errors only'
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -47,6 +48,7 @@ complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand browse" -l min
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand browse" -l timeout -d 'How long to listen for answers (one round with --watch)' -r
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand browse" -s o -l output -d 'Write the inventory to this file, atomically, rather than to standard output' -r -F
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand browse" -l bind -d 'The address to query from (its interface; default: any)' -r
+complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand browse" -l cluster-key -d 'Take only nodes signed with the cluster key in this file, and of each only its signed addresses (default: /etc/ipi-net/cluster.key when the node has it)' -r -F
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand browse" -l json -d 'The inventory as JSON (with the etcd targets)'
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand browse" -l watch -d 'Keep browsing; rewrite the output only when the inventory changes (tells systemd it is ready once the first inventory is written). A node stays for its records\' TTL after it last answered (10 s for answers to these one-shot queries, RFC 6762 6.7), or until its goodbye: a publisher restarting within it does not leave the inventory'
 complete -c mdns-publish -n "__fish_mdns_publish_using_subcommand browse" -s h -l help -d 'Print help'

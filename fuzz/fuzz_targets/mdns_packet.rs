@@ -68,7 +68,7 @@ fuzz_target!(|data: &[u8]| {
         let now = start + Duration::from_secs(i as u64 * 30);
         seen.receive_at(&message, from.parse().expect("an address"), now);
         seen.expire(now);
-        let _ = seen.found(&kind, "", 0);
+        let _ = seen.found(&kind, "", 0, None, std::time::SystemTime::now());
     }
     let _ = seen.query(&[kind]).to_vec();
 });

@@ -6,13 +6,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use ipi_core::inventory::Problem;
 use ipi_core::{Inventory, Node, Role};
 
+use crate::key::ClusterKey;
 use crate::records::{name, NameError, HOST_TTL, OTHER_TTL};
 
 /// The type whose instances point at etcd members.
@@ -152,7 +153,14 @@ impl Seen {
             (0, _) => self.forget(&key, r.data()),
             (_, None) if self.count >= MAX_RECORDS => self.refused.full += 1,
             (_, None) => {
-                self.records.entry(key).or_default().push(Held {
+                let held = self.records.entry(key).or_default();
+                // An instance has one SRV and one TXT: its owner's new one replaces the old
+                // (a publisher signing again, a port changed), as a cache flush would.
+                if matches!(r.record_type(), RecordType::SRV | RecordType::TXT) {
+                    self.count -= held.len();
+                    held.clear();
+                }
+                held.push(Held {
                     record: r.clone(),
                     until,
                     since: now,
@@ -267,6 +275,17 @@ impl Seen {
         a
     }
 
+    /// The strings of an instance's TXT record (the first held).
+    fn txt(&self, instance: &Name) -> Vec<String> {
+        let txt = self.data(instance, RecordType::TXT).find_map(|d| match d {
+            RData::TXT(t) => Some(t.txt_data()),
+            _ => None,
+        });
+        (txt.into_iter().flatten())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect()
+    }
+
     fn role(&self, instance: &Name) -> Option<Role> {
         self.data(instance, RecordType::TXT).find_map(|d| match d {
             RData::TXT(t) => t.txt_data().iter().find_map(|s| {
@@ -314,10 +333,22 @@ impl Seen {
     /// The inventory of the instances of `kind` whose names contain `filter`, and the etcd
     /// targets when at least `min_srv` instances of [`ETCD_TYPE`] are seen. A node that cannot
     /// be in it (a bad name, every address already another node's) is left out alone, with
-    /// the reason in [`Found::dropped`].
-    pub fn found(&self, kind: &Name, filter: &str, min_srv: usize) -> Result<Found, FoundError> {
+    /// the reason in [`Found::dropped`]. With a cluster `key`, only nodes whose instance is
+    /// signed with it at most [`crate::key::WINDOW`] from `now`, and of each only its signed
+    /// addresses.
+    pub fn found(
+        &self,
+        kind: &Name,
+        filter: &str,
+        min_srv: usize,
+        key: Option<&ClusterKey>,
+        now: SystemTime,
+    ) -> Result<Found, FoundError> {
         let instances = self.instances(kind, filter);
-        let (nodes, dropped) = checked(self.candidates(&instances));
+        let mut unsigned = Vec::new();
+        let candidates = self.candidates(&instances, key.map(|k| (k, now)), &mut unsigned);
+        let (nodes, mut dropped) = checked(candidates);
+        dropped.extend(unsigned);
         let etcd_kind = name(&format!("{ETCD_TYPE}.local."))?;
         let etcd_instances = self.instances(&etcd_kind, filter);
         let mut etcd: Vec<String> = etcd_instances
@@ -341,17 +372,33 @@ impl Seen {
 
     /// The nodes the instances point at, by name: roles, and addresses with when each was
     /// first heard.
-    fn candidates(&self, instances: &[Name]) -> BTreeMap<String, Candidate> {
+    /// With a key, an instance that is not signed is left out (the reason in `unsigned`).
+    fn candidates(
+        &self,
+        instances: &[Name],
+        key: Option<(&ClusterKey, SystemTime)>,
+        unsigned: &mut Vec<String>,
+    ) -> BTreeMap<String, Candidate> {
         let mut nodes: BTreeMap<String, Candidate> = BTreeMap::new();
         for i in instances {
             let Some(target) = self.target(i) else {
                 continue;
             };
-            let addresses = self.addresses_since(&target);
+            let host = host_label(&target);
+            let mut addresses = self.addresses_since(&target);
+            if let Some((key, now)) = key {
+                match key.verify(&host, &self.txt(i), now) {
+                    Ok(signed) => addresses.retain(|(a, _)| signed.contains(a)),
+                    Err(why) => {
+                        unsigned.push(format!("{host}: {why} (cluster key)"));
+                        continue;
+                    }
+                }
+            }
             if addresses.is_empty() {
                 continue;
             }
-            let entry = nodes.entry(host_label(&target)).or_default();
+            let entry = nodes.entry(host).or_default();
             entry.roles.extend(self.role(i));
             for (a, since) in addresses {
                 if !entry.addresses.iter().any(|(b, _)| *b == a) {
@@ -488,7 +535,8 @@ mod tests {
 
     fn inventory(seen: &Seen) -> Found {
         let kind = name("_workstation._tcp.local.").unwrap();
-        seen.found(&kind, "lab", 0).unwrap()
+        seen.found(&kind, "lab", 0, None, SystemTime::now())
+            .unwrap()
     }
 
     fn addresses_of(seen: &Seen, host: &str) -> Vec<IpAddr> {
@@ -577,6 +625,19 @@ mod tests {
     }
 
     #[test]
+    fn an_instances_owner_replaces_its_srv_and_txt() {
+        let t0 = Instant::now();
+        let mut seen = Seen::default();
+        seen.receive_at(&response(node("master-0", NODE, 120)), ip(NODE), t0);
+        let instance = name("lab-master-0._workstation._tcp.local.").unwrap();
+        let txt = TXT::new(vec!["role=worker".into()]);
+        let again = Record::from_rdata(instance.clone(), 120, RData::TXT(txt));
+        seen.receive_at(&response(vec![again]), ip(NODE), t0);
+        assert_eq!(seen.txt(&instance), ["role=worker"]);
+        assert_eq!(seen.count, 4);
+    }
+
+    #[test]
     fn a_bad_node_is_dropped_alone() {
         let t0 = Instant::now();
         let mut seen = Seen::default();
@@ -592,6 +653,50 @@ mod tests {
         assert_eq!(names, ["master-0"]);
         assert_eq!(found.dropped.len(), 3, "{:?}", found.dropped);
         assert!(found.dropped.iter().any(|d| d.contains("VIP")));
+    }
+
+    /// master-0's records as its publisher sends them, signed with `key` at `at`.
+    fn signed_node(key: &ClusterKey, address: &str, at: SystemTime) -> Vec<Record> {
+        let mut p =
+            crate::config::openshift("lab", "master-0", Role::Master, &[ip(address)]).unwrap();
+        key.sign(&mut p, at);
+        p.records().unwrap().into_iter().map(|o| o.record).collect()
+    }
+
+    #[test]
+    fn with_a_cluster_key_only_signed_nodes_and_their_signed_addresses_count() {
+        let key = ClusterKey::new(b"0123456789abcdef", std::path::Path::new("k")).unwrap();
+        let (t0, now) = (Instant::now(), SystemTime::now());
+        let kind = name("_workstation._tcp.local.").unwrap();
+        let found =
+            |seen: &Seen, k: Option<&ClusterKey>| seen.found(&kind, "lab", 0, k, now).unwrap();
+        let mut seen = Seen::default();
+        seen.receive_at(&response(signed_node(&key, NODE, now)), ip(NODE), t0);
+        // An address master-0's own source gives but did not sign: not taken under the key.
+        seen.receive_at(
+            &response(vec![a("master-0", "192.0.2.77", 120)]),
+            ip(NODE),
+            t0,
+        );
+        // A plausible new master, unsigned, from another host.
+        seen.receive_at(&response(node("master-7", ATTACKER, 120)), ip(ATTACKER), t0);
+        let with = found(&seen, Some(&key));
+        assert_eq!(with.inventory.nodes().len(), 1, "{:?}", with.dropped);
+        assert_eq!(with.inventory.nodes()[0].addresses, [ip(NODE)]);
+        assert!(
+            with.dropped
+                .iter()
+                .any(|d| d.starts_with("master-7: no signature")),
+            "{:?}",
+            with.dropped
+        );
+        // Without the key, both are taken (the control).
+        assert_eq!(found(&seen, None).inventory.nodes().len(), 2);
+        // Signed long ago: refused.
+        let mut old = Seen::default();
+        let then = now - crate::key::WINDOW - Duration::from_secs(60);
+        old.receive_at(&response(signed_node(&key, NODE, then)), ip(NODE), t0);
+        assert!(found(&old, Some(&key)).inventory.nodes().is_empty());
     }
 
     #[test]

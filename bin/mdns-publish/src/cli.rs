@@ -65,6 +65,10 @@ pub struct Run {
     /// What to do when another host owns one of our names.
     #[arg(long, value_enum, default_value = "exit")]
     pub on_conflict: OnConflict,
+    /// Sign what is published with the cluster key in this file (default:
+    /// /etc/ipi-net/cluster.key when the node has it).
+    #[arg(long, value_name = "FILE")]
+    pub cluster_key: Option<PathBuf>,
     /// More log lines (-v debug, -vv trace).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -107,6 +111,10 @@ pub struct Browse {
     /// The address to query from (its interface; default: any).
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<IpAddr>,
+    /// Take only nodes signed with the cluster key in this file, and of each only its signed
+    /// addresses (default: /etc/ipi-net/cluster.key when the node has it).
+    #[arg(long, value_name = "FILE")]
+    pub cluster_key: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! - [`cli`]: the command line (and so the man pages); [`commands`]: one function per
 //!   subcommand.
 //! - [`config`]: mdns-publisher's config file, and what OpenShift publishes for a node.
-//! - [`records`]: the records a node publishes.
+//! - [`records`]: the records a node publishes; [`key`]: the cluster key that signs them.
 //! - [`responder`]: the responder as plain data (probing, announcing, answering, conflicts).
 //! - [`browse`]: what answers say, as an inventory; [`lookup`]: browsing on the wire.
 //! - [`link`]: what may come in from the link; [`net`]: sockets and interfaces;
@@ -14,6 +14,7 @@ pub mod browse;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod key;
 pub mod link;
 pub mod lookup;
 pub mod net;

@@ -11,6 +11,7 @@ use tokio::net::UdpSocket;
 use tokio::time::Instant;
 
 use crate::browse::{Found, FoundError, Refusals, Seen, ETCD_TYPE, MAX_RECORDS};
+use crate::key::ClusterKey;
 use crate::link::{Arrival, Link};
 use crate::net::{self, Interface, NetError};
 use crate::records::{name, NameError};
@@ -51,6 +52,8 @@ pub struct Browse {
     pub round: Duration,
     /// The address whose interface is used.
     pub bind: Option<IpAddr>,
+    /// Nodes must be signed with it, when given.
+    pub key: Option<ClusterKey>,
 }
 
 /// When, within a round, the open questions are asked (again); then every second until the
@@ -70,7 +73,8 @@ pub async fn round(b: &Browse) -> Result<Found, BrowseError> {
 /// What `seen` says of the nodes `b` browses for.
 fn found(b: &Browse, seen: &Seen) -> Result<Found, BrowseError> {
     let kind = name(&format!("{}.local.", b.kind))?;
-    Ok(seen.found(&kind, &b.filter, b.min_srv)?)
+    let now = std::time::SystemTime::now();
+    Ok(seen.found(&kind, &b.filter, b.min_srv, b.key.as_ref(), now)?)
 }
 
 /// The responses a round takes in at most (a flood beyond it waits for the next round).

@@ -9,9 +9,10 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
 
 use crate::config::{ConfigError, Source};
+use crate::key::{ClusterKey, RESIGN};
 use crate::link::{Arrival, Link};
 use crate::net::{self, Interface, NetError};
-use crate::records::NameError;
+use crate::records::{NameError, Owned};
 use crate::responder::{Outgoing, Responder, To};
 
 /// How long address changes may take to settle before the interface is read again.
@@ -53,9 +54,32 @@ pub enum PublishError {
 
 /// Publishes what `source` says for the interface holding `bind`, with the interface's
 /// addresses, until a signal (Ok) or a conflict under [`OnConflict::Exit`] (Err).
-pub fn run(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result<(), PublishError> {
+pub fn run(
+    bind: IpAddr,
+    source: &Source,
+    on_conflict: OnConflict,
+    key: Option<ClusterKey>,
+) -> Result<(), PublishError> {
     let runtime = ipi_core::service::runtime().map_err(PublishError::Runtime)?;
-    runtime.block_on(serve(bind, source, on_conflict))
+    let what = What { source, key };
+    runtime.block_on(serve(bind, &what, on_conflict))
+}
+
+/// What is published: the source's records, signed with the cluster key when there is one.
+struct What<'a> {
+    source: &'a Source,
+    key: Option<ClusterKey>,
+}
+
+impl What<'_> {
+    /// The records for the interface's `addresses`, signed now.
+    fn records(&self, addresses: &[IpAddr]) -> Result<Vec<Owned>, PublishError> {
+        let mut p = self.source.publication(addresses)?;
+        if let Some(k) = &self.key {
+            k.sign(&mut p, std::time::SystemTime::now());
+        }
+        Ok(p.records()?)
+    }
 }
 
 struct Wire {
@@ -106,7 +130,7 @@ fn seed() -> u64 {
             .map_or(0, |d| d.as_nanos() as u64)
 }
 
-async fn serve(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result<(), PublishError> {
+async fn serve(bind: IpAddr, what: &What<'_>, on_conflict: OnConflict) -> Result<(), PublishError> {
     let mut iface: Interface = net::interface(bind, None)?;
     let (v4, v6) = net::mdns_sockets(&iface)?;
     let wire = Wire {
@@ -114,7 +138,7 @@ async fn serve(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result
         v6,
         index: iface.index,
     };
-    let records = source.publication(&iface.addresses)?.records()?;
+    let records = what.records(&iface.addresses)?;
     let mut responder = Responder::new(records, Instant::now().into_std(), seed());
     tracing::info!("publishing on {} ({:?})", iface.name, iface.addresses);
     let mut term = signal(SignalKind::terminate()).map_err(PublishError::Signal)?;
@@ -123,6 +147,8 @@ async fn serve(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result
     let (mut b4, mut b6) = (vec![0u8; 9000], vec![0u8; 9000]);
     let mut ready = false;
     let mut was_established = false;
+    // With a key, signed again before the signature's time leaves the browsers' window.
+    let mut resign = tokio::time::interval_at(Instant::now() + RESIGN, RESIGN);
     loop {
         let wake = responder.next_timeout().map_or_else(
             || Instant::now() + Duration::from_secs(3600),
@@ -133,7 +159,13 @@ async fn serve(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result
             r = recv(&wire.v6, &mut b6) => r.ok().map(|(n, a)| (b6[..n].to_vec(), a)),
             () = tokio::time::sleep_until(wake) => None,
             () = net::link_changed(&watch) => {
-                iface = relink(bind, iface, source, &mut responder, &wire).await?;
+                iface = relink(bind, iface, what, &mut responder, &wire).await?;
+                None
+            }
+            _ = resign.tick(), if what.key.is_some() => {
+                for o in responder.replace(what.records(&iface.addresses)?, Instant::now().into_std()) {
+                    wire.send(&o).await;
+                }
                 None
             }
             _ = term.recv() => break,
@@ -165,7 +197,7 @@ async fn serve(bind: IpAddr, source: &Source, on_conflict: OnConflict) -> Result
 async fn relink(
     bind: IpAddr,
     iface: Interface,
-    source: &Source,
+    what: &What<'_>,
     responder: &mut Responder,
     wire: &Wire,
 ) -> Result<Interface, PublishError> {
@@ -179,7 +211,7 @@ async fn relink(
             n.name,
             n.addresses
         );
-        let records = source.publication(&n.addresses)?.records()?;
+        let records = what.records(&n.addresses)?;
         for o in responder.replace(records, Instant::now().into_std()) {
             wire.send(&o).await;
         }

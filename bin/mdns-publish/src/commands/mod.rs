@@ -13,6 +13,7 @@ use ipi_core::ClusterError;
 
 use crate::cli::{self, OnConflict};
 use crate::config::{Config, ConfigError, OpenShiftNode, Source};
+use crate::key::ClusterKey;
 use crate::lookup::{self, Browse, Output};
 use crate::publish;
 
@@ -24,11 +25,15 @@ pub fn run(args: &cli::Run) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(&e.to_string()),
     };
+    let key = match ClusterKey::given_or_default(args.cluster_key.as_deref()) {
+        Ok(k) => k,
+        Err(e) => return usage(&e.to_string()),
+    };
     let on_conflict = match args.on_conflict {
         OnConflict::Exit => publish::OnConflict::Exit,
         OnConflict::Wait => publish::OnConflict::Wait,
     };
-    match publish::run(bind, &source, on_conflict) {
+    match publish::run(bind, &source, on_conflict, key) {
         Ok(()) => Status::Success.into(),
         Err(e) => {
             eprintln!("mdns-publish: {e}");
@@ -77,12 +82,17 @@ fn source(args: &cli::Run) -> Result<(IpAddr, Source), SourceError> {
 pub fn browse(args: &cli::Browse) -> ExitCode {
     // Warnings (what a round left out and why) and errors on stderr.
     ipi_core::service::logging(0, false);
+    let key = match ClusterKey::given_or_default(args.cluster_key.as_deref()) {
+        Ok(k) => k,
+        Err(e) => return usage(&e.to_string()),
+    };
     let b = Browse {
         kind: args.kind.clone(),
         filter: args.filter.clone(),
         min_srv: args.min_srv,
         round: args.timeout,
         bind: args.bind,
+        key,
     };
     let out = Output {
         json: args.json,
