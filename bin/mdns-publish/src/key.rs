@@ -218,31 +218,17 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::records::{Host, Service, OTHER_TTL};
 
     fn key(k: &str) -> ClusterKey {
         ClusterKey::new(k.as_bytes(), Path::new("cluster.key")).unwrap()
     }
 
     fn node() -> Publication {
-        Publication {
-            hosts: vec![Host {
-                name: "master-0.local.".into(),
-                addresses: vec![
-                    "2001:db8::10".parse().unwrap(),
-                    "192.0.2.10".parse().unwrap(),
-                ],
-            }],
-            services: vec![Service {
-                instance: "lab master-0".into(),
-                kind: "_workstation._tcp".into(),
-                domain: "local.".into(),
-                port: 42424,
-                target: "master-0.local.".into(),
-                txt: vec!["role=master".into()],
-                ttl: OTHER_TTL,
-            }],
-        }
+        let addresses = [
+            "2001:db8::10".parse().unwrap(),
+            "192.0.2.10".parse().unwrap(),
+        ];
+        crate::config::openshift("lab", "master-0", ipi_core::Role::Master, &addresses).unwrap()
     }
 
     fn signed(k: &ClusterKey, at: SystemTime) -> Vec<String> {
