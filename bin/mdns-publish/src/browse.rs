@@ -100,12 +100,16 @@ pub struct Found {
     pub dropped: Vec<String>,
 }
 
-/// Whether records of this type are unique to one owner (RFC 6762 2; what records.rs probes).
+/// The record types unique to one owner (RFC 6762 2; what records.rs probes).
+const UNIQUE: [RecordType; 4] = [
+    RecordType::A,
+    RecordType::AAAA,
+    RecordType::SRV,
+    RecordType::TXT,
+];
+
 fn unique(kind: RecordType) -> bool {
-    matches!(
-        kind,
-        RecordType::A | RecordType::AAAA | RecordType::SRV | RecordType::TXT
-    )
+    UNIQUE.contains(&kind)
 }
 
 /// RFC 6762 10's TTLs as ceilings: what a sender asks beyond them is cut to them.
@@ -197,13 +201,7 @@ impl Seen {
 
     /// A name none of whose unique records is held any more has no owner.
     fn release(&mut self, owner: &Name) {
-        let kinds = [
-            RecordType::A,
-            RecordType::AAAA,
-            RecordType::SRV,
-            RecordType::TXT,
-        ];
-        if !kinds
+        if !UNIQUE
             .iter()
             .any(|k| self.records.contains_key(&(owner.clone(), *k)))
         {

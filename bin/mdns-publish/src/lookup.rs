@@ -90,6 +90,8 @@ struct Heard {
     responses: Vec<(Message, IpAddr, std::time::Instant)>,
     /// Datagrams the link did not allow (off the link, TTL below 255, not from port 5353).
     off_link: u64,
+    /// Responses past [`MAX_RESPONSES`] in the round, not taken in.
+    overflow: u64,
 }
 
 impl Heard {
@@ -102,6 +104,7 @@ impl Heard {
             return tracing::debug!("{}: refused: {why}", arrival.from);
         }
         if self.responses.len() >= MAX_RESPONSES {
+            self.overflow += 1;
             return;
         }
         let now = std::time::Instant::now();
@@ -281,6 +284,12 @@ pub async fn browse(b: &Browse, out: &Output) -> Result<bool, BrowseError> {
             };
             let found = found(b, seen)?;
             report(&found, fresh.off_link, refused);
+            if fresh.overflow > 0 {
+                tracing::warn!(
+                    "{} response(s) past {MAX_RESPONSES} in a round: not taken in",
+                    fresh.overflow
+                );
+            }
             Ok(found)
         });
         let found = match heard {

@@ -456,6 +456,11 @@ impl Responder {
                 return Vec::new();
             }
         }
+        // Refused before the answer is built: a flood of forged queries costs a lookup each.
+        if unicast && !self.unicast_allowed(from.ip(), now) {
+            self.counts.rate_limited += 1;
+            return Vec::new();
+        }
         let mut m = response();
         if legacy {
             // Legacy unicast: the querier's id and question, short TTLs, no mDNS bits.
@@ -473,10 +478,6 @@ impl Responder {
         }
         for i in self.additionals(&chosen) {
             m.add_additional(self.on_wire(i, legacy));
-        }
-        if unicast && !self.unicast_allowed(from.ip(), now) {
-            self.counts.rate_limited += 1;
-            return Vec::new();
         }
         let to = if unicast {
             To::Unicast(from)
