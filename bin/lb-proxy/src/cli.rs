@@ -91,7 +91,15 @@ on-error mark-down, fastinter 200ms, slowstart 10s, race-connect 150ms losses 3 
 replay-unanswered on. With -f the file decides.
 
 The stats page (text, ;json, /metrics) shows each server's passive actions, passive DOWNs,
-races lost and the last passive reason; `lb-proxy check --servers URL` prints them.";
+races lost and the last passive reason; `lb-proxy check --servers URL` prints them.
+
+Connections are accepted only once admitted: within the frontend's maxconn and the process's
+own limit, which is global maxconn at most and what the open-file limit holds (7 descriptors a
+connection) less a reserve for the listening sockets, the checks, the monitor and stats
+listeners (256 connections each at most, their maxconn when lower) and 128 more. The rest wait
+in the kernel's backlog, as with haproxy, holding nothing of the process: a flood of clients
+cannot take the descriptors the checks and the monitor need. The log says the limit at start;
+a global maxconn the open-file limit cannot hold is lowered with a warning (raise LimitNOFILE).";
 
 /// The options of `run`.
 #[derive(Debug, Args)]

@@ -337,7 +337,7 @@ fn maxconn(args: &[&str]) {
     let b = backends(1);
     let ports = Ports::new();
     let cfg = config(ports, &[&b[0]], "  maxconn 2\n", CHECKS);
-    let _p = Proxy::start(Kind::LbProxy, &cfg, ports, args);
+    let p = Proxy::start(Kind::LbProxy, &cfg, ports, args);
     let hold = |_| {
         let s = TcpStream::connect(ports.front()).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -357,6 +357,22 @@ fn maxconn(args: &[&str]) {
         Fate::Open,
         "beyond maxconn: neither served nor refused"
     );
+    // More clients wait in the backlog too (as many as it holds: its length is maxconn, the
+    // kernel's SYN retries keep the others out) and cost the proxy no descriptor: it accepts
+    // none of them (a check's socket may come and go meanwhile).
+    let before = sockets(p.pid());
+    let waiting: Vec<TcpStream> = (0..10)
+        .filter_map(|_| TcpStream::connect_timeout(&ports.front(), Duration::from_millis(100)).ok())
+        .collect();
+    assert!(!waiting.is_empty(), "no room in the backlog");
+    std::thread::sleep(Duration::from_millis(300));
+    let after = sockets(p.pid());
+    assert!(
+        after <= before + 1,
+        "{before} sockets before {} more clients, {after} after",
+        waiting.len()
+    );
+    drop(waiting);
     let mut answer = String::new();
     // ...until a slot frees up.
     drop(held);
@@ -365,6 +381,83 @@ fn maxconn(args: &[&str]) {
         .unwrap();
     third.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+/// Raises this process's soft limit on open files to `n` (its clients and the stand-in API
+/// servers hold a socket each), within the hard limit.
+fn raise_open_files(n: u64) {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    if soft < n {
+        setrlimit(Resource::RLIMIT_NOFILE, n.min(hard), hard).unwrap();
+    }
+}
+
+/// The sockets process `pid` holds open.
+fn sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().starts_with("socket:"))
+        .count()
+}
+
+#[test]
+fn a_flood_of_clients_leaves_the_checks_and_the_monitor_their_descriptors() {
+    // 1,024 descriptors, 700 clients that connect and send nothing: with each accepted (two
+    // descriptors each, the client's and the server's) they would take every descriptor, the
+    // checks could not open a socket (the server DOWN, the monitor failing, the VIP moving),
+    // nor the monitor answer. haproxy beside, on the same file and limit: what it does is
+    // printed, not judged (its maxconn, sized from the limit, is shared by every listener, so
+    // the flood takes the monitor's too: its answer did not come within 5 s).
+    raise_open_files(4096);
+    if let Err(e) = flood(Kind::Haproxy) {
+        eprintln!("haproxy under the same flood: {e}");
+    }
+    if let Err(e) = flood(Kind::LbProxy) {
+        panic!("lb-proxy under a flood: {e}");
+    }
+}
+
+/// Floods a proxy of `kind` as above: what went wrong first, if anything.
+fn flood(kind: Kind) -> Result<(), String> {
+    let b = backends(1);
+    let ports = Ports::new();
+    // No global maxconn: haproxy refuses to start when the limit cannot hold the one written,
+    // and sizes its own from the limit without one.
+    let cfg = config(ports, &[&b[0]], "", CHECKS).replace("global\n  maxconn 4000\n", "");
+    let p = Proxy::start_limited(kind, &cfg, ports, &[], Some(1024));
+    let flood: Vec<TcpStream> = (0..700)
+        .map(|_| TcpStream::connect(ports.front()).unwrap())
+        .collect();
+    // For 3 s (15 check intervals, `fall 2`): the monitor answers 200 and the server stays UP.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(3) {
+        match get(ports.monitor(), "/haproxy_ready") {
+            Ok((200, _)) => {}
+            Ok((code, _)) => return Err(format!("the monitor said {code}:\n{}", p.log())),
+            Err(e) => return Err(format!("the monitor did not answer: {e}\n{}", p.log())),
+        }
+        // (haproxy's stats page is another format; its monitor fails with no server UP.)
+        let m0 = if kind == Kind::LbProxy {
+            status(ports, "m0")
+        } else {
+            "UP".into()
+        };
+        if m0 != "UP" {
+            return Err(format!("the server is {m0}:\n{}", p.log()));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if p.log().contains("DOWN") {
+        return Err(format!("a server went DOWN:\n{}", p.log()));
+    }
+    // The flood gone, clients are served again.
+    drop(flood);
+    until("served again", Duration::from_secs(5), || {
+        get(ports.front(), "/").is_ok_and(|(code, _)| code == 200)
+    });
+    Ok(())
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! `lb-proxy run`: the proxies of a configuration at work.
 //!
 //! - [`table`]: what is served, rebuilt on reload with the servers' live state kept.
-//! - [`session`]: TCP frontends: accept, connect, forward; [`connect`]: retries, redispatch,
+//! - [`admit`]: a connection is accepted only once it has its slots, the process's keeping
+//!   descriptors in reserve; [`session`]: TCP frontends: accept, connect, forward; [`connect`]: retries, redispatch,
 //!   connect races; [`replay`]: the client's first bytes again to another server when a
 //!   server closes without answering.
 //! - [`pulse`]: the heartbeat that spares each new connection a wake-up of its event loop.
@@ -14,6 +15,7 @@
 //! is refused and the old one keeps serving); SIGTERM and SIGINT stop at once; SIGUSR1 stops
 //! accepting and exits when the last connection has ended (haproxy's soft stop).
 
+pub mod admit;
 pub mod checks;
 pub mod connect;
 pub mod pulse;
@@ -30,11 +32,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ipi_core::service::notify_systemd;
-use tokio::net::TcpListener;
 use tokio::runtime::Handle;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinSet};
+
+use admit::{Gate, Listener};
 
 use crate::config::model::Bind;
 use crate::config::{Config, SourceError};
@@ -159,6 +162,47 @@ fn raise_fd_limit() {
     }
 }
 
+/// The process's slots for forwarded connections, from the open-file limit (raised to the hard
+/// limit by then) less a reserve for what `table` needs beside them: its listening sockets (one
+/// per worker for a TCP frontend), a check socket per checked server and the web listeners'
+/// caps. Set at start: a reload's `global maxconn` applies at the next start.
+fn gate(table: &Table, workers: usize) -> Gate {
+    let listeners = table.listeners().len() * workers;
+    let checks = table
+        .backends
+        .iter()
+        .flat_map(|b| &b.servers)
+        .filter(|s| s.cfg.check)
+        .count();
+    let webs: u64 = table
+        .webs
+        .values()
+        .map(|w| w.slots.available_permits() as u64)
+        .sum();
+    let reserve = admit::RESERVE_BASE + (listeners + 2 * checks) as u64 + webs;
+    let files = admit::open_files();
+    let gate = Gate::new(files, reserve, table.config.global.maxconn);
+    let by_files = format!(
+        "{files} open files less {reserve} in reserve, {} each",
+        admit::FDS_PER_SESSION
+    );
+    match table.config.global.maxconn {
+        Some(m) if u64::from(m) <= gate.size() => {
+            tracing::info!("at most {m} forwarded connections at once (global maxconn)");
+        }
+        Some(m) => tracing::warn!(
+            "at most {} forwarded connections at once, not global maxconn {m}: {by_files}; \
+             raise LimitNOFILE",
+            gate.size()
+        ),
+        None => tracing::info!(
+            "at most {} forwarded connections at once ({by_files})",
+            gate.size()
+        ),
+    }
+    gate
+}
+
 /// A listening socket as haproxy opens it: SO_REUSEADDR and SO_REUSEPORT, IP_FREEBIND (a VIP
 /// need not be here yet), `v4v6` / `v6only` as written, a backlog of `backlog`; TCP_NODELAY,
 /// which accepted sockets inherit (one system call less per connection).
@@ -192,6 +236,8 @@ struct Running {
     copy: Transfer,
     /// The event loops that forward: one per core, or the one work-stealing runtime.
     workers: Vec<Worker>,
+    /// The process's slots for forwarded connections.
+    gate: Gate,
 }
 
 /// Listening sockets opened for a listener: one per worker for a TCP frontend, one for a web
@@ -241,7 +287,6 @@ impl Running {
             tracing::info!("{}: listening on {}", key.0, key.1.address);
             let tcp = table.frontends.contains_key(&key.0);
             let control = Handle::current();
-            let shared = self.workers.len() > 1;
             let handles = sockets
                 .into_iter()
                 .zip(if tcp {
@@ -251,14 +296,15 @@ impl Running {
                 })
                 .map(|(socket, (worker, pulse))| {
                     let (name, rx, copy) = (key.0.clone(), self.table.subscribe(), self.copy);
+                    let gate = Arc::clone(self.gate.slots());
                     worker
                         .spawn(async move {
-                            let listener = match TcpListener::from_std(socket) {
+                            let listener = match Listener::new(socket) {
                                 Ok(l) => l,
                                 Err(e) => return tracing::error!("{name}: {e}"),
                             };
                             if tcp {
-                                session::accept_loop(listener, name, rx, copy, shared, pulse).await;
+                                session::accept_loop(listener, name, rx, copy, gate, pulse).await;
                             } else {
                                 web::accept_loop(listener, name, rx).await;
                             }
@@ -288,6 +334,7 @@ async fn serve(
         listeners: HashMap::new(),
         checks: JoinSet::new(),
         copy: options.copy,
+        gate: gate(&table, workers.len()),
         workers,
     };
     let opened = running.open(&table)?;
@@ -310,6 +357,9 @@ async fn serve(
                     running.open(&t).map(|o| (t, o))
                 }) {
                     Ok((t, opened)) => {
+                        if t.config.global.maxconn != running.table.borrow().config.global.maxconn {
+                            tracing::warn!("global maxconn changed: it applies at the next start");
+                        }
                         running.install(t, opened);
                         tracing::info!("reloaded");
                     }

@@ -1,14 +1,16 @@
-//! A TCP frontend at work: accept while below `maxconn` (the rest waits in the kernel's
-//! backlog, as with haproxy), pick a server and connect ([`super::connect`], or
-//! [`super::replay`]), then forward until both sides are done.
+//! A TCP frontend at work: admit a connection once its frontend's `maxconn` and the process
+//! have a slot for it (the rest waits in the kernel's backlog, as with haproxy: [`super::admit`]),
+//! pick a server and connect ([`super::connect`], or [`super::replay`]), then forward until both
+//! sides are done.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::net::TcpStream;
+use tokio::sync::{watch, Semaphore};
 
+use super::admit::Listener;
 use super::connect::connect;
 use super::pulse::Pulse;
 use super::replay;
@@ -18,41 +20,34 @@ use crate::forward::{self, End, Idle, Transfer};
 /// Accepts on `listener` for the frontend called `name`, reading the current table from
 /// `table` at every connection, until the task is aborted; tells `pulse` of each connection.
 ///
-/// With one listening socket per frontend (`shared` false) a slot is taken before accepting,
-/// so that beyond `maxconn` connections wait in the kernel's backlog, as with haproxy. With
-/// several sockets sharing a frontend (one per core), a loop holding a slot while its own
-/// socket is idle would starve the others: there each connection is accepted first and waits,
-/// unserved, for a slot.
+/// A connection is accepted only with a slot of its frontend's and one of the process's
+/// (`gate`), each listening socket (one per core) waiting for a slot only while the kernel
+/// holds a connection for it: a socket with nothing pending holds no slot, so none starves
+/// another, and beyond the slots nothing is accepted.
 pub async fn accept_loop(
-    listener: TcpListener,
+    listener: Listener,
     name: String,
     mut table: watch::Receiver<Arc<Table>>,
     copy: Transfer,
-    shared: bool,
+    gate: Arc<Semaphore>,
     pulse: Arc<Pulse>,
 ) {
     loop {
         let Some(frontend) = table.borrow_and_update().frontends.get(&name).cloned() else {
             return;
         };
-        // Wait for a slot (unless shared), or for a reload that may change the frontend.
-        let permit = if shared {
-            None
-        } else {
-            tokio::select! {
-                p = Arc::clone(&frontend.slots).acquire_owned() => match p {
-                    Ok(p) => Some(p),
-                    Err(_) => return,
-                },
-                changed = table.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    continue;
+        // Wait for a connection and its slots, or for a reload that may change the frontend.
+        let gates = [&frontend.slots, &gate];
+        let admitted = tokio::select! {
+            a = listener.admit(&gates) => a,
+            changed = table.changed() => {
+                if changed.is_err() {
+                    return;
                 }
+                continue;
             }
         };
-        let (client, peer) = match listener.accept().await {
+        let admitted = match admitted {
             Ok(a) => a,
             Err(e) => {
                 // Out of descriptors and the like: say so, breathe, go on.
@@ -66,18 +61,12 @@ pub async fn accept_loop(
         pulse.beat();
         let live = Live::new(&frontend);
         tokio::spawn(async move {
-            let _live = live;
-            let _permit = match permit {
-                Some(p) => p,
-                None => match Arc::clone(&frontend.slots).acquire_owned().await {
-                    Ok(p) => p,
-                    Err(_) => return,
-                },
-            };
+            let (_live, _permits) = (live, admitted.permits);
             if let Some(backend) = &frontend.backend {
-                session(client, &frontend, backend, copy).await;
+                session(admitted.stream, &frontend, backend, copy).await;
             } else {
-                tracing::debug!("{}: {peer}: no backend, closed", frontend.name);
+                let peer = admitted.stream.peer_addr();
+                tracing::debug!("{}: {peer:?}: no backend, closed", frontend.name);
             }
         });
     }

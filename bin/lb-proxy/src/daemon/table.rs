@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 
+use super::admit;
 use crate::balance::{backups, effective_weight, RoundRobin};
 use crate::config::model::{Bind, MonitorFail, Race, Stats};
 use crate::config::{self, Config, Kind, Mode, Proxy};
@@ -306,7 +307,7 @@ pub struct Frontend {
     pub idle: Idle,
     /// Connections in all.
     pub sessions: AtomicU64,
-    /// Connections now: from accept to close, waiting for a slot included.
+    /// Connections now: from accept to close.
     pub active: AtomicU64,
 }
 
@@ -362,6 +363,9 @@ pub struct Web {
     pub stats: Stats,
     /// How long a client may take to send its request.
     pub request_timeout: Duration,
+    /// Its connections at once: its `maxconn`, at most [`admit::WEB_MAXCONN`]; beyond, clients
+    /// wait in the backlog.
+    pub slots: Arc<Semaphore>,
 }
 
 impl Web {
@@ -381,7 +385,14 @@ impl Web {
                 .http_request
                 .or(p.timeouts.client)
                 .unwrap_or(Duration::from_secs(5)),
+            slots: Arc::new(Semaphore::new(Web::cap(p) as usize)),
         }
+    }
+
+    /// Its connections at once (see `slots`).
+    fn cap(p: &Proxy) -> u32 {
+        p.maxconn
+            .map_or(admit::WEB_MAXCONN, |m| m.clamp(1, admit::WEB_MAXCONN))
     }
 
     /// The monitor's verdict: false when `monitor fail` holds.

@@ -1,13 +1,15 @@
 //! `mode http` listeners: the monitor URI (200 while lb-proxy runs, 503 when `monitor fail`
 //! holds) and the stats page (text, `;json`, and Prometheus metrics at `/metrics`), with
-//! haproxy's answers. One request per connection.
+//! haproxy's answers. One request per connection, its head within `timeout http-request`;
+//! at most the listener's cap of connections at once (the rest wait in the backlog).
 
 use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use super::admit::Listener;
 use super::stats;
 use super::table::{Table, Web};
 
@@ -15,18 +17,30 @@ use super::table::{Table, Web};
 const MAX_HEAD: usize = 8 * 1024;
 
 /// Serves the web listener called `name` until the task is aborted.
-pub async fn accept_loop(listener: TcpListener, name: String, table: watch::Receiver<Arc<Table>>) {
+pub async fn accept_loop(listener: Listener, name: String, mut table: watch::Receiver<Arc<Table>>) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let current = Arc::clone(&table.borrow_and_update());
+        let Some(web) = current.webs.get(&name).cloned() else {
+            return;
+        };
+        let gates = [&web.slots];
+        let admitted = tokio::select! {
+            a = listener.admit(&gates) => a,
+            changed = table.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let Ok(admitted) = admitted else {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             continue;
         };
-        let table = Arc::clone(&table.borrow());
-        let Some(web) = table.webs.get(&name).cloned() else {
-            return;
-        };
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(web.request_timeout, serve(stream, &web, &table)).await;
+            let _permits = admitted.permits;
+            let served = serve(admitted.stream, &web, &current);
+            let _ = tokio::time::timeout(web.request_timeout, served).await;
         });
     }
 }

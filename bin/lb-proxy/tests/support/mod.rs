@@ -130,20 +130,33 @@ pub struct Proxy {
 
 impl Proxy {
     pub fn start(kind: Kind, config: &str, ports: Ports, args: &[&str]) -> Proxy {
+        Proxy::start_limited(kind, config, ports, args, None)
+    }
+
+    /// The same, with at most `open_files` descriptors (soft and hard limit, by prlimit(1)).
+    pub fn start_limited(
+        kind: Kind,
+        config: &str,
+        ports: Ports,
+        args: &[&str],
+        open_files: Option<u64>,
+    ) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("haproxy.cfg");
         std::fs::write(&path, config).unwrap();
         let log = std::fs::File::create(dir.path().join("log")).unwrap();
-        let mut cmd = match kind {
+        let mut cmd = Command::new("prlimit");
+        if let Some(n) = open_files {
+            cmd.arg(format!("--nofile={n}:{n}"));
+        }
+        cmd.arg("--");
+        match kind {
             Kind::LbProxy => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_lb-proxy"));
-                c.args(["run", "-f"]).arg(&path).args(args);
-                c
+                cmd.arg(env!("CARGO_BIN_EXE_lb-proxy"));
+                cmd.args(["run", "-f"]).arg(&path).args(args);
             }
             Kind::Haproxy => {
-                let mut c = Command::new("haproxy");
-                c.args(["-db", "-f"]).arg(&path);
-                c
+                cmd.args(["haproxy", "-db", "-f"]).arg(&path);
             }
         };
         let child = cmd

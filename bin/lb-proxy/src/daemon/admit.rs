@@ -1,0 +1,166 @@
+//! Admission before accept. A connection is taken from the kernel only once it has a slot: its
+//! frontend's `maxconn` (or a web listener's cap) and, for a forwarded connection, the
+//! process's own. Until then it waits in the listening socket's backlog, as with haproxy, and
+//! costs the process nothing: no descriptor, no task, no timer.
+//!
+//! The process's slots ([`Gate`]) keep descriptors in reserve: however many clients flood the
+//! frontends, the health checks, the DNS lookups, the monitor URI and the stats page still
+//! find descriptors, so a flood cannot take the servers DOWN or fail the monitor (which would
+//! move the VIP).
+
+use std::io;
+use std::sync::Arc;
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Descriptors one forwarded connection may hold at once: the client's socket, the server's,
+/// a second server socket while a connect race or a retry overlaps, and two pipes (four
+/// descriptors) when it is spliced.
+pub const FDS_PER_SESSION: u64 = 7;
+
+/// Descriptors kept for everything but forwarded connections beyond what the table counts
+/// (listening sockets, check sockets, the web listeners' caps): the runtime's own (epoll,
+/// eventfds, signal pipe), log and systemd sockets, DNS lookups, the redirect's nft.
+pub const RESERVE_BASE: u64 = 128;
+
+/// A web listener's cap when its `maxconn` says more: each of its connections is one short
+/// request, and they all come out of the reserve.
+pub const WEB_MAXCONN: u32 = 256;
+
+/// The process's slots for forwarded connections.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    slots: Arc<Semaphore>,
+    size: u64,
+}
+
+impl Gate {
+    /// Slots for `open_files` descriptors less `reserve`, at most `global_maxconn` when set
+    /// (haproxy's global `maxconn`); at least one.
+    pub fn new(open_files: u64, reserve: u64, global_maxconn: Option<u32>) -> Gate {
+        let by_files = open_files.saturating_sub(reserve) / FDS_PER_SESSION;
+        let size = global_maxconn
+            .map_or(by_files, |m| by_files.min(u64::from(m)))
+            .max(1);
+        Gate {
+            slots: Arc::new(Semaphore::new(usize::try_from(size).unwrap_or(usize::MAX))),
+            size,
+        }
+    }
+
+    /// How many connections it admits at once.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Its slots.
+    pub fn slots(&self) -> &Arc<Semaphore> {
+        &self.slots
+    }
+}
+
+/// The soft limit on open descriptors, as the process has it now.
+pub fn open_files() -> u64 {
+    use nix::sys::resource::{getrlimit, Resource};
+    getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft)
+}
+
+/// A connection taken from the backlog, with the slots it holds until it is dropped.
+#[derive(Debug)]
+pub struct Admitted {
+    /// The connection.
+    pub stream: TcpStream,
+    /// Its slots, one per gate it passed.
+    pub permits: Vec<OwnedSemaphorePermit>,
+}
+
+/// A listening socket whose connections are accepted only once admitted.
+#[derive(Debug)]
+pub struct Listener {
+    fd: AsyncFd<std::net::TcpListener>,
+}
+
+impl Listener {
+    /// Watches `listener` (non-blocking) on the current runtime.
+    #[allow(unsafe_code)]
+    pub fn new(listener: std::net::TcpListener) -> io::Result<Listener> {
+        listener.set_nonblocking(true)?;
+        // SAFETY: tokio requires that the descriptor stays open and is not swapped for another
+        // while registered. The `TcpListener` owns its descriptor for its whole life and never
+        // replaces it, and the `AsyncFd` owns the listener, deregistering before it closes it.
+        let fd = unsafe { AsyncFd::register_with_interest(listener, Interest::READABLE) };
+        Ok(Listener {
+            fd: fd.map_err(|e| e.into_parts().1)?,
+        })
+    }
+
+    /// Waits for a connection in the backlog, then for a slot in each of `gates` in order,
+    /// then accepts it. Cancel-safe: nothing is accepted until every slot is held.
+    pub async fn admit(&self, gates: &[&Arc<Semaphore>]) -> io::Result<Admitted> {
+        loop {
+            let mut ready = self.fd.readable().await?;
+            let mut permits = Vec::with_capacity(gates.len());
+            for gate in gates {
+                permits.push(
+                    Arc::clone(gate)
+                        .acquire_owned()
+                        .await
+                        .map_err(io::Error::other)?,
+                );
+            }
+            match ready.try_io(|l| accept(l.get_ref())) {
+                Ok(Ok(stream)) => return Ok(Admitted { stream, permits }),
+                Ok(Err(e)) => return Err(e),
+                // Nothing left in the backlog: the readiness is cleared, wait again.
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+/// accept4(2), the new socket non-blocking and close-on-exec in the same call (as tokio's own
+/// accept: no fcntl after it).
+fn accept(listener: &std::net::TcpListener) -> io::Result<TcpStream> {
+    use nix::libc::{SOCK_CLOEXEC, SOCK_NONBLOCK};
+    let (socket, _) = socket2::SockRef::from(listener).accept4(SOCK_NONBLOCK | SOCK_CLOEXEC)?;
+    TcpStream::from_std(socket.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_keeps_the_reserve_and_the_global_maxconn() {
+        assert_eq!(Gate::new(1024, 256, None).size(), (1024 - 256) / 7);
+        assert_eq!(Gate::new(1_048_576, 256, Some(20_000)).size(), 20_000);
+        assert_eq!(Gate::new(1024, 256, Some(20_000)).size(), 109);
+        // Fewer descriptors than the reserve: one connection at a time, not none.
+        assert_eq!(Gate::new(100, 256, None).size(), 1);
+    }
+
+    #[tokio::test]
+    async fn nothing_is_accepted_without_a_slot() {
+        let std = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = std.local_addr().unwrap();
+        let listener = Listener::new(std).unwrap();
+        let slots = Arc::new(Semaphore::new(1));
+        let _a = std::net::TcpStream::connect(address).unwrap();
+        let _b = std::net::TcpStream::connect(address).unwrap();
+        let first = listener.admit(&[&slots]).await.unwrap();
+        // The second waits in the backlog while the slot is held...
+        let second = tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            listener.admit(&[&slots]),
+        )
+        .await;
+        assert!(second.is_err(), "admitted beyond the slots");
+        // ...and is taken once it is free.
+        drop(first);
+        let second = listener.admit(&[&slots]).await.unwrap();
+        assert_eq!(second.permits.len(), 1);
+    }
+}
