@@ -9,6 +9,10 @@
 //! - A browse of 200 instances: `mdns-publish browse` against `avahi-browse -rt`, both finding
 //!   the 200 instances one publisher holds; wall time and instances found.
 //!
+//! - The cluster key's cost: 20 nodes publishing as the units run them (`run --cluster`), and a
+//!   `browse --watch` of them, without a key and with one (avahi has none): the publishers'
+//!   CPU from start until announced, and the browse's CPU over 10 s of rounds.
+//!
 //! `sudo cargo bench -p mdns-publish --bench vs_avahi` (it builds network namespaces; needs
 //! avahi-daemon, avahi-utils and dbus: `scripts/bench` installs them).
 
@@ -60,6 +64,8 @@ fn main() {
     let (avahi_cpu, avahi_rss) = idle(avahi.daemon());
 
     let (ours_browse, ours_found, avahi_browse, avahi_found) = browse_many(&mut lab, &client);
+    let unkeyed = key_cost(&mut lab, &client, None);
+    let keyed = key_cost(&mut lab, &client, Some("bench-cluster-key-0123456789abcdef"));
 
     println!("\n| benchmark | avahi | mdns-publish | ratio |");
     println!("| --- | --- | --- | --- |");
@@ -99,6 +105,70 @@ fn main() {
         "\nbrowse of 200 instances: avahi-browse resolved {avahi_found}, mdns-publish browse found {ours_found} \
          (mdns-publish browse listens for a fixed --timeout, here 1 s; avahi-browse -t stops when its cache is exhausted)"
     );
+    println!("\n| the cluster key, {KEY_NODES} nodes | no key | with the key | ratio |");
+    println!("| --- | --- | --- | --- |");
+    let row = |label: &str, without: f64, with: f64| {
+        println!("| {label} | {without:.1} ms | {with:.1} ms | {:.2} |", with / without);
+    };
+    row("publishers' CPU, start until announced (all nodes)", unkeyed.publish_cpu, keyed.publish_cpu);
+    row("browse --watch CPU over 10 s", unkeyed.browse_cpu, keyed.browse_cpu);
+    println!(
+        "\nnodes in the inventory: {} without the key, {} with it",
+        unkeyed.found, keyed.found
+    );
+}
+
+/// Nodes of the cluster-key benchmark.
+const KEY_NODES: usize = 20;
+
+/// What the cluster key costs (or not, without one): CPU in ms.
+struct KeyCost {
+    publish_cpu: f64,
+    browse_cpu: f64,
+    found: usize,
+}
+
+/// [`KEY_NODES`] nodes publishing with `key` (or none), and a `browse --watch` of them from
+/// `client` with the same key: the publishers' CPU from start until announced (3 s), the
+/// browse's over 10 s, and how many nodes its inventory holds at the end.
+fn key_cost(lab: &mut Lab, client: &Host, key: Option<&str>) -> KeyCost {
+    let tag = if key.is_some() { "k" } else { "n" };
+    let cluster = cluster(client);
+    let key_file = client.dir().join(format!("cluster-{tag}.key"));
+    let keyed: Vec<String> = key.map_or_else(Vec::new, |k| {
+        std::fs::write(&key_file, k).unwrap();
+        vec!["--cluster-key".into(), key_file.display().to_string()]
+    });
+    let publishers: Vec<Daemon> = (0..KEY_NODES)
+        .map(|i| {
+            let host = lab.host(&format!("{tag}node-{i}")).unwrap();
+            let (name, bind) = (format!("master-{tag}{i}"), host.ipv4().to_string());
+            let args = ["run", "-q", "--cluster", &cluster, "--hostname", &name];
+            let args = args.iter().map(|a| a.to_string()).chain(
+                ["--role", "master", "--bind", &bind].iter().map(|a| a.to_string()),
+            );
+            host.spawn("mdns-publish", BIN, args.chain(keyed.iter().cloned())).unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    let publish_cpu: f64 = publishers.iter().map(|d| d.usage().cpu.as_secs_f64() * 1000.0).sum();
+    let out = client.dir().join(format!("nodes-{tag}"));
+    let (out_arg, bind) = (out.display().to_string(), client.ipv4().to_string());
+    let args = ["browse", "--filter", "lab", "--timeout", "500ms", "--watch", "-o", &out_arg];
+    let args = args.iter().map(|a| a.to_string()).chain(["--bind".to_string(), bind]);
+    let browse = client.spawn("browse", BIN, args.chain(keyed.iter().cloned())).unwrap();
+    let before = browse.usage().cpu;
+    std::thread::sleep(Duration::from_secs(10));
+    let browse_cpu = (browse.usage().cpu - before).as_secs_f64() * 1000.0;
+    let inventory = std::fs::read_to_string(&out).unwrap_or_default();
+    let found = inventory.lines().filter(|l| l.contains(&format!("master-{tag}"))).count();
+    drop(browse);
+    drop(publishers);
+    KeyCost {
+        publish_cpu,
+        browse_cpu,
+        found,
+    }
 }
 
 /// A browse of 200 instances, all held by one mdns-publish: `mdns-publish browse` and

@@ -115,6 +115,12 @@ pub struct Browse {
     /// addresses (default: /etc/ipi-net/cluster.key when the node has it).
     #[arg(long, value_name = "FILE")]
     pub cluster_key: Option<PathBuf>,
+    /// After each round, write what the rounds held and refused to this file, atomically, in
+    /// Prometheus' text format (node_exporter's textfile collector): the inventory's nodes,
+    /// the nodes left out, and the responses and records refused by why (off the link, not
+    /// the name's owner, the cache full, past a round's cap).
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
 }
 
 #[cfg(test)]

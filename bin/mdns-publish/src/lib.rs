@@ -21,3 +21,4 @@ pub mod net;
 pub mod publish;
 pub mod records;
 pub mod responder;
+pub mod tally;

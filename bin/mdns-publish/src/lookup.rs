@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::browse::{Found, FoundError, Refusals, Seen, ETCD_TYPE, MAX_RECORDS};
 use crate::key::ClusterKey;
+use crate::tally::{Round, Tally};
 use crate::link::{Arrival, Link};
 use crate::net::{self, Interface, NetError};
 use crate::records::{name, NameError};
@@ -260,6 +261,8 @@ pub struct Output {
     pub file: Option<PathBuf>,
     /// Round after round, rewriting only when the inventory changes.
     pub watch: bool,
+    /// What the rounds refused, added up, written here after each round.
+    pub metrics: Option<PathBuf>,
 }
 
 /// Browses: one round, whose answer is whether any node was found; or with `watch`, round
@@ -270,6 +273,7 @@ pub async fn browse(b: &Browse, out: &Output) -> Result<bool, BrowseError> {
     let mut ready = false;
     // With --watch, what earlier rounds heard, held for its TTL.
     let mut carried = Seen::default();
+    let mut tally = Tally::default();
     loop {
         let heard = listen(b).await.and_then(|fresh| {
             let refused = fresh.seen.refused();
@@ -290,8 +294,18 @@ pub async fn browse(b: &Browse, out: &Output) -> Result<bool, BrowseError> {
                     fresh.overflow
                 );
             }
+            tally.add(Round {
+                nodes: found.inventory.nodes().len(),
+                left_out: found.dropped.len(),
+                off_link: fresh.off_link,
+                refused,
+                overflow: fresh.overflow,
+            });
             Ok(found)
         });
+        if let Some(path) = &out.metrics {
+            write(path, &tally.text())?;
+        }
         let found = match heard {
             Ok(f) => f,
             Err(e) if out.watch => {

@@ -34,6 +34,18 @@ struct Bench {
     publisher: Daemon,
     browse: Daemon,
     inventory: PathBuf,
+    /// The browse's `--metrics` file.
+    metrics: PathBuf,
+}
+
+impl Bench {
+    /// A sample of the browse's metrics file (`name` with its labels), 0 when absent.
+    fn metric(&self, name: &str) -> u64 {
+        let text = std::fs::read_to_string(&self.metrics).unwrap_or_default();
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or(0)
+    }
 }
 
 fn bench() -> Bench {
@@ -79,7 +91,9 @@ fn bench_with(key: Option<&str>) -> Bench {
     ];
     let publisher = node.spawn("mdns-publish", BIN, with_key(&args)).unwrap();
     let inventory = client.dir().join("nodes");
+    let metrics = client.dir().join("browse.prom");
     let (out, bind) = (inventory.display().to_string(), client.ipv4().to_string());
+    let metrics_arg = metrics.display().to_string();
     let args = [
         "browse",
         "--filter",
@@ -91,6 +105,8 @@ fn bench_with(key: Option<&str>) -> Bench {
         &out,
         "--bind",
         &bind,
+        "--metrics",
+        &metrics_arg,
     ];
     let browse = client.spawn("browse", BIN, with_key(&args)).unwrap();
     let b = Bench {
@@ -101,6 +117,7 @@ fn bench_with(key: Option<&str>) -> Bench {
         publisher,
         browse,
         inventory,
+        metrics,
     };
     b.wait_for_inventory("master-0 found", |t| t.contains("master-0 master"));
     let published = wait_for(Duration::from_secs(10), Duration::from_millis(50), || {
@@ -273,6 +290,9 @@ fn a_node_announced_from_off_the_link_is_refused() {
     let evil = b.attacker.ipv4();
     let node = whole_node("master-9", evil);
     b.answer_browse(&b.attacker, &node, 64, |t| !t.contains("master-9"));
+    // The metrics say so too.
+    let off_link = b.metric("ipi_mdns_browse_refused_total{reason=\"off_link\"}");
+    assert!(off_link > 0, "no off-link refusal counted:\n{}", b.browse.log());
     b.answer_browse(&b.attacker, &node, 255, |_| true);
     b.wait_for_inventory("the same node with TTL 255", |t| t.contains("master-9"));
 }
@@ -351,6 +371,11 @@ fn with_the_cluster_key_an_unsigned_master_is_refused() {
         "{}",
         b.browse.log()
     );
+    assert_eq!(b.metric("ipi_mdns_browse_nodes"), 1, "master-0 alone");
+    let left_out = wait_for(Duration::from_secs(5), Duration::from_millis(50), || {
+        b.metric("ipi_mdns_browse_left_out") > 0
+    });
+    assert!(left_out.is_some(), "the unsigned master is not counted as left out");
     let key = ClusterKey::new(KEY.as_bytes(), std::path::Path::new("cluster.key")).unwrap();
     let mut p = openshift("lab", "master-9", Role::Master, &[evil.into()]).unwrap();
     key.sign(&mut p, std::time::SystemTime::now());

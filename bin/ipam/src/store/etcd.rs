@@ -23,7 +23,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
 use etcd_client::{
@@ -31,7 +31,8 @@ use etcd_client::{
 };
 use tokio::runtime::Runtime;
 
-use super::{escape, unescape, Record, Store, StoreError};
+use super::etcd_keys::{address_key, address_of, address_value, index_value, pool_of, prefix_end};
+use super::{escape, Record, Store, StoreError};
 
 /// The key prefix when the URL names none.
 pub const DEFAULT_PREFIX: &str = "/ipi-net/ipam";
@@ -96,45 +97,6 @@ fn parse_rest(url: &str, rest: &str) -> Result<(Vec<String>, String), StoreError
         endpoints.push(host.to_owned());
     }
     Ok((endpoints, prefix.to_owned()))
-}
-
-/// An address as the last segment of its key: family, then fixed-width hex.
-pub fn address_key(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V4(a) => format!("4-{:08x}", u32::from(a)),
-        IpAddr::V6(a) => format!("6-{:032x}", u128::from(a)),
-    }
-}
-
-/// The address an [`address_key`] segment names; `None` when it names none.
-pub fn parse_address_key(segment: &str) -> Option<IpAddr> {
-    let (family, hex) = segment.split_once('-')?;
-    let plain_hex = hex
-        .bytes()
-        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    match (family, hex.len()) {
-        ("4", 8) if plain_hex => u32::from_str_radix(hex, 16)
-            .ok()
-            .map(|v| IpAddr::V4(Ipv4Addr::from(v))),
-        ("6", 32) if plain_hex => u128::from_str_radix(hex, 16)
-            .ok()
-            .map(|v| IpAddr::V6(Ipv6Addr::from(v))),
-        _ => None,
-    }
-}
-
-/// What an owner's index entry holds.
-fn index_value(ip: IpAddr) -> String {
-    ip.to_string()
-}
-
-/// The first key after every key starting with `prefix` (which ends in `/`, never 0xff).
-fn prefix_end(prefix: &str) -> Vec<u8> {
-    let mut end = prefix.as_bytes().to_vec();
-    if let Some(last) = end.last_mut() {
-        *last += 1;
-    }
-    end
 }
 
 /// Why a request failed, in words: the gRPC status and its causes ("tcp connect error:
@@ -414,10 +376,7 @@ impl Store for EtcdStore {
         else {
             return Ok(None);
         };
-        let text = String::from_utf8_lossy(kv.value());
-        let ip: IpAddr = text.trim().parse().map_err(|_| {
-            self.corrupt(kv.key(), format!("{:?} is not an IP address", text.trim()))
-        })?;
+        let ip = address_value(kv.value()).map_err(|why| self.corrupt(kv.key(), why))?;
         Ok(self
             .record(pool, ip)?
             .filter(|r| r.owner == owner)
@@ -484,11 +443,7 @@ impl Store for EtcdStore {
         })?;
         let mut out = Vec::with_capacity(kvs.len());
         for kv in &kvs {
-            let ip = kv
-                .key()
-                .strip_prefix(prefix.as_bytes())
-                .and_then(|segment| std::str::from_utf8(segment).ok())
-                .and_then(parse_address_key)
+            let ip = address_of(&prefix, kv.key())
                 .ok_or_else(|| self.corrupt(kv.key(), "not an address key (4-HEX8 or 6-HEX32)"))?;
             out.push((ip, self.decode(ip, kv)?));
         }
@@ -513,17 +468,10 @@ impl Store for EtcdStore {
                 out.sort();
                 return Ok(out);
             };
-            let segment = kv
-                .key()
-                .strip_prefix(prefix.as_bytes())
-                .and_then(|rest| std::str::from_utf8(rest).ok())
-                .and_then(|rest| rest.split_once('/'))
-                .map(|(segment, _)| segment)
-                .filter(|segment| unescape(segment).is_some_and(|p| escape(&p) == *segment))
-                .ok_or_else(|| {
-                    self.corrupt(kv.key(), "not under a pool (PREFIX/pools/POOL/...)")
-                })?;
-            out.push(unescape(segment).unwrap_or_default());
+            let (pool, segment) = pool_of(&prefix, kv.key()).ok_or_else(|| {
+                self.corrupt(kv.key(), "not under a pool (PREFIX/pools/POOL/...)")
+            })?;
+            out.push(pool);
             // '0' follows '/': the first key after every key of this pool.
             from = format!("{prefix}{segment}0");
         }
@@ -534,11 +482,9 @@ impl Store for EtcdStore {
         let Some(kv) = self.get(&key, || format!("reading the next hint of pool {pool:?}"))? else {
             return Ok(None);
         };
-        let text = String::from_utf8_lossy(kv.value());
-        text.trim()
-            .parse()
+        address_value(kv.value())
             .map(Some)
-            .map_err(|_| self.corrupt(kv.key(), format!("{:?} is not an IP address", text.trim())))
+            .map_err(|why| self.corrupt(kv.key(), why))
     }
 
     fn set_next(&mut self, pool: &str, ip: IpAddr) -> Result<(), StoreError> {
@@ -558,39 +504,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn address_keys_sort_like_addresses_and_read_back() {
-        let addresses = [
-            "0.0.0.1",
-            "192.0.2.9",
-            "192.0.2.10",
-            "255.255.255.255",
-            "::1",
-            "2001:db8::1",
-        ];
-        let keys: Vec<String> = addresses
-            .iter()
-            .map(|a| address_key(a.parse().unwrap()))
-            .collect();
-        let mut sorted = keys.clone();
-        sorted.sort();
-        assert_eq!(keys, sorted);
-        for (a, k) in addresses.iter().zip(&keys) {
-            assert_eq!(parse_address_key(k), Some(a.parse().unwrap()));
-        }
-        assert_eq!(address_key("192.0.2.1".parse().unwrap()), "4-c0000201");
-        for bad in [
-            "4-c00002",
-            "6-c0000201",
-            "4-C0000201",
-            "4-+0000201",
-            "x-c0000201",
-            "c0000201",
-        ] {
-            assert_eq!(parse_address_key(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
     fn urls_name_endpoints_and_a_prefix() {
         let ok = |rest: &str| parse_rest("etcd://x", rest).unwrap();
         assert_eq!(
@@ -607,8 +520,4 @@ mod tests {
         }
     }
 
-    #[test]
-    fn prefix_ends_follow_every_key_of_the_prefix() {
-        assert_eq!(prefix_end("/a/pools/"), b"/a/pools0");
-    }
 }

@@ -12,6 +12,7 @@
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod etcd_keys;
 pub mod file;
 pub mod follow;
 

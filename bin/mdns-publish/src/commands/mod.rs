@@ -98,6 +98,7 @@ pub fn browse(args: &cli::Browse) -> ExitCode {
         json: args.json,
         file: args.output.clone(),
         watch: args.watch,
+        metrics: args.metrics.clone(),
     };
     let runtime = match ipi_core::service::runtime() {
         Ok(r) => r,

@@ -426,6 +426,9 @@ pub struct VrrpInstance {
     pub unicast_src_ip: Option<IpAddr>,
     /// `unicast_peer { ... }`: non-empty means unicast mode.
     pub unicast_peers: Vec<IpAddr>,
+    /// `unicast_peer { IP min_ttl N max_ttl M }`: the TTL / hop limit range of the adverts
+    /// taken from a peer written with one (keepalived's default, 0 to 255, for the others).
+    pub peer_ttl: std::collections::BTreeMap<IpAddr, (u8, u8)>,
     /// `track_script`.
     pub track_scripts: Vec<TrackedScript>,
     /// `track_interface`.
@@ -473,6 +476,7 @@ impl VrrpInstance {
             mcast_src_ip: None,
             unicast_src_ip: None,
             unicast_peers: Vec::new(),
+            peer_ttl: std::collections::BTreeMap::new(),
             track_scripts: Vec::new(),
             track_interfaces: Vec::new(),
             track_processes: Vec::new(),

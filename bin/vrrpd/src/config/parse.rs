@@ -775,21 +775,61 @@ fn addresses(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool 
         "unicast_src_ip" => i.unicast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),
         "unicast_peer" => {
             for p in block(n, errors) {
-                if !p.args.is_empty() {
-                    errors.push(
-                        &p.location,
-                        format!(
-                            "unicast_peer `{}`: options after a peer are not supported",
-                            p.keyword
-                        ),
-                    );
+                if let Some((peer, ttl)) = unicast_peer(p, errors) {
+                    if i.unicast_peers.contains(&peer) {
+                        errors.push(&p.location, format!("unicast_peer {peer}: listed twice"));
+                        continue;
+                    }
+                    i.unicast_peers.push(peer);
+                    if let Some(range) = ttl {
+                        i.peer_ttl.insert(peer, range);
+                    }
                 }
-                i.unicast_peers.extend(address(p, &p.keyword, errors));
             }
         }
         _ => return false,
     }
     true
+}
+
+/// A line of `unicast_peer { ... }`: `IP [min_ttl N] [max_ttl M]` (keepalived's options, 0 to
+/// 255 each), the address and the TTL range when one is written.
+fn unicast_peer(p: &Node, errors: &mut ConfigErrors) -> Option<(IpAddr, Option<(u8, u8)>)> {
+    let peer = address(p, &p.keyword, errors)?;
+    let (mut min, mut max, mut ranged) = (0u8, 255u8, false);
+    for pair in p.args.chunks(2) {
+        let [option, value] = pair else {
+            errors.push(&p.location, format!("unicast_peer {peer}: `{}` needs a value", pair[0]));
+            return None;
+        };
+        let Ok(ttl) = value.parse::<u8>() else {
+            errors.push(
+                &p.location,
+                format!("unicast_peer {peer}: `{option} {value}`: must be a TTL from 0 to 255"),
+            );
+            return None;
+        };
+        match option.as_str() {
+            "min_ttl" => min = ttl,
+            "max_ttl" => max = ttl,
+            _ => {
+                errors.push(
+                    &p.location,
+                    format!("unicast_peer {peer}: `{option}`: not an option (min_ttl, max_ttl)"),
+                );
+                return None;
+            }
+        }
+        ranged = true;
+    }
+    if min > max {
+        errors.push(
+            &p.location,
+            format!("unicast_peer {peer}: min_ttl {min} > max_ttl {max}: every advert would be refused"),
+        );
+        return None;
+    }
+    Some((peer, ranged.then_some((min, max))))
 }
 
 /// What the instance tracks: scripts and interfaces. False when `n` is none of them.

@@ -303,7 +303,10 @@ fn addresses(out: &mut String, i: &VrrpInstance) {
     if !i.unicast_peers.is_empty() {
         out.push_str("    unicast_peer {\n");
         for p in &i.unicast_peers {
-            line(out, 8, &p.to_string());
+            match i.peer_ttl.get(p) {
+                Some((min, max)) => line(out, 8, &format!("{p} min_ttl {min} max_ttl {max}")),
+                None => line(out, 8, &p.to_string()),
+            }
         }
         out.push_str("    }\n");
     }

@@ -209,6 +209,7 @@ mod tests {
             auth: Auth::None,
             addresses: vec![ip("192.0.2.100")],
             peers: Vec::new(),
+            peer_ttl: Default::default(),
         }
     }
 

@@ -24,7 +24,7 @@ pub mod sched;
 pub mod scripts;
 pub mod setup;
 pub mod status;
-mod track_files;
+pub mod track_files;
 
 pub mod clash;
 pub mod conflict;

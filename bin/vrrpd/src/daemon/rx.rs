@@ -146,6 +146,8 @@ pub struct Expect {
     pub addresses: Vec<IpAddr>,
     /// Unicast peers; empty in multicast mode.
     pub peers: Vec<IpAddr>,
+    /// The TTL / hop limit range of a peer's adverts, for the peers written with one.
+    pub peer_ttl: std::collections::BTreeMap<IpAddr, (u8, u8)>,
 }
 
 impl Expect {
@@ -158,6 +160,7 @@ impl Expect {
             auth: i.auth(),
             addresses: i.vips.iter().map(|v| v.address).collect(),
             peers: i.unicast_peers.clone(),
+            peer_ttl: i.peer_ttl.clone(),
         }
     }
 }
@@ -195,6 +198,11 @@ pub fn check(d: &Datagram<'_>, repr: &Repr, expect: &Expect) -> Result<Event, Re
         }
     } else if !expect.peers.contains(&d.src) {
         return Err(Reject::UnknownPeer);
+    } else if let Some((min, max)) = expect.peer_ttl.get(&d.src) {
+        // keepalived's min_ttl / max_ttl: a peer's adverts come over a known number of hops.
+        if !(*min..=*max).contains(&d.hop_limit) {
+            return Err(Reject::HopLimit);
+        }
     }
     if repr.vrid != expect.vrid {
         return Err(Reject::Vrid);
@@ -239,6 +247,7 @@ mod tests {
             auth: Auth::pass("secret"),
             addresses: vec![ip("192.0.2.100")],
             peers: Vec::new(),
+            peer_ttl: Default::default(),
         }
     }
 
@@ -331,6 +340,28 @@ mod tests {
         assert!(check(&d, &parsed, &e).is_ok());
         e.peers = vec![ip("192.0.2.3")];
         assert_eq!(check(&d, &parsed, &e), Err(Reject::UnknownPeer));
+    }
+
+    #[test]
+    fn a_peer_with_a_ttl_range_is_heard_only_within_it() {
+        // keepalived's `unicast_peer { 192.0.2.2 min_ttl 255 max_ttl 255 }`: the peer is on
+        // the link, so an advert from its address that crossed a router is not its own.
+        let payload = bytes(&advert(), "192.0.2.2", "192.0.2.1");
+        let at = |hop_limit| Datagram {
+            src: ip("192.0.2.2"),
+            dst: ip("192.0.2.1"),
+            hop_limit,
+            payload: &payload,
+        };
+        let mut e = expect();
+        e.peers = vec![ip("192.0.2.2"), ip("192.0.2.3")];
+        e.peer_ttl.insert(ip("192.0.2.2"), (255, 255));
+        let parsed = parse(&at(64)).unwrap();
+        assert_eq!(check(&at(64), &parsed, &e), Err(Reject::HopLimit));
+        assert!(check(&at(255), &parsed, &e).is_ok(), "within the range");
+        // A peer written without a range is heard with any TTL (keepalived's 0 to 255).
+        e.peer_ttl.clear();
+        assert!(check(&at(64), &parsed, &e).is_ok());
     }
 
     #[test]

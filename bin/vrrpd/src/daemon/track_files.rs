@@ -16,11 +16,11 @@ pub const POLL: Duration = Duration::from_millis(500);
 /// keepalived reads this much of a file.
 const READ: usize = 127;
 
-/// `strtol(text, NULL, 0)`: blanks, a sign, then a `0x` hexadecimal, `0` octal or decimal
-/// number, as far as its digits go (none: 0). `None` outside keepalived's range (a 32-bit
-/// value, or 2^31), which keepalived ignores.
+/// `strtol(text, NULL, 0)`: blanks (C's `isspace`: space, `\t\n\v\f\r`, no other), a sign,
+/// then a `0x` hexadecimal, `0` octal or decimal number, as far as its digits go (none: 0).
+/// `None` outside keepalived's range (a 32-bit value, or 2^31), which keepalived ignores.
 pub fn value(text: &str) -> Option<i64> {
-    let t = text.trim_start();
+    let t = text.trim_start_matches(is_c_space);
     let (negative, t) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
@@ -49,6 +49,11 @@ pub fn value(text: &str) -> Option<i64> {
     (i64::from(i32::MIN)..=i64::from(i32::MAX) + 1)
         .contains(&v)
         .then_some(v)
+}
+
+/// C's `isspace` in the C locale.
+pub fn is_c_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')
 }
 
 /// What file `f` holds now (0 when it cannot be read).
@@ -120,6 +125,9 @@ mod tests {
         assert_eq!(value("2147483648"), Some(2_147_483_648));
         assert_eq!(value("2147483649"), None);
         assert_eq!(value("-2147483649"), None);
+        // Only C's blanks: strtol stops at a no-break space, as at any other character.
+        assert_eq!(value("\x0b\x0c\t 5"), Some(5));
+        assert_eq!(value("\u{a0}5"), Some(0));
     }
 
     #[test]
