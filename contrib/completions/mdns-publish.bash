@@ -55,7 +55,7 @@ _mdns__publish() {
             return 0
             ;;
         mdns__subcmd__publish__subcmd__browse)
-            opts="-o -h --type --filter --min-srv --timeout --json --output --watch --bind --cluster-key --help"
+            opts="-o -h --type --filter --min-srv --timeout --json --output --watch --bind --cluster-key --metrics --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -90,6 +90,10 @@ _mdns__publish() {
                     return 0
                     ;;
                 --cluster-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

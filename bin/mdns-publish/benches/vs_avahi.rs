@@ -65,7 +65,11 @@ fn main() {
 
     let (ours_browse, ours_found, avahi_browse, avahi_found) = browse_many(&mut lab, &client);
     let unkeyed = key_cost(&mut lab, &client, None);
-    let keyed = key_cost(&mut lab, &client, Some("bench-cluster-key-0123456789abcdef"));
+    let keyed = key_cost(
+        &mut lab,
+        &client,
+        Some("bench-cluster-key-0123456789abcdef"),
+    );
 
     println!("\n| benchmark | avahi | mdns-publish | ratio |");
     println!("| --- | --- | --- | --- |");
@@ -105,13 +109,29 @@ fn main() {
         "\nbrowse of 200 instances: avahi-browse resolved {avahi_found}, mdns-publish browse found {ours_found} \
          (mdns-publish browse listens for a fixed --timeout, here 1 s; avahi-browse -t stops when its cache is exhausted)"
     );
+    print_key_cost(&unkeyed, &keyed);
+}
+
+/// The cluster key's rows.
+fn print_key_cost(unkeyed: &KeyCost, keyed: &KeyCost) {
     println!("\n| the cluster key, {KEY_NODES} nodes | no key | with the key | ratio |");
     println!("| --- | --- | --- | --- |");
     let row = |label: &str, without: f64, with: f64| {
-        println!("| {label} | {without:.1} ms | {with:.1} ms | {:.2} |", with / without);
+        println!(
+            "| {label} | {without:.1} ms | {with:.1} ms | {:.2} |",
+            with / without
+        );
     };
-    row("publishers' CPU, start until announced (all nodes)", unkeyed.publish_cpu, keyed.publish_cpu);
-    row("browse --watch CPU over 10 s", unkeyed.browse_cpu, keyed.browse_cpu);
+    row(
+        "publishers' CPU, start until announced (all nodes)",
+        unkeyed.publish_cpu,
+        keyed.publish_cpu,
+    );
+    row(
+        "browse --watch CPU over 10 s",
+        unkeyed.browse_cpu,
+        keyed.browse_cpu,
+    );
     println!(
         "\nnodes in the inventory: {} without the key, {} with it",
         unkeyed.found, keyed.found
@@ -143,25 +163,55 @@ fn key_cost(lab: &mut Lab, client: &Host, key: Option<&str>) -> KeyCost {
         .map(|i| {
             let host = lab.host(&format!("{tag}node-{i}")).unwrap();
             let (name, bind) = (format!("master-{tag}{i}"), host.ipv4().to_string());
-            let args = ["run", "-q", "--cluster", &cluster, "--hostname", &name];
-            let args = args.iter().map(|a| a.to_string()).chain(
-                ["--role", "master", "--bind", &bind].iter().map(|a| a.to_string()),
-            );
-            host.spawn("mdns-publish", BIN, args.chain(keyed.iter().cloned())).unwrap()
+            let args = [
+                "run",
+                "-q",
+                "--cluster",
+                &cluster,
+                "--hostname",
+                &name,
+                "--role",
+                "master",
+                "--bind",
+                &bind,
+            ];
+            let args = args.iter().map(|a| a.to_string());
+            host.spawn("mdns-publish", BIN, args.chain(keyed.iter().cloned()))
+                .unwrap()
         })
         .collect();
     std::thread::sleep(Duration::from_secs(3));
-    let publish_cpu: f64 = publishers.iter().map(|d| d.usage().cpu.as_secs_f64() * 1000.0).sum();
+    let publish_cpu: f64 = publishers
+        .iter()
+        .map(|d| d.usage().cpu.as_secs_f64() * 1000.0)
+        .sum();
     let out = client.dir().join(format!("nodes-{tag}"));
     let (out_arg, bind) = (out.display().to_string(), client.ipv4().to_string());
-    let args = ["browse", "--filter", "lab", "--timeout", "500ms", "--watch", "-o", &out_arg];
-    let args = args.iter().map(|a| a.to_string()).chain(["--bind".to_string(), bind]);
-    let browse = client.spawn("browse", BIN, args.chain(keyed.iter().cloned())).unwrap();
+    let args = [
+        "browse",
+        "--filter",
+        "lab",
+        "--timeout",
+        "500ms",
+        "--watch",
+        "-o",
+        &out_arg,
+    ];
+    let args = args
+        .iter()
+        .map(|a| a.to_string())
+        .chain(["--bind".to_string(), bind]);
+    let browse = client
+        .spawn("browse", BIN, args.chain(keyed.iter().cloned()))
+        .unwrap();
     let before = browse.usage().cpu;
     std::thread::sleep(Duration::from_secs(10));
     let browse_cpu = (browse.usage().cpu - before).as_secs_f64() * 1000.0;
     let inventory = std::fs::read_to_string(&out).unwrap_or_default();
-    let found = inventory.lines().filter(|l| l.contains(&format!("master-{tag}"))).count();
+    let found = inventory
+        .lines()
+        .filter(|l| l.contains(&format!("master-{tag}")))
+        .count();
     drop(browse);
     drop(publishers);
     KeyCost {

@@ -12,10 +12,10 @@ use tokio::time::Instant;
 
 use crate::browse::{Found, FoundError, Refusals, Seen, ETCD_TYPE, MAX_RECORDS};
 use crate::key::ClusterKey;
-use crate::tally::{Round, Tally};
 use crate::link::{Arrival, Link};
 use crate::net::{self, Interface, NetError};
 use crate::records::{name, NameError};
+use crate::tally::{Round, Tally};
 
 /// A browse that failed.
 #[derive(Debug, thiserror::Error)]

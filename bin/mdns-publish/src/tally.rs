@@ -61,7 +61,12 @@ impl Tally {
                 let _ = writeln!(out, "ipi_mdns_browse_{name}{labels} {value}");
             }
         };
-        metric("rounds_total", "counter", "Browse rounds done.", &[("", self.rounds)]);
+        metric(
+            "rounds_total",
+            "counter",
+            "Browse rounds done.",
+            &[("", self.rounds)],
+        );
         metric(
             "nodes",
             "gauge",

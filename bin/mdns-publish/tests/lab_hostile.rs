@@ -292,7 +292,11 @@ fn a_node_announced_from_off_the_link_is_refused() {
     b.answer_browse(&b.attacker, &node, 64, |t| !t.contains("master-9"));
     // The metrics say so too.
     let off_link = b.metric("ipi_mdns_browse_refused_total{reason=\"off_link\"}");
-    assert!(off_link > 0, "no off-link refusal counted:\n{}", b.browse.log());
+    assert!(
+        off_link > 0,
+        "no off-link refusal counted:\n{}",
+        b.browse.log()
+    );
     b.answer_browse(&b.attacker, &node, 255, |_| true);
     b.wait_for_inventory("the same node with TTL 255", |t| t.contains("master-9"));
 }
@@ -375,7 +379,10 @@ fn with_the_cluster_key_an_unsigned_master_is_refused() {
     let left_out = wait_for(Duration::from_secs(5), Duration::from_millis(50), || {
         b.metric("ipi_mdns_browse_left_out") > 0
     });
-    assert!(left_out.is_some(), "the unsigned master is not counted as left out");
+    assert!(
+        left_out.is_some(),
+        "the unsigned master is not counted as left out"
+    );
     let key = ClusterKey::new(KEY.as_bytes(), std::path::Path::new("cluster.key")).unwrap();
     let mut p = openshift("lab", "master-9", Role::Master, &[evil.into()]).unwrap();
     key.sign(&mut p, std::time::SystemTime::now());

@@ -193,20 +193,41 @@ vrrp_instance U {
     assert_eq!(u.peer_ttl.get(&ip("192.0.2.4")), None);
     // What is written reads back the same.
     let written = config::write::write(&c);
-    assert!(written.contains("192.0.2.3 min_ttl 0 max_ttl 64"), "{written}");
+    assert!(
+        written.contains("192.0.2.3 min_ttl 0 max_ttl 64"),
+        "{written}"
+    );
     let again = config::parse_str(&written, "w.conf").unwrap();
     assert_eq!(again.instance("U").unwrap().peer_ttl, u.peer_ttl);
     // Bad ranges and options are errors at their line.
     for (peer, error) in [
-        ("192.0.2.2 min_ttl 200 max_ttl 100", "u.conf:6: unicast_peer 192.0.2.2: min_ttl 200 > max_ttl 100"),
-        ("192.0.2.2 min_ttl 256", "u.conf:6: unicast_peer 192.0.2.2: `min_ttl 256`: must be a TTL from 0 to 255"),
-        ("192.0.2.2 max_ttl", "u.conf:6: unicast_peer 192.0.2.2: `max_ttl` needs a value"),
-        ("192.0.2.2 ttl 5", "u.conf:6: unicast_peer 192.0.2.2: `ttl`: not an option"),
-        ("192.0.2.3", "u.conf:7: unicast_peer 192.0.2.3: listed twice"),
+        (
+            "192.0.2.2 min_ttl 200 max_ttl 100",
+            "u.conf:6: unicast_peer 192.0.2.2: min_ttl 200 > max_ttl 100",
+        ),
+        (
+            "192.0.2.2 min_ttl 256",
+            "u.conf:6: unicast_peer 192.0.2.2: `min_ttl 256`: must be a TTL from 0 to 255",
+        ),
+        (
+            "192.0.2.2 max_ttl",
+            "u.conf:6: unicast_peer 192.0.2.2: `max_ttl` needs a value",
+        ),
+        (
+            "192.0.2.2 ttl 5",
+            "u.conf:6: unicast_peer 192.0.2.2: `ttl`: not an option",
+        ),
+        (
+            "192.0.2.3",
+            "u.conf:7: unicast_peer 192.0.2.3: listed twice",
+        ),
     ] {
         let bad = text.replace("192.0.2.2 min_ttl 255 max_ttl 255", peer);
         let errors = config::parse_str(&bad, "u.conf").unwrap_err().to_string();
-        assert!(errors.contains(error), "{peer}: missing {error:?} in:\n{errors}");
+        assert!(
+            errors.contains(error),
+            "{peer}: missing {error:?} in:\n{errors}"
+        );
     }
 }
 

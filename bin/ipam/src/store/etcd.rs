@@ -519,5 +519,4 @@ mod tests {
             assert!(e.contains("etcd://bad"), "{bad}: {e}");
         }
     }
-
 }

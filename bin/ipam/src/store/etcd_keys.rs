@@ -116,12 +116,20 @@ mod tests {
         assert_eq!(address_of(prefix, key.as_bytes()), Some(ip));
         assert_eq!(address_of("/other/", key.as_bytes()), None);
         assert_eq!(address_value(index_value(ip).as_bytes()), Ok(ip));
-        assert_eq!(address_value(b" 192.0.2.1\n"), Ok("192.0.2.1".parse().unwrap()));
-        assert!(address_value(b"192.0.2.256").unwrap_err().contains("192.0.2.256"));
+        assert_eq!(
+            address_value(b" 192.0.2.1\n"),
+            Ok("192.0.2.1".parse().unwrap())
+        );
+        assert!(address_value(b"192.0.2.256")
+            .unwrap_err()
+            .contains("192.0.2.256"));
         let pools = "/ipi-net/ipam/pools/";
         let key = format!("{pools}{}/ips/4-c0000201", escape("my pool"));
         let (pool, segment) = pool_of(pools, key.as_bytes()).unwrap();
-        assert_eq!((pool.as_str(), segment), ("my pool", escape("my pool").as_str()));
+        assert_eq!(
+            (pool.as_str(), segment),
+            ("my pool", escape("my pool").as_str())
+        );
         assert_eq!(pool_of(pools, b"/ipi-net/ipam/pools/no-slash"), None);
     }
 

@@ -799,7 +799,10 @@ fn unicast_peer(p: &Node, errors: &mut ConfigErrors) -> Option<(IpAddr, Option<(
     let (mut min, mut max, mut ranged) = (0u8, 255u8, false);
     for pair in p.args.chunks(2) {
         let [option, value] = pair else {
-            errors.push(&p.location, format!("unicast_peer {peer}: `{}` needs a value", pair[0]));
+            errors.push(
+                &p.location,
+                format!("unicast_peer {peer}: `{}` needs a value", pair[0]),
+            );
             return None;
         };
         let Ok(ttl) = value.parse::<u8>() else {
@@ -825,7 +828,9 @@ fn unicast_peer(p: &Node, errors: &mut ConfigErrors) -> Option<(IpAddr, Option<(
     if min > max {
         errors.push(
             &p.location,
-            format!("unicast_peer {peer}: min_ttl {min} > max_ttl {max}: every advert would be refused"),
+            format!(
+                "unicast_peer {peer}: min_ttl {min} > max_ttl {max}: every advert would be refused"
+            ),
         );
         return None;
     }
