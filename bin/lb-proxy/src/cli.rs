@@ -94,9 +94,11 @@ The stats page (text, ;json, /metrics) shows each server's passive actions, pass
 races lost and the last passive reason; `lb-proxy check --servers URL` prints them.
 
 Connections are accepted only once admitted: within the frontend's maxconn and the process's
-own limit, which is global maxconn at most and what the open-file limit holds (7 descriptors a
-connection) less a reserve for the listening sockets, the checks, the monitor and stats
-listeners (256 connections each at most, their maxconn when lower) and 128 more. The rest wait
+own descriptors, which are what the open-file limit holds less a reserve for the listening
+sockets, the checks, the monitor and stats listeners (256 connections each at most, their
+maxconn when lower) and 128 more, and at most 2 x global maxconn. A connection takes 2 when
+admitted (client and server); a splice pipe pair or a connect race's second socket only from
+what is left (else it copies through user space, or waits on its one attempt). The rest wait
 in the kernel's backlog, as with haproxy, holding nothing of the process: a flood of clients
 cannot take the descriptors the checks and the monitor need. The log says the limit at start;
 a global maxconn the open-file limit cannot hold is lowered with a warning (raise LimitNOFILE).";

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWriteExt, Interest, ReadBuf};
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio::time::Instant;
 
 /// The buffer of a direction that is not spliced.
@@ -174,14 +174,16 @@ async fn pump(
     activity: &Activity,
     moved: &AtomicU64,
 ) -> io::Result<()> {
-    let mut pipe: Option<(OwnedFd, OwnedFd)> = None;
+    let mut pipe: Option<(OwnedFd, OwnedFd, OwnedSemaphorePermit)> = None;
     loop {
         let n = match &pipe {
-            Some(p) => splice_once(from.as_ref(), to.as_ref(), p).await?,
+            Some((out, inn, _)) => splice_once(from.as_ref(), to.as_ref(), out, inn).await?,
             None => {
                 let (n, full) = copy_once(&mut from, &mut to).await?;
                 if full && copy == Transfer::Splice {
-                    pipe = make_pipe().ok();
+                    // A pipe's two descriptors only from what the budget has left.
+                    pipe = crate::fds::extra(2)
+                        .and_then(|fds| make_pipe().ok().map(|(out, inn)| (out, inn, fds)));
                 }
                 n
             }
@@ -276,7 +278,8 @@ fn splice(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
 async fn splice_once(
     from: &TcpStream,
     to: &TcpStream,
-    (pipe_out, pipe_in): &(OwnedFd, OwnedFd),
+    pipe_out: &OwnedFd,
+    pipe_in: &OwnedFd,
 ) -> io::Result<usize> {
     let n = loop {
         from.readable().await?;

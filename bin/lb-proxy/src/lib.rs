@@ -15,6 +15,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod daemon;
+pub mod fds;
 pub mod forward;
 pub mod health;
 pub mod http;

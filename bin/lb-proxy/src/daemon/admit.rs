@@ -3,10 +3,10 @@
 //! process's own. Until then it waits in the listening socket's backlog, as with haproxy, and
 //! costs the process nothing: no descriptor, no task, no timer.
 //!
-//! The process's slots ([`Gate`]) keep descriptors in reserve: however many clients flood the
-//! frontends, the health checks, the DNS lookups, the monitor URI and the stats page still
-//! find descriptors, so a flood cannot take the servers DOWN or fail the monitor (which would
-//! move the VIP).
+//! The process's descriptors ([`Gate`], [`crate::fds`]) keep a reserve: however many clients
+//! flood the frontends, the health checks, the DNS lookups, the monitor URI and the stats page
+//! still find descriptors, so a flood cannot take the servers DOWN or fail the monitor (which
+//! would move the VIP).
 
 use std::io;
 use std::sync::Arc;
@@ -16,10 +16,7 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// Descriptors one forwarded connection may hold at once: the client's socket, the server's,
-/// a second server socket while a connect race or a retry overlaps, and two pipes (four
-/// descriptors) when it is spliced.
-pub const FDS_PER_SESSION: u64 = 7;
+use crate::fds;
 
 /// Descriptors kept for everything but forwarded connections beyond what the table counts
 /// (listening sockets, check sockets, the web listeners' caps): the runtime's own (epoll,
@@ -30,35 +27,37 @@ pub const RESERVE_BASE: u64 = 128;
 /// request, and they all come out of the reserve.
 pub const WEB_MAXCONN: u32 = 256;
 
-/// The process's slots for forwarded connections.
+/// The process's descriptors for forwarded connections (a connection is admitted with its
+/// [`fds::PER_CONNECTION`]; see [`crate::fds`]).
 #[derive(Debug, Clone)]
 pub struct Gate {
-    slots: Arc<Semaphore>,
-    size: u64,
+    descriptors: u64,
+    connections: u64,
 }
 
 impl Gate {
-    /// Slots for `open_files` descriptors less `reserve`, at most `global_maxconn` when set
-    /// (haproxy's global `maxconn`); at least one.
+    /// `open_files` descriptors less `reserve`, at most what `global_maxconn` connections hold
+    /// when set (haproxy's global `maxconn`); room for one connection at least.
     pub fn new(open_files: u64, reserve: u64, global_maxconn: Option<u32>) -> Gate {
-        let by_files = open_files.saturating_sub(reserve) / FDS_PER_SESSION;
-        let size = global_maxconn
-            .map_or(by_files, |m| by_files.min(u64::from(m)))
-            .max(1);
+        let per = u64::from(fds::PER_CONNECTION);
+        let by_files = open_files.saturating_sub(reserve);
+        let descriptors = global_maxconn
+            .map_or(by_files, |m| by_files.min(u64::from(m) * per))
+            .max(per);
         Gate {
-            slots: Arc::new(Semaphore::new(usize::try_from(size).unwrap_or(usize::MAX))),
-            size,
+            descriptors,
+            connections: descriptors / per,
         }
     }
 
-    /// How many connections it admits at once.
+    /// How many connections it admits at once, when none holds an extra.
     pub fn size(&self) -> u64 {
-        self.size
+        self.connections
     }
 
-    /// Its slots.
-    pub fn slots(&self) -> &Arc<Semaphore> {
-        &self.slots
+    /// Its descriptors.
+    pub fn descriptors(&self) -> u64 {
+        self.descriptors
     }
 }
 
@@ -97,19 +96,16 @@ impl Listener {
         })
     }
 
-    /// Waits for a connection in the backlog, then for a slot in each of `gates` in order,
-    /// then accepts it. Cancel-safe: nothing is accepted until every slot is held.
-    pub async fn admit(&self, gates: &[&Arc<Semaphore>]) -> io::Result<Admitted> {
+    /// Waits for a connection in the backlog, then for its permits in each of `gates` in
+    /// order (a semaphore and how many), then accepts it. Cancel-safe: nothing is accepted
+    /// until every permit is held.
+    pub async fn admit(&self, gates: &[(&Arc<Semaphore>, u32)]) -> io::Result<Admitted> {
         loop {
             let mut ready = self.fd.readable().await?;
             let mut permits = Vec::with_capacity(gates.len());
-            for gate in gates {
-                permits.push(
-                    Arc::clone(gate)
-                        .acquire_owned()
-                        .await
-                        .map_err(io::Error::other)?,
-                );
+            for (gate, n) in gates {
+                let permit = Arc::clone(gate).acquire_many_owned(*n).await;
+                permits.push(permit.map_err(io::Error::other)?);
             }
             match ready.try_io(|l| accept(l.get_ref())) {
                 Ok(Ok(stream)) => return Ok(Admitted { stream, permits }),
@@ -135,9 +131,10 @@ mod tests {
 
     #[test]
     fn the_gate_keeps_the_reserve_and_the_global_maxconn() {
-        assert_eq!(Gate::new(1024, 256, None).size(), (1024 - 256) / 7);
+        assert_eq!(Gate::new(1024, 256, None).descriptors(), 768);
+        assert_eq!(Gate::new(1024, 256, None).size(), 384);
         assert_eq!(Gate::new(1_048_576, 256, Some(20_000)).size(), 20_000);
-        assert_eq!(Gate::new(1024, 256, Some(20_000)).size(), 109);
+        assert_eq!(Gate::new(1024, 256, Some(20_000)).size(), 384);
         // Fewer descriptors than the reserve: one connection at a time, not none.
         assert_eq!(Gate::new(100, 256, None).size(), 1);
     }
@@ -150,17 +147,17 @@ mod tests {
         let slots = Arc::new(Semaphore::new(1));
         let _a = std::net::TcpStream::connect(address).unwrap();
         let _b = std::net::TcpStream::connect(address).unwrap();
-        let first = listener.admit(&[&slots]).await.unwrap();
+        let first = listener.admit(&[(&slots, 1)]).await.unwrap();
         // The second waits in the backlog while the slot is held...
         let second = tokio::time::timeout(
             std::time::Duration::from_millis(200),
-            listener.admit(&[&slots]),
+            listener.admit(&[(&slots, 1)]),
         )
         .await;
         assert!(second.is_err(), "admitted beyond the slots");
         // ...and is taken once it is free.
         drop(first);
-        let second = listener.admit(&[&slots]).await.unwrap();
+        let second = listener.admit(&[(&slots, 1)]).await.unwrap();
         assert_eq!(second.permits.len(), 1);
     }
 }

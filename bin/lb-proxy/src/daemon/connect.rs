@@ -97,7 +97,9 @@ async fn attempt(
         r = &mut a => return settle(backend, first, r),
         () = tokio::time::sleep(race.delay) => backend.pick(Some(&first)),
     };
-    let Some(second) = second.filter(|s| !Arc::ptr_eq(s, &first)) else {
+    // The second socket only from what the descriptor budget has left.
+    let fds = crate::fds::extra(1);
+    let Some(second) = second.filter(|s| !Arc::ptr_eq(s, &first) && fds.is_some()) else {
         return settle(backend, first, a.await);
     };
     tracing::debug!(

@@ -162,11 +162,12 @@ fn raise_fd_limit() {
     }
 }
 
-/// The process's slots for forwarded connections, from the open-file limit (raised to the hard
-/// limit by then) less a reserve for what `table` needs beside them: its listening sockets (one
-/// per worker for a TCP frontend), a check socket per checked server and the web listeners'
-/// caps. Set at start: a reload's `global maxconn` applies at the next start.
-fn gate(table: &Table, workers: usize) -> Gate {
+/// The process's descriptors for forwarded connections ([`crate::fds`]'s budget, set here),
+/// from the open-file limit (raised to the hard limit by then) less a reserve for what `table`
+/// needs beside them: its listening sockets (one per worker for a TCP frontend), a check socket
+/// per checked server and the web listeners' caps. Set at start: a reload's `global maxconn`
+/// applies at the next start.
+fn gate(table: &Table, workers: usize) {
     let listeners = table.listeners().len() * workers;
     let checks = table
         .backends
@@ -182,9 +183,11 @@ fn gate(table: &Table, workers: usize) -> Gate {
     let reserve = admit::RESERVE_BASE + (listeners + 2 * checks) as u64 + webs;
     let files = admit::open_files();
     let gate = Gate::new(files, reserve, table.config.global.maxconn);
+    crate::fds::set(usize::try_from(gate.descriptors()).unwrap_or(usize::MAX));
     let by_files = format!(
-        "{files} open files less {reserve} in reserve, {} each",
-        admit::FDS_PER_SESSION
+        "{files} open files less {reserve} in reserve, {} each; pipes and connect races only \
+         from what is left",
+        crate::fds::PER_CONNECTION
     );
     match table.config.global.maxconn {
         Some(m) if u64::from(m) <= gate.size() => {
@@ -200,7 +203,6 @@ fn gate(table: &Table, workers: usize) -> Gate {
             gate.size()
         ),
     }
-    gate
 }
 
 /// A listening socket as haproxy opens it: SO_REUSEADDR and SO_REUSEPORT, IP_FREEBIND (a VIP
@@ -236,8 +238,6 @@ struct Running {
     copy: Transfer,
     /// The event loops that forward: one per core, or the one work-stealing runtime.
     workers: Vec<Worker>,
-    /// The process's slots for forwarded connections.
-    gate: Gate,
 }
 
 /// Listening sockets opened for a listener: one per worker for a TCP frontend, one for a web
@@ -296,7 +296,7 @@ impl Running {
                 })
                 .map(|(socket, (worker, pulse))| {
                     let (name, rx, copy) = (key.0.clone(), self.table.subscribe(), self.copy);
-                    let gate = Arc::clone(self.gate.slots());
+                    let gate = Arc::clone(crate::fds::budget());
                     worker
                         .spawn(async move {
                             let listener = match Listener::new(socket) {
@@ -329,12 +329,12 @@ async fn serve(
 ) -> Result<(), Error> {
     stats::started();
     let table = Table::build(config, None);
+    gate(&table, workers.len());
     let mut running = Running {
         table: watch::Sender::new(Arc::new(Table::build(Config::default(), None))),
         listeners: HashMap::new(),
         checks: JoinSet::new(),
         copy: options.copy,
-        gate: gate(&table, workers.len()),
         workers,
     };
     let opened = running.open(&table)?;

@@ -20,8 +20,8 @@ use crate::forward::{self, End, Idle, Transfer};
 /// Accepts on `listener` for the frontend called `name`, reading the current table from
 /// `table` at every connection, until the task is aborted; tells `pulse` of each connection.
 ///
-/// A connection is accepted only with a slot of its frontend's and one of the process's
-/// (`gate`), each listening socket (one per core) waiting for a slot only while the kernel
+/// A connection is accepted only with a slot of its frontend's and its descriptors from the
+/// process's budget (`gate`, [`crate::fds`]), each listening socket (one per core) waiting for a slot only while the kernel
 /// holds a connection for it: a socket with nothing pending holds no slot, so none starves
 /// another, and beyond the slots nothing is accepted.
 pub async fn accept_loop(
@@ -37,7 +37,7 @@ pub async fn accept_loop(
             return;
         };
         // Wait for a connection and its slots, or for a reload that may change the frontend.
-        let gates = [&frontend.slots, &gate];
+        let gates = [(&frontend.slots, 1), (&gate, crate::fds::PER_CONNECTION)];
         let admitted = tokio::select! {
             a = listener.admit(&gates) => a,
             changed = table.changed() => {

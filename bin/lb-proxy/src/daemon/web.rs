@@ -23,7 +23,7 @@ pub async fn accept_loop(listener: Listener, name: String, mut table: watch::Rec
         let Some(web) = current.webs.get(&name).cloned() else {
             return;
         };
-        let gates = [&web.slots];
+        let gates = [(&web.slots, 1)];
         let admitted = tokio::select! {
             a = listener.admit(&gates) => a,
             changed = table.changed() => {
