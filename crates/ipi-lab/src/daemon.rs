@@ -352,15 +352,17 @@ mod tests {
         let mut c = Command::new("sh");
         c.args(["-c", "sleep 30 & wait"]);
         let d = Daemon::start("forks", c, dir.path()).unwrap();
+        let comm = |p: u32| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
         let mut pids = Vec::new();
+        // The child is a copy of sh until it has exec'd sleep (a loaded machine once showed it
+        // between the two): wait for both.
         wait_for(Duration::from_secs(5), Duration::from_millis(10), || {
             pids = d.pids();
-            pids.len() == 2
+            pids.len() == 2 && comm(pids[1]).trim() == "sleep"
         });
         assert_eq!(pids.len(), 2, "{pids:?}");
         assert_eq!(pids[0], d.pid());
-        let sleeper = std::fs::read_to_string(format!("/proc/{}/comm", pids[1])).unwrap();
-        assert_eq!(sleeper.trim(), "sleep");
+        assert_eq!(comm(pids[1]).trim(), "sleep");
         for p in pids.iter().rev() {
             let _ = kill(pid(*p), Signal::SIGKILL);
         }
