@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::fds;
 
@@ -113,6 +113,45 @@ impl Listener {
                 // Nothing left in the backlog: the readiness is cleared, wait again.
                 Err(_would_block) => continue,
             }
+        }
+    }
+}
+
+/// What waiting for the next connection of a listener came to.
+#[derive(Debug)]
+pub enum Next {
+    /// A connection, with its permits.
+    Admitted(Admitted),
+    /// Look at the table again and wait again: it changed (a reload may change the
+    /// listener's limits), or accepting failed (logged, and waited out for 100 ms).
+    Again,
+    /// The table is gone: the listener stops.
+    Gone,
+}
+
+impl Listener {
+    /// The next connection of the listener called `name` admitted through `gates`, or what
+    /// came first: a change of `table`, or an accept error (out of descriptors and the like:
+    /// said, breathed, gone on).
+    pub async fn next<T>(
+        &self,
+        name: &str,
+        gates: &[(&Arc<Semaphore>, u32)],
+        table: &mut watch::Receiver<T>,
+    ) -> Next {
+        tokio::select! {
+            a = self.admit(gates) => match a {
+                Ok(a) => Next::Admitted(a),
+                Err(e) => {
+                    tracing::warn!("{name}: accept: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    Next::Again
+                }
+            },
+            changed = table.changed() => match changed {
+                Ok(()) => Next::Again,
+                Err(_) => Next::Gone,
+            },
         }
     }
 }

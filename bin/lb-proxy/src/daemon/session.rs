@@ -5,12 +5,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::net::TcpStream;
 use tokio::sync::{watch, Semaphore};
 
-use super::admit::Listener;
+use super::admit::{Listener, Next};
 use super::connect::connect;
 use super::pulse::Pulse;
 use super::replay;
@@ -38,23 +37,10 @@ pub async fn accept_loop(
         };
         // Wait for a connection and its slots, or for a reload that may change the frontend.
         let gates = [(&frontend.slots, 1), (&gate, crate::fds::PER_CONNECTION)];
-        let admitted = tokio::select! {
-            a = listener.admit(&gates) => a,
-            changed = table.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                continue;
-            }
-        };
-        let admitted = match admitted {
-            Ok(a) => a,
-            Err(e) => {
-                // Out of descriptors and the like: say so, breathe, go on.
-                tracing::warn!("{name}: accept: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
+        let admitted = match listener.next(&name, &gates, &mut table).await {
+            Next::Admitted(a) => a,
+            Next::Again => continue,
+            Next::Gone => return,
         };
         // Counted when accepted, as haproxy's stot: exact before the client hears anything.
         frontend.sessions.fetch_add(1, Ordering::Relaxed);

@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use super::admit::Listener;
+use super::admit::{Listener, Next};
 use super::stats;
 use super::table::{Table, Web};
 
@@ -24,18 +24,10 @@ pub async fn accept_loop(listener: Listener, name: String, mut table: watch::Rec
             return;
         };
         let gates = [(&web.slots, 1)];
-        let admitted = tokio::select! {
-            a = listener.admit(&gates) => a,
-            changed = table.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                continue;
-            }
-        };
-        let Ok(admitted) = admitted else {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            continue;
+        let admitted = match listener.next(&name, &gates, &mut table).await {
+            Next::Admitted(a) => a,
+            Next::Again => continue,
+            Next::Gone => return,
         };
         tokio::spawn(async move {
             let _permits = admitted.permits;
