@@ -2,8 +2,8 @@
 //!
 //! - [`table`]: what is served, rebuilt on reload with the servers' live state kept.
 //! - [`admit`]: a connection is accepted only once it has its slots, the process's keeping
-//!   descriptors in reserve; [`session`]: TCP frontends: accept, connect, forward; [`connect`]: retries, redispatch,
-//!   connect races; [`replay`]: the client's first bytes again to another server when a
+//!   descriptors in reserve; [`session`]: TCP frontends: accept, connect, forward;
+//!   [`connect`]: retries, redispatch, connect races; [`replay`]: the client's first bytes again to another server when a
 //!   server closes without answering.
 //! - [`pulse`]: the heartbeat that spares each new connection a wake-up of its event loop.
 //! - [`checks`]: one health-check task per checked server; [`resolve`]: one DNS task per
