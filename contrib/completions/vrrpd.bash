@@ -241,7 +241,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__render)
-            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --config-id --pool --l2advertisement --store --node --pool-cluster --verbose --quiet --help"
+            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --script-user --config-id --pool --l2advertisement --store --node --pool-cluster --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -272,6 +272,10 @@ _vrrpd() {
                     return 0
                     ;;
                 --scripts-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --script-user)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -311,7 +315,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__run)
-            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --config-id --pool --l2advertisement --store --node --pool-cluster --state-dir --metrics --metrics-allow-remote --probe-timing --no-probe --verbose --quiet --help"
+            opts="-f -i -v -q -h --config --cluster --role --interface --nodes --unicast --scripts-dir --script-user --config-id --pool --l2advertisement --store --node --pool-cluster --state-dir --metrics --metrics-allow-remote --probe-timing --no-probe --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -342,6 +346,10 @@ _vrrpd() {
                     return 0
                     ;;
                 --scripts-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --script-user)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -222,6 +222,11 @@ pub struct Source {
     /// /etc/keepalived's and curl.
     #[arg(long, value_name = "DIR", requires = "cluster")]
     pub scripts_dir: Option<PathBuf>,
+    /// Who the track scripts run as (global_defs' script_user, USER or USER:GROUP). By default
+    /// the first of the users keepalived_script and ipi-net-script that exists, else vrrpd's
+    /// own; OpenShift's templates say root.
+    #[arg(long, value_name = "USER[:GROUP]", requires = "cluster")]
+    pub script_user: Option<String>,
     /// The configuration id that the file's `@ID` and `@^ID` lines are compared with
     /// (keepalived's -i; default: the host name up to its first dot).
     #[arg(
@@ -292,6 +297,7 @@ impl From<&Source> for crate::config::Source {
             nodes: s.nodes.clone(),
             unicast: s.unicast,
             scripts_dir: s.scripts_dir.clone(),
+            script_user: s.script_user.clone(),
             config_id: s.config_id.clone(),
         }
     }

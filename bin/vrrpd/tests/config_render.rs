@@ -99,22 +99,48 @@ fn placeless(mut c: Config) -> Config {
 /// fast track-script moves (see openshift.rs).
 const OURS: &str = "preempt_on_lower_priority on";
 
+/// OpenShift's templates with `OURS` in every instance, and script security on every role:
+/// the worker's template has none, so `render` adds the block; the master's runs scripts as
+/// root, which `render` does only when asked (`--script-user root`).
 #[test]
 fn a_master_and_a_worker_get_what_openshift_rendered() {
-    for (role, fixture) in [
-        ("master", "managed-keepalived-master.conf"),
-        ("worker", "managed-keepalived-worker.conf"),
+    let security = ["global_defs {", "enable_script_security", "}"];
+    for (role, fixture, extra, added, removed) in [
+        (
+            "master",
+            "managed-keepalived-master.conf",
+            &["--script-user", "root"][..],
+            &[][..],
+            None,
+        ),
+        (
+            "master",
+            "managed-keepalived-master.conf",
+            &[],
+            &[],
+            Some("script_user root"),
+        ),
+        (
+            "worker",
+            "managed-keepalived-worker.conf",
+            &[],
+            &security[..],
+            None,
+        ),
     ] {
-        let ours = significant(&render_role(role, "ens3", &[]));
+        let ours = significant(&render_role(role, "ens3", extra));
         let theirs = significant(&std::fs::read_to_string(seeds(fixture)).unwrap());
         let instances = ours
             .iter()
             .filter(|l| l.starts_with("vrrp_instance "))
             .count();
-        let added = ours.iter().filter(|l| *l == OURS).count();
-        assert_eq!(added, instances, "{role}: one `{OURS}` an instance");
+        let added_ours = ours.iter().filter(|l| *l == OURS).count();
+        assert_eq!(added_ours, instances, "{role}: one `{OURS}` an instance");
         let without: Vec<String> = ours.into_iter().filter(|l| l != OURS).collect();
-        assert_eq!(without, theirs, "{role}");
+        let expected: Vec<String> = (added.iter().map(|l| l.to_string()))
+            .chain(theirs.into_iter().filter(|l| Some(l.as_str()) != removed))
+            .collect();
+        assert_eq!(without, expected, "{role} {extra:?}");
     }
 }
 
@@ -299,7 +325,10 @@ fn keepalived_accepts_what_render_writes() {
         ("worker", Some("managed-keepalived-worker.conf")),
     ] {
         let conf = host.dir().join(format!("{role}.conf"));
-        std::fs::write(&conf, render_role(role, "eth0", &[])).unwrap();
+        // Script security is on for every role: keepalived then runs a script with no user as
+        // keepalived_script and, where that user does not exist (this host), removes it.
+        let text = render_role(role, "eth0", &["--script-user", "root"]);
+        std::fs::write(&conf, text).unwrap();
         let ours = complaints(&host, &conf);
         // keepalived's config test fails on warnings too: what it says of OpenShift's own file
         // (truncated passwords, scripts without script security on workers) is allowed, and

@@ -385,6 +385,21 @@ pub struct Notify {
     pub any: Option<Command>,
 }
 
+impl Notify {
+    /// Each command given, with its keyword, in keepalived's order.
+    pub fn commands(&self) -> impl Iterator<Item = (&'static str, &Command)> {
+        [
+            ("notify_master", &self.master),
+            ("notify_backup", &self.backup),
+            ("notify_fault", &self.fault),
+            ("notify_stop", &self.stop),
+            ("notify", &self.any),
+        ]
+        .into_iter()
+        .filter_map(|(keyword, c)| c.as_ref().map(|c| (keyword, c)))
+    }
+}
+
 /// `vrrp_instance NAME { ... }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VrrpInstance {

@@ -72,6 +72,8 @@ pub struct Node<'a> {
     /// Adverts go to the inventory's nodes that run the instance instead of the multicast
     /// group.
     pub unicast: bool,
+    /// Who the track scripts run as; vrrpd's default users when absent.
+    pub script_user: Option<&'a User>,
 }
 
 /// The configuration OpenShift runs on `node`: its role's global_defs and scripts, then the API
@@ -83,7 +85,7 @@ pub struct Node<'a> {
 pub fn from_cluster(cluster: &Cluster, node: &Node<'_>, scripts: &Scripts) -> Config {
     let lines = ScriptLines::of(scripts);
     let mut c = Config {
-        global: global_defs(node.role),
+        global: global_defs(node),
         scripts: role_scripts(node.role, &lines),
         ..Config::default()
     };
@@ -146,18 +148,13 @@ impl ScriptLines {
     }
 }
 
-/// The templates' global_defs: scripts run as root with script security, except on workers,
-/// whose template has none (their one script runs as keepalived's default user).
-fn global_defs(role: Role) -> GlobalDefs {
-    if role == Role::Worker {
-        return GlobalDefs::default();
-    }
+/// The templates' global_defs, with script security on every role (OpenShift's worker template
+/// has none) and scripts run as `node.script_user`, by default not root (the templates' `root`
+/// is `--script-user root`).
+fn global_defs(node: &Node<'_>) -> GlobalDefs {
     GlobalDefs {
         router_id: None,
-        script_user: Some(User {
-            user: "root".into(),
-            group: None,
-        }),
+        script_user: node.script_user.cloned(),
         enable_script_security: true,
         vrrp_version: ipi_core::vrrp::Version::V2,
         garp: GarpParams::default(),

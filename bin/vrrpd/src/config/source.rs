@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use ipi_core::Role;
 
-use super::model::Config;
+use super::model::{Config, User};
 use super::{load_as, openshift, parse_str, write, ConfigErrors, LexOptions};
 
 /// A keepalived.conf, or the cluster description OpenShift would render one from. The fields
@@ -27,6 +27,9 @@ pub struct Source {
     pub unicast: bool,
     /// Track scripts from this directory instead of /etc/keepalived's and curl.
     pub scripts_dir: Option<PathBuf>,
+    /// Who the track scripts run as, `USER` or `USER:GROUP` (global_defs' `script_user`);
+    /// vrrpd's default users when absent.
+    pub script_user: Option<String>,
     /// The configuration id of `@ID` lines (keepalived's `-i`); the short host name when
     /// absent.
     pub config_id: Option<String>,
@@ -102,15 +105,29 @@ pub fn load_source(source: impl Into<Source>) -> Result<Config, SourceError> {
         None => openshift::Scripts::OpenShift,
     };
     let cluster = ipi_core::Cluster::load(cluster, nodes.as_ref())?;
+    let user = source.script_user.as_deref().map(script_user);
     let node = openshift::Node {
         role,
         interface,
         nodes: nodes.as_ref(),
         unicast: source.unicast,
+        script_user: user.as_ref(),
     };
     let config = openshift::from_cluster(&cluster, &node, &scripts);
     // What we build must be what we would read.
     Ok(parse_str(&write::write(&config), "(rendered)")?)
+}
+
+/// `--script-user USER[:GROUP]` as global_defs' `script_user USER [GROUP]`.
+fn script_user(given: &str) -> User {
+    let (user, group) = match given.split_once(':') {
+        Some((user, group)) => (user, Some(group.to_string())),
+        None => (given, None),
+    };
+    User {
+        user: user.to_string(),
+        group,
+    }
 }
 
 /// `--scripts-dir DIR` as it goes into a script line: absolute (vrrpd runs scripts without a

@@ -214,16 +214,8 @@ fn script(out: &mut String, s: &VrrpScript) {
 }
 
 fn notify(out: &mut String, n: &Notify) {
-    for (kw, c) in [
-        ("notify_master", &n.master),
-        ("notify_backup", &n.backup),
-        ("notify_fault", &n.fault),
-        ("notify_stop", &n.stop),
-        ("notify", &n.any),
-    ] {
-        if let Some(c) = c {
-            line(out, 4, &format!("{kw} {}", command(c)));
-        }
+    for (keyword, c) in n.commands() {
+        line(out, 4, &format!("{keyword} {}", command(c)));
     }
 }
 

@@ -21,6 +21,7 @@ mod processes;
 mod reload;
 pub mod rx;
 pub mod sched;
+pub mod script_security;
 pub mod scripts;
 pub mod setup;
 pub mod status;
@@ -48,7 +49,6 @@ use crate::config::{Config, Notify};
 use crate::fsm::{Action, Event, Instant, State};
 use crate::net::{LinkWatcher, Netlink, Outcome, Received};
 
-use scripts::Identity;
 use setup::{Parts, SetupError, Unit, Vr};
 
 /// Why the daemon cannot start. Each names what failed and where.
@@ -101,6 +101,7 @@ pub fn run(
         path: state_dir.to_path_buf(),
         source,
     })?;
+    scripts::clear_ambient_capabilities();
     let runtime = ipi_core::service::runtime().map_err(Error::Runtime)?;
     runtime.block_on(async move {
         // keepalived's vrrp_startup_delay: nothing runs until it has passed (a network slow to
@@ -606,7 +607,7 @@ impl Daemon {
                 );
                 self.write_state(name, to);
                 let notify = &self.parts.vrs[vr].cfg.notify;
-                run_notify(notify, "INSTANCE", name, to, priority, self.parts.notify_as);
+                run_notify(&self.parts, notify, "INSTANCE", name, to, priority);
                 self.status_dirty.set(true);
                 if from == State::Initialize {
                     // Started (or started again by a reload): ask the wire before it can be
@@ -769,7 +770,7 @@ impl Daemon {
         let Some(g) = self.config.sync_groups.iter().find(|g| g.name == group) else {
             return;
         };
-        run_notify(&g.notify, "GROUP", group, state, 0, self.parts.notify_as);
+        run_notify(&self.parts, &g.notify, "GROUP", group, state, 0);
     }
 
     /// Writes `STATE_DIR/INSTANCE` (off the event loop, see `files`: the writes to one file keep
@@ -866,15 +867,9 @@ fn tracks_interface(vr: &Vr, name: &str) -> bool {
 
 /// Runs the notify scripts of an instance or a sync group (`kind` INSTANCE or GROUP) that
 /// entered `state`: the state's own (`notify_master`...), then `notify` with keepalived's
-/// arguments: KIND NAME STATE PRIORITY.
-fn run_notify(
-    notify: &Notify,
-    kind: &str,
-    name: &str,
-    state: State,
-    priority: u8,
-    who: Option<Identity>,
-) {
+/// arguments: KIND NAME STATE PRIORITY. Those setup disabled (not found, or refused by script
+/// security) are not run; setup said why.
+fn run_notify(parts: &Parts, notify: &Notify, kind: &str, name: &str, state: State, priority: u8) {
     let specific = match state {
         State::Master => &notify.master,
         State::Backup => &notify.backup,
@@ -882,8 +877,13 @@ fn run_notify(
         State::Stopped => &notify.stop,
         State::Initialize => &None,
     };
+    let run = |c: &crate::config::Command, args: &[String]| {
+        if let Some(program) = parts.notifiers.get(&c.words) {
+            scripts::notify(program, c, args, parts.notify_as);
+        }
+    };
     if let Some(c) = specific {
-        scripts::notify(c, &[], who);
+        run(c, &[]);
     }
     if let Some(c) = &notify.any {
         let args = [
@@ -892,7 +892,7 @@ fn run_notify(
             status::keepalived_state(state).to_string(),
             priority.to_string(),
         ];
-        scripts::notify(c, &args, who);
+        run(c, &args);
     }
 }
 

@@ -59,31 +59,6 @@ pub enum ProgramError {
     /// A path that is not an executable file (keepalived: "not found/accessible").
     #[error("{} is not an executable file", .0.display())]
     NotExecutable(PathBuf),
-    /// The program or a directory above it cannot be looked at.
-    #[error("{}: {source}", path.display())]
-    Metadata {
-        /// The file or directory.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// `enable_script_security` refuses it.
-    #[error(
-        "{} can be changed by a user other than root (owner uid {uid}, mode {mode:o}): \
-         enable_script_security refuses to run {}",
-        path.display(),
-        program.display()
-    )]
-    Insecure {
-        /// The file or directory a user other than root can change.
-        path: PathBuf,
-        /// Its owner.
-        uid: u32,
-        /// Its permission bits.
-        mode: u32,
-        /// The program refused.
-        program: PathBuf,
-    },
 }
 
 /// Resolves `user [group]` to ids.
@@ -111,6 +86,73 @@ pub fn identity(user: &User) -> Result<Identity, IdentityError> {
     })
 }
 
+/// The users scripts run as when neither the script nor global_defs names one, the first that
+/// exists: keepalived's own default, then the system user ipi-net's package makes.
+pub const DEFAULT_USERS: [&str; 2] = ["keepalived_script", "ipi-net-script"];
+
+/// Who scripts run as that name no user of their own: global_defs' `script_user`; else, as
+/// keepalived, the first of [`DEFAULT_USERS`] that exists; else vrrpd's own user (`None`), which
+/// is logged when that is root.
+pub fn default_identity(configured: Option<&User>) -> Result<Option<Identity>, IdentityError> {
+    if let Some(user) = configured {
+        return identity(user).map(Some);
+    }
+    for name in DEFAULT_USERS {
+        let user = User {
+            user: name.to_string(),
+            group: None,
+        };
+        match identity(&user) {
+            Ok(who) => return Ok(Some(who)),
+            Err(IdentityError::NoUser(_)) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    if nix::unistd::geteuid().is_root() {
+        tracing::warn!(
+            "scripts run as root: global_defs has no script_user and neither of the users {} \
+             exists",
+            DEFAULT_USERS.join(" and ")
+        );
+    }
+    Ok(None)
+}
+
+/// Empties this process's ambient capability set, which every program it runs would otherwise
+/// hold: a unit that runs vrrpd as a system user gives it CAP_NET_ADMIN, CAP_NET_RAW and
+/// CAP_SETUID/CAP_SETGID as ambient capabilities, and a script that switches from that user to
+/// another keeps them (only a switch away from uid 0 drops them). vrrpd's own effective and
+/// permitted sets stay; what it runs starts with none. Without ambient capabilities (vrrpd as
+/// root, or outside systemd) this changes nothing.
+pub fn clear_ambient_capabilities() {
+    // SAFETY: prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) takes no pointers and
+    // touches only this process's capability sets.
+    #[allow(unsafe_code)]
+    let done = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
+    if done != 0 {
+        tracing::warn!(
+            "cannot clear the ambient capabilities scripts would inherit: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// Who this process is: the identity of a script that runs as vrrpd's own user.
+pub fn own_identity() -> Identity {
+    Identity {
+        uid: nix::unistd::geteuid().as_raw(),
+        gid: nix::unistd::getegid().as_raw(),
+    }
+}
+
 /// The program of a command: as written when it holds a `/`, else found on PATH.
 pub fn program(command: &Command) -> Result<PathBuf, ProgramError> {
     let name = &command.words[0];
@@ -131,31 +173,6 @@ pub fn program(command: &Command) -> Result<PathBuf, ProgramError> {
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
         .ok_or_else(|| ProgramError::NotOnPath(name.clone()))
-}
-
-/// keepalived's `enable_script_security`: the program, and every directory above it, must be
-/// writable by root only, or a user could make root run anything.
-pub fn check_secure(program: &Path) -> Result<(), ProgramError> {
-    let mut at = Some(program);
-    while let Some(p) = at {
-        let meta = std::fs::metadata(p).map_err(|source| ProgramError::Metadata {
-            path: p.to_path_buf(),
-            source,
-        })?;
-        // A sticky directory (/tmp) lets nobody replace root's files in it.
-        let sticky_dir = meta.is_dir() && meta.mode() & 0o1000 != 0;
-        let writable_by_others = meta.mode() & 0o022 != 0 && !sticky_dir;
-        if meta.uid() != 0 || writable_by_others {
-            return Err(ProgramError::Insecure {
-                path: p.to_path_buf(),
-                uid: meta.uid(),
-                mode: meta.mode() & 0o7777,
-                program: program.to_path_buf(),
-            });
-        }
-        at = p.parent();
-    }
-    Ok(())
 }
 
 fn process(program: &Path, command: &Command, extra: &[String], who: Option<Identity>) -> Process {
@@ -331,16 +348,10 @@ pub async fn track(
     }
 }
 
-/// Starts a notify command with `extra` arguments and reaps it in the background.
-pub fn notify(command: &Command, extra: &[String], who: Option<Identity>) {
-    let program = match program(command) {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::warn!("notify at {}: {e}", command.location);
-            return;
-        }
-    };
-    match process(&program, command, extra, who)
+/// Starts a notify command (its program resolved and checked at setup) with `extra`
+/// arguments and reaps it in the background.
+pub fn notify(program: &Path, command: &Command, extra: &[String], who: Option<Identity>) {
+    match process(program, command, extra, who)
         .kill_on_drop(false)
         .spawn()
     {
@@ -451,21 +462,6 @@ mod tests {
         std::fs::write(&plain, "#!/bin/sh\n").unwrap();
         let path = plain.display().to_string();
         assert!(program(&command(&[&path])).is_err(), "not executable");
-    }
-
-    #[test]
-    fn script_security() {
-        assert!(check_secure(Path::new("/bin/sh")).is_ok());
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("chk.sh");
-        std::fs::write(&script, "#!/bin/sh\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = check_secure(&script).unwrap_err().to_string();
-        assert!(
-            e.contains("can be changed by a user other than root"),
-            "{e}"
-        );
     }
 
     #[test]

@@ -6,13 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use std::path::PathBuf;
-
 use ipi_core::Family;
 
 use super::plan::{self, UnitKey};
 use super::rx::Expect;
-use super::scripts::{self, Identity, IdentityError};
+use super::script_security::{self, Notifiers, Scripts, UserError};
+use super::scripts::Identity;
 use crate::config::{Config, Location, VrrpInstance};
 use crate::fsm::{
     InitialState, Instance, InstanceParams, ParamsError, SyncGroup, TrackFile, TrackInterface,
@@ -25,17 +24,9 @@ use crate::net::{
 /// Why a configuration cannot run. Each names the block at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    /// global_defs' `script_user` names no user or group.
+    /// A user scripts are to run as cannot be.
     #[error(transparent)]
-    ScriptUser(#[from] IdentityError),
-    /// A vrrp_script's `user` names no user or group.
-    #[error("vrrp_script {script}: {source}")]
-    ScriptIdentity {
-        /// The script.
-        script: String,
-        /// What is wrong with its user.
-        source: IdentityError,
-    },
+    ScriptUser(#[from] UserError),
     /// An instance cannot start.
     #[error("vrrp_instance {name} ({location}): {source}")]
     Instance {
@@ -70,9 +61,6 @@ pub enum InstanceError {
     #[error(transparent)]
     Params(#[from] ParamsError),
 }
-
-/// Resolved track scripts: program and identity, by name.
-pub type Scripts = BTreeMap<String, (PathBuf, Option<Identity>)>;
 
 /// One running VRRP instance: its configuration and the IO it needs.
 #[derive(Debug)]
@@ -133,6 +121,8 @@ pub struct Parts {
     pub scripts: Scripts,
     /// Who notify scripts run as.
     pub notify_as: Option<Identity>,
+    /// The notify commands that may run (found, and not refused by script security).
+    pub notifiers: Notifiers,
     /// Every interface an instance tracks (its own included), and every interface a waiting
     /// instance waits for.
     pub tracked_interfaces: BTreeSet<String>,
@@ -264,18 +254,14 @@ pub async fn build(
     netlink: &Netlink,
     carried: BTreeMap<UnitKey, Unit>,
 ) -> Result<Parts, SetupError> {
-    let notify_as = c
-        .global
-        .script_user
-        .as_ref()
-        .map(scripts::identity)
-        .transpose()?;
+    let admitted = script_security::admit(c)?;
     let mut parts = Parts {
         vrs: Vec::new(),
         units: Vec::new(),
         sockets: Vec::new(),
-        scripts: resolve_scripts(c, notify_as)?,
-        notify_as,
+        scripts: admitted.scripts,
+        notify_as: admitted.notify_as,
+        notifiers: admitted.notifiers,
         tracked_interfaces: BTreeSet::new(),
         waiting: waiting(c, netlink).await?,
         socket_keys: Sockets::default(),
@@ -401,43 +387,6 @@ pub async fn start_waiting(c: &Config, netlink: &Netlink, parts: &mut Parts) -> 
         started.extend(members);
     }
     started
-}
-
-/// The track scripts that can run, with whom they run as.
-fn resolve_scripts(c: &Config, script_user: Option<Identity>) -> Result<Scripts, SetupError> {
-    let mut out = Scripts::new();
-    for s in &c.scripts {
-        // As keepalived: a script that cannot be found, or that script security refuses, is
-        // disabled (logged, and tracked by nobody) rather than stopping every instance.
-        let program = scripts::program(&s.command).and_then(|program| {
-            if c.global.enable_script_security {
-                scripts::check_secure(&program)?;
-            }
-            Ok(program)
-        });
-        let program = match program {
-            Ok(program) => program,
-            Err(e) => {
-                tracing::error!(
-                    "vrrp_script {}: {e}: disabled, no instance tracks it",
-                    s.name
-                );
-                continue;
-            }
-        };
-        let who = s
-            .user
-            .as_ref()
-            .map(scripts::identity)
-            .transpose()
-            .map_err(|source| SetupError::ScriptIdentity {
-                script: s.name.clone(),
-                source,
-            })?
-            .or(script_user);
-        out.insert(s.name.clone(), (program, who));
-    }
-    Ok(out)
 }
 
 /// The sockets opened so far, by what makes one shareable: interface, family and (unicast)
