@@ -26,11 +26,15 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::time::Duration;
 
+use std::path::Path;
+
 use etcd_client::{
-    Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, KvClient, Txn, TxnOp, TxnOpResponse,
+    Certificate, Compare, CompareOp, ConnectOptions, GetOptions, Identity, KeyValue, KvClient,
+    TlsOptions, Txn, TxnOp, TxnOpResponse,
 };
 use tokio::runtime::Runtime;
 
+use super::access::{EtcdAccess, Password};
 use super::etcd_keys::{address_key, address_of, address_value, index_value, pool_of, prefix_end};
 use super::{escape, Record, Store, StoreError};
 
@@ -91,7 +95,7 @@ fn parse_rest(url: &str, rest: &str) -> Result<(Vec<String>, String), StoreError
             .filter(|port| *port != 0);
         if port.is_none() {
             return Err(bad(format!(
-                "{host:?} is not HOST:PORT (etcd://HOST:PORT[,HOST:PORT...][/PREFIX])"
+                "{host:?} is not HOST:PORT (etcd[+https]://HOST:PORT[,HOST:PORT...][/PREFIX])"
             )));
         }
         endpoints.push(host.to_owned());
@@ -149,27 +153,101 @@ fn run<T>(
     }
 }
 
+/// A PEM file's bytes, which must hold `marker` (`CERTIFICATE-----`, `PRIVATE KEY-----`):
+/// a file of something else is named here rather than by a TLS handshake's failure.
+fn read_pem(path: &Path, what: &'static str, setting: &str, marker: &str) -> Result<Vec<u8>, StoreError> {
+    let io = |source: std::io::Error| StoreError::Io {
+        path: path.to_owned(),
+        what,
+        source,
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    if !String::from_utf8_lossy(&bytes).contains(marker) {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not PEM (no \"-----BEGIN ...{marker}\" in it; given as {setting})"),
+        )));
+    }
+    Ok(bytes)
+}
+
+/// The password `source` gives: as given, or the text of its file without a final newline.
+/// Neither the password nor any part of the file is ever in a message.
+fn password(source: &Password, setting: &str) -> Result<String, StoreError> {
+    let path = match source {
+        Password::Given(secret) => return Ok(secret.expose().to_owned()),
+        Password::File(path) => path,
+    };
+    let io = |source: std::io::Error| StoreError::Io {
+        path: path.clone(),
+        what: "reading the etcd password",
+        source,
+    };
+    let text = std::fs::read(path).map_err(io)?;
+    let text = String::from_utf8(text).map_err(|_| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text ({setting})"),
+        ))
+    })?;
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    if text.is_empty() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("empty ({setting})"),
+        )));
+    }
+    Ok(text.to_owned())
+}
+
+/// The client's options: timeouts, the leader requirement, and what `access` gives (its files
+/// read now, so that a missing or wrong one is named before any request).
+fn connect_options(access: &EtcdAccess) -> Result<ConnectOptions, StoreError> {
+    // A member cut off from its cluster's leader refuses at once ("no leader") rather than
+    // holding the request until it times out. Requests are timed by `run`, waiting for a
+    // connection included.
+    let mut options = ConnectOptions::new()
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_require_leader(true);
+    let names = &access.names;
+    if let Some(ca) = &access.ca {
+        let ca = read_pem(ca, "reading the etcd CA bundle", names.ca, "CERTIFICATE-----")?;
+        let mut tls = TlsOptions::new().ca_certificate(Certificate::from_pem(ca));
+        if let (Some(cert), Some(key)) = (&access.cert, &access.key) {
+            let cert = read_pem(cert, "reading the etcd client certificate", names.cert, "CERTIFICATE-----")?;
+            let key = read_pem(key, "reading the etcd client key", names.key, "PRIVATE KEY-----")?;
+            tls = tls.identity(Identity::from_pem(cert, key));
+        }
+        options = options.with_tls(tls);
+    }
+    if let (Some(user), Some(source)) = (&access.user, &access.password) {
+        options = options.with_user(user.clone(), password(source, names.password)?);
+    }
+    Ok(options)
+}
+
 impl EtcdStore {
-    /// Connects to the endpoints in `rest` (`HOST:PORT[,HOST:PORT...][/PREFIX]`), `url` being
-    /// the whole store URL for messages. The connection is made by the first request.
-    pub fn connect(url: &str, rest: &str) -> Result<Self, StoreError> {
+    /// Connects to the endpoints in `rest` (`HOST:PORT[,HOST:PORT...][/PREFIX]`), over TLS
+    /// when `tls` (`etcd+https://`), with the files and credentials of `access` (checked by the
+    /// caller against the scheme: [`super::check`]); `url` is the whole store URL for messages.
+    /// With a user, the connection is made (and the user authenticated) here; otherwise by the
+    /// first request.
+    pub fn connect(url: &str, rest: &str, tls: bool, access: &EtcdAccess) -> Result<Self, StoreError> {
         let (endpoints, prefix) = parse_rest(url, rest)?;
         let endpoint = endpoints.join(",");
+        let options = connect_options(access)?;
+        let scheme = if tls { "https" } else { "http" };
+        let urls: Vec<String> = endpoints.iter().map(|e| format!("{scheme}://{e}")).collect();
         let runtime = ipi_core::service::runtime().map_err(|e| StoreError::Etcd {
             endpoint: endpoint.clone(),
             why: format!("cannot start the client's runtime: {e}"),
         })?;
-        // A member cut off from its cluster's leader refuses at once ("no leader") rather than
-        // holding the request until it times out. Requests are timed by `run`, waiting for a
-        // connection included.
-        let options = ConnectOptions::new()
-            .with_connect_timeout(CONNECT_TIMEOUT)
-            .with_require_leader(true);
         let client = run(
             &runtime,
             &endpoint,
             || "connecting".to_owned(),
-            etcd_client::Client::connect(&endpoints, Some(options)),
+            etcd_client::Client::connect(&urls, Some(options)),
         )?;
         Ok(Self {
             endpoint,
