@@ -352,7 +352,11 @@ impl Etcd {
 
     fn launch(&mut self) -> Result<(), LabError> {
         self.starts += 1;
-        let scheme = if self.secure.is_some() { "https" } else { "http" };
+        let scheme = if self.secure.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let client = format!("{scheme}://{}", self.client);
         let peer = format!("http://{}", self.peer);
         let mut command = Command::new(ETCD);

@@ -56,10 +56,25 @@ fn make_ca(dir: &Path, name: &str, subject: &str) -> Result<Pair, LabError> {
     openssl(
         dir,
         &[
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-            "-nodes", "-days", "2", "-subj", subject, "-keyout", &key, "-out", &cert,
-            "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            subject,
+            "-keyout",
+            &key,
+            "-out",
+            &cert,
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
         ],
     )?;
     Ok(Pair {
@@ -76,21 +91,47 @@ fn make_leaf(dir: &Path, ca: &Pair, name: &str, cn: &str, ext: &str) -> Result<P
         format!("{name}.csr"),
         format!("{name}.ext"),
     );
-    std::fs::write(dir.join(&extfile), ext)
-        .map_err(LabError::io(format!("write {}", dir.join(&extfile).display())))?;
+    std::fs::write(dir.join(&extfile), ext).map_err(LabError::io(format!(
+        "write {}",
+        dir.join(&extfile).display()
+    )))?;
     openssl(
         dir,
         &[
-            "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-            "-nodes", "-subj", &format!("/CN={cn}"), "-keyout", &key, "-out", &csr,
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            &format!("/CN={cn}"),
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
         ],
     )?;
     let (ca_cert, ca_key) = (ca.cert.display().to_string(), ca.key.display().to_string());
     openssl(
         dir,
         &[
-            "x509", "-req", "-in", &csr, "-CA", &ca_cert, "-CAkey", &ca_key,
-            "-CAcreateserial", "-days", "2", "-extfile", &extfile, "-out", &cert,
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_cert,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            &extfile,
+            "-out",
+            &cert,
         ],
     )?;
     Ok(Pair {
@@ -102,8 +143,7 @@ fn make_leaf(dir: &Path, ca: &Pair, name: &str, cn: &str, ext: &str) -> Result<P
 impl Pki {
     /// Makes a CA, a server certificate for `server` and a client certificate in `dir`.
     pub fn make(dir: &Path, server: IpAddr) -> Result<Pki, LabError> {
-        std::fs::create_dir_all(dir)
-            .map_err(LabError::io(format!("create {}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(LabError::io(format!("create {}", dir.display())))?;
         let ca = make_ca(dir, "ca", "/CN=ipi-lab test CA")?;
         let leaf = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n";
         let server = make_leaf(

@@ -133,16 +133,35 @@ impl EtcdAccess {
         let n = &self.names;
         if !etcd {
             return match self.first_given() {
-                Some(name) => Err((name, "is for an etcd store; this store is a directory".into())),
+                Some(name) => Err((
+                    name,
+                    "is for an etcd store; this store is a directory".into(),
+                )),
                 None => Ok(()),
             };
         }
         for (a, a_name, b, b_name, what) in [
-            (self.cert.is_some(), n.cert, self.key.is_some(), n.key, "a client certificate needs its key and the key its certificate"),
-            (self.user.is_some(), n.user, self.password.is_some(), n.password, "a user needs its password and a password its user"),
+            (
+                self.cert.is_some(),
+                n.cert,
+                self.key.is_some(),
+                n.key,
+                "a client certificate needs its key and the key its certificate",
+            ),
+            (
+                self.user.is_some(),
+                n.user,
+                self.password.is_some(),
+                n.password,
+                "a user needs its password and a password its user",
+            ),
         ] {
             if a != b {
-                let (given, missing) = if a { (a_name, b_name) } else { (b_name, a_name) };
+                let (given, missing) = if a {
+                    (a_name, b_name)
+                } else {
+                    (b_name, a_name)
+                };
                 return Err((given, format!("given without {missing}: {what}")));
             }
         }
@@ -158,11 +177,15 @@ impl EtcdAccess {
         if self.user.is_some() {
             return Err((
                 n.user,
-                "the password would cross the network in the clear over etcd://: use etcd+https://".into(),
+                "the password would cross the network in the clear over etcd://: use etcd+https://"
+                    .into(),
             ));
         }
         match self.first_given() {
-            Some(name) => Err((name, "is for TLS, and the store is plaintext etcd://: use etcd+https://".into())),
+            Some(name) => Err((
+                name,
+                "is for TLS, and the store is plaintext etcd://: use etcd+https://".into(),
+            )),
             None => Ok(()),
         }
     }
@@ -209,7 +232,13 @@ mod tests {
         a.cert = file();
         assert_eq!(a.check(true, true), Ok(()));
         a.user = Some("ipam".into());
-        refused(&a, true, true, CLI_NAMES.user, "without --etcd-password-file");
+        refused(
+            &a,
+            true,
+            true,
+            CLI_NAMES.user,
+            "without --etcd-password-file",
+        );
         a.password = Some(Password::File("/p".into()));
         assert_eq!(a.check(true, true), Ok(()));
         let mut plain = EtcdAccess::named(CNI_NAMES);

@@ -52,8 +52,8 @@ const PAGE: i64 = 2_000;
 
 /// A connection to etcd. Calls block: the store owns a single-threaded runtime.
 pub struct EtcdStore {
-    /// The endpoints as given, for messages.
-    endpoint: String,
+    /// The endpoints as given, for messages, and what to add to a failure to reach them.
+    peer: Peer,
     /// Every key starts with this (no trailing `/`).
     prefix: String,
     kv: KvClient,
@@ -65,7 +65,7 @@ pub struct EtcdStore {
 impl fmt::Debug for EtcdStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EtcdStore")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.peer.endpoint)
             .field("prefix", &self.prefix)
             .finish_non_exhaustive()
     }
@@ -131,20 +131,38 @@ fn describe(e: &etcd_client::Error) -> String {
     }
 }
 
+/// The endpoints of a store, for messages, and a hint for a connection that fails.
+struct Peer {
+    endpoint: String,
+    /// Added to a transport error: over TLS with no client certificate, etcd closes the
+    /// connection of a client that presents none once the handshake is done, with no more said.
+    hint: Option<String>,
+}
+
 /// Runs one request on the store's runtime, within [`REQUEST_TIMEOUT`].
 fn run<T>(
     runtime: &Runtime,
-    endpoint: &str,
+    peer: &Peer,
     what: impl FnOnce() -> String,
     request: impl Future<Output = Result<T, etcd_client::Error>>,
 ) -> Result<T, StoreError> {
     let fail = |why: String| StoreError::Etcd {
-        endpoint: endpoint.to_owned(),
+        endpoint: peer.endpoint.clone(),
         why,
     };
     match runtime.block_on(async { tokio::time::timeout(REQUEST_TIMEOUT, request).await }) {
         Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(e)) => Err(fail(format!("{}: {}", what(), describe(&e)))),
+        Ok(Err(e)) => {
+            let mut why = format!("{}: {}", what(), describe(&e));
+            if let Some(hint) = peer
+                .hint
+                .as_ref()
+                .filter(|_| why.contains("transport error"))
+            {
+                why = format!("{why}; {hint}");
+            }
+            Err(fail(why))
+        }
         Err(_) => Err(fail(format!(
             "{}: no answer within {} s (is etcd running and reachable?)",
             what(),
@@ -155,7 +173,12 @@ fn run<T>(
 
 /// A PEM file's bytes, which must hold `marker` (`CERTIFICATE-----`, `PRIVATE KEY-----`):
 /// a file of something else is named here rather than by a TLS handshake's failure.
-fn read_pem(path: &Path, what: &'static str, setting: &str, marker: &str) -> Result<Vec<u8>, StoreError> {
+fn read_pem(
+    path: &Path,
+    what: &'static str,
+    setting: &str,
+    marker: &str,
+) -> Result<Vec<u8>, StoreError> {
     let io = |source: std::io::Error| StoreError::Io {
         path: path.to_owned(),
         what,
@@ -212,11 +235,26 @@ fn connect_options(access: &EtcdAccess) -> Result<ConnectOptions, StoreError> {
         .with_require_leader(true);
     let names = &access.names;
     if let Some(ca) = &access.ca {
-        let ca = read_pem(ca, "reading the etcd CA bundle", names.ca, "CERTIFICATE-----")?;
+        let ca = read_pem(
+            ca,
+            "reading the etcd CA bundle",
+            names.ca,
+            "CERTIFICATE-----",
+        )?;
         let mut tls = TlsOptions::new().ca_certificate(Certificate::from_pem(ca));
         if let (Some(cert), Some(key)) = (&access.cert, &access.key) {
-            let cert = read_pem(cert, "reading the etcd client certificate", names.cert, "CERTIFICATE-----")?;
-            let key = read_pem(key, "reading the etcd client key", names.key, "PRIVATE KEY-----")?;
+            let cert = read_pem(
+                cert,
+                "reading the etcd client certificate",
+                names.cert,
+                "CERTIFICATE-----",
+            )?;
+            let key = read_pem(
+                key,
+                "reading the etcd client key",
+                names.key,
+                "PRIVATE KEY-----",
+            )?;
             tls = tls.identity(Identity::from_pem(cert, key));
         }
         options = options.with_tls(tls);
@@ -233,24 +271,40 @@ impl EtcdStore {
     /// caller against the scheme: [`super::check`]); `url` is the whole store URL for messages.
     /// With a user, the connection is made (and the user authenticated) here; otherwise by the
     /// first request.
-    pub fn connect(url: &str, rest: &str, tls: bool, access: &EtcdAccess) -> Result<Self, StoreError> {
+    pub fn connect(
+        url: &str,
+        rest: &str,
+        tls: bool,
+        access: &EtcdAccess,
+    ) -> Result<Self, StoreError> {
         let (endpoints, prefix) = parse_rest(url, rest)?;
-        let endpoint = endpoints.join(",");
+        let peer = Peer {
+            endpoint: endpoints.join(","),
+            hint: (tls && access.cert.is_none()).then(|| {
+                format!(
+                    "etcd may want a client certificate, and none was given ({}, {})",
+                    access.names.cert, access.names.key
+                )
+            }),
+        };
         let options = connect_options(access)?;
         let scheme = if tls { "https" } else { "http" };
-        let urls: Vec<String> = endpoints.iter().map(|e| format!("{scheme}://{e}")).collect();
+        let urls: Vec<String> = endpoints
+            .iter()
+            .map(|e| format!("{scheme}://{e}"))
+            .collect();
         let runtime = ipi_core::service::runtime().map_err(|e| StoreError::Etcd {
-            endpoint: endpoint.clone(),
+            endpoint: peer.endpoint.clone(),
             why: format!("cannot start the client's runtime: {e}"),
         })?;
         let client = run(
             &runtime,
-            &endpoint,
+            &peer,
             || "connecting".to_owned(),
             etcd_client::Client::connect(&urls, Some(options)),
         )?;
         Ok(Self {
-            endpoint,
+            peer,
             prefix,
             kv: client.kv_client(),
             watch: client.watch_client(),
@@ -273,7 +327,7 @@ impl EtcdStore {
         let options = etcd_client::WatchOptions::new().with_prefix();
         run(
             &self.runtime,
-            &self.endpoint,
+            &self.peer,
             || format!("watching pool {pool:?}"),
             self.watch.watch(prefix, Some(options)),
         )
@@ -285,7 +339,7 @@ impl EtcdStore {
         stream: &mut etcd_client::WatchStream,
         timeout: Duration,
     ) -> Result<bool, StoreError> {
-        let endpoint = self.endpoint.clone();
+        let endpoint = self.peer.endpoint.clone();
         let fail = |why: String| StoreError::Etcd {
             endpoint: endpoint.clone(),
             why,
@@ -332,7 +386,7 @@ impl EtcdStore {
         StoreError::Corrupt {
             place: format!(
                 "etcd {} key {}",
-                self.endpoint,
+                self.peer.endpoint,
                 String::from_utf8_lossy(key)
             ),
             why: why.into(),
@@ -344,7 +398,7 @@ impl EtcdStore {
         Record::decode(kv.value()).map_err(|why| StoreError::Corrupt {
             place: format!(
                 "etcd {} key {} ({ip})",
-                self.endpoint,
+                self.peer.endpoint,
                 String::from_utf8_lossy(kv.key())
             ),
             why,
@@ -357,7 +411,7 @@ impl EtcdStore {
         key: &str,
         what: impl FnOnce() -> String,
     ) -> Result<Option<KeyValue>, StoreError> {
-        let mut answer = run(&self.runtime, &self.endpoint, what, self.kv.get(key, None))?;
+        let mut answer = run(&self.runtime, &self.peer, what, self.kv.get(key, None))?;
         Ok(answer.take_kvs().into_iter().next())
     }
 
@@ -370,7 +424,7 @@ impl EtcdStore {
         txn: Txn,
         what: impl FnOnce() -> String,
     ) -> Result<bool, StoreError> {
-        let answer = run(&self.runtime, &self.endpoint, what, self.kv.txn(txn))?;
+        let answer = run(&self.runtime, &self.peer, what, self.kv.txn(txn))?;
         if answer.succeeded() {
             return Ok(true);
         }
@@ -423,7 +477,7 @@ impl EtcdStore {
             }
             let mut answer = run(
                 &self.runtime,
-                &self.endpoint,
+                &self.peer,
                 what,
                 self.kv.get(start.clone(), Some(options)),
             )?;
@@ -569,7 +623,7 @@ impl Store for EtcdStore {
         let key = self.next_key(pool);
         run(
             &self.runtime,
-            &self.endpoint,
+            &self.peer,
             || format!("setting the next hint of pool {pool:?}"),
             self.kv.put(key, index_value(ip), None),
         )

@@ -370,7 +370,10 @@ mod tests {
         let mut spec = StoreSpec::plain(&store.display().to_string());
         spec.etcd.ca = Some("/ca.pem".into());
         let e = open_spec(&spec).unwrap_err().to_string();
-        assert!(e.contains("--etcd-cacert") && e.contains("directory"), "{e}");
+        assert!(
+            e.contains("--etcd-cacert") && e.contains("directory"),
+            "{e}"
+        );
         assert!(open_existing_spec(&spec).is_err());
         assert!(!store.exists(), "nothing was created");
         spec.url = "etcd+https://127.0.0.1:1".into();

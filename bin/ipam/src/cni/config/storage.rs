@@ -184,7 +184,10 @@ mod tests {
     }
 
     fn store(ipam: &str) -> StoreSpec {
-        conf(ipam).unwrap_or_else(|e| panic!("{ipam}: {e}")).ipam.store
+        conf(ipam)
+            .unwrap_or_else(|e| panic!("{ipam}: {e}"))
+            .ipam
+            .store
     }
 
     #[test]
@@ -217,19 +220,81 @@ mod tests {
     fn what_cannot_be_honoured_is_refused_by_name() {
         let r = r#""range":"192.0.2.0/24""#;
         refused(&format!("{{{r}}}"), "ipam:", "no shared store");
-        refused(&format!(r#"{{{r},"node_local":false}}"#), "ipam:", "node_local");
-        refused(&format!(r#"{{{r},"datastore":"kubernetes","node_local":true}}"#), "ipam.datastore", "Kubernetes");
-        refused(&format!(r#"{{{r},"configuration_path":"/etc/w.conf"}}"#), "ipam.configuration_path", "not read");
-        refused(&format!(r#"{{{r},"etcd_host":"a:1","store":"/s"}}"#), "ipam.etcd_host", "one of them");
-        refused(&format!(r#"{{{r},"etcd_host":"a:1","etcd_ca_cert_file":"/ca"}}"#), "ipam.etcd_ca_cert_file", "plaintext");
-        refused(&format!(r#"{{{r},"etcd_host":"http://a:1","etcd_username":"u","etcd_password":"s3cret"}}"#), "ipam.etcd_username", "in the clear");
-        refused(&format!(r#"{{{r},"etcd_host":"https://a:1"}}"#), "ipam.etcd_ca_cert_file", "missing");
-        refused(&format!(r#"{{{r},"etcd_host":"https://a:1","etcd_ca_cert_file":"/ca","etcd_cert_file":"/c"}}"#), "ipam.etcd_cert_file", "etcd_key_file");
-        refused(&format!(r#"{{{r},"etcd_host":"https://a:1","etcd_ca_cert_file":"ca.pem"}}"#), "ipam.etcd_ca_cert_file", "absolute");
-        refused(&format!(r#"{{{r},"etcd_host":"https://a:1","etcd_ca_cert_file":"/ca","etcd_username":"u","etcd_password":7}}"#), "ipam.etcd_password", "not a string");
-        refused(&format!(r#"{{{r},"etcd_host":"a:1/x"}}"#), "ipam.etcd_host", "no path");
-        refused(&format!(r#"{{{r},"store":"etcd://a:1","node_local":true}}"#), "ipam.node_local", "not both");
-        refused(&format!(r#"{{{r},"store":"/s","etcd_username":"u","etcd_password":"s3cret"}}"#), "ipam.etcd_username", "directory");
-        refused(&format!(r#"{{{r},"store":"/s","datastore":"etcd"}}"#), "ipam.datastore", "directory");
+        refused(
+            &format!(r#"{{{r},"node_local":false}}"#),
+            "ipam:",
+            "node_local",
+        );
+        refused(
+            &format!(r#"{{{r},"datastore":"kubernetes","node_local":true}}"#),
+            "ipam.datastore",
+            "Kubernetes",
+        );
+        refused(
+            &format!(r#"{{{r},"configuration_path":"/etc/w.conf"}}"#),
+            "ipam.configuration_path",
+            "not read",
+        );
+        refused(
+            &format!(r#"{{{r},"etcd_host":"a:1","store":"/s"}}"#),
+            "ipam.etcd_host",
+            "one of them",
+        );
+        refused(
+            &format!(r#"{{{r},"etcd_host":"a:1","etcd_ca_cert_file":"/ca"}}"#),
+            "ipam.etcd_ca_cert_file",
+            "plaintext",
+        );
+        refused(
+            &format!(
+                r#"{{{r},"etcd_host":"http://a:1","etcd_username":"u","etcd_password":"s3cret"}}"#
+            ),
+            "ipam.etcd_username",
+            "in the clear",
+        );
+        refused(
+            &format!(r#"{{{r},"etcd_host":"https://a:1"}}"#),
+            "ipam.etcd_ca_cert_file",
+            "missing",
+        );
+        refused(
+            &format!(
+                r#"{{{r},"etcd_host":"https://a:1","etcd_ca_cert_file":"/ca","etcd_cert_file":"/c"}}"#
+            ),
+            "ipam.etcd_cert_file",
+            "etcd_key_file",
+        );
+        refused(
+            &format!(r#"{{{r},"etcd_host":"https://a:1","etcd_ca_cert_file":"ca.pem"}}"#),
+            "ipam.etcd_ca_cert_file",
+            "absolute",
+        );
+        refused(
+            &format!(
+                r#"{{{r},"etcd_host":"https://a:1","etcd_ca_cert_file":"/ca","etcd_username":"u","etcd_password":7}}"#
+            ),
+            "ipam.etcd_password",
+            "not a string",
+        );
+        refused(
+            &format!(r#"{{{r},"etcd_host":"a:1/x"}}"#),
+            "ipam.etcd_host",
+            "no path",
+        );
+        refused(
+            &format!(r#"{{{r},"store":"etcd://a:1","node_local":true}}"#),
+            "ipam.node_local",
+            "not both",
+        );
+        refused(
+            &format!(r#"{{{r},"store":"/s","etcd_username":"u","etcd_password":"s3cret"}}"#),
+            "ipam.etcd_username",
+            "directory",
+        );
+        refused(
+            &format!(r#"{{{r},"store":"/s","datastore":"etcd"}}"#),
+            "ipam.datastore",
+            "directory",
+        );
     }
 }
