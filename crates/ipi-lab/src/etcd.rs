@@ -106,7 +106,7 @@ impl Etcd {
     pub fn start_secure() -> Result<Etcd, LabError> {
         let mut etcd = Self::new(true)?;
         let dir = etcd.dir.path();
-        let pki = Pki::make(&dir.join("pki"), etcd.client.ip())?;
+        let pki = Pki::make(&dir.join("pki"), etcd.client.ip(), USER)?;
         let password_file = dir.join("ipam.password");
         std::fs::write(&password_file, "ipam-lab-password\n")
             .map_err(LabError::io(format!("write {}", password_file.display())))?;
@@ -189,23 +189,38 @@ impl Etcd {
     }
 
     /// What ipam needs to reach a secure server as [`USER`], as its environment
-    /// (`IPAM_ETCD_*`): the CA, the client certificate and key, the user and its password
-    /// file. Empty for a plaintext server.
+    /// (`IPAM_ETCD_*`): the CA, the client certificate (named for no user) and key, the user
+    /// and its password file. Empty for a plaintext server.
     pub fn ipam_env(&self) -> Vec<(String, String)> {
         let Some(s) = &self.secure else {
             return Vec::new();
         };
+        let mut env = Self::tls_env(s, &s.pki.client);
+        env.push(("IPAM_ETCD_USER".into(), USER.to_owned()));
+        env.push((
+            "IPAM_ETCD_PASSWORD_FILE".into(),
+            s.password_file.display().to_string(),
+        ));
+        env
+    }
+
+    /// What ipam needs to reach a secure server as [`USER`] by its certificate alone (whose
+    /// common name is the user; no password, so etcd spends no bcrypt on it): the CA, that
+    /// certificate and its key. Empty for a plaintext server.
+    pub fn ipam_env_by_certificate(&self) -> Vec<(String, String)> {
+        self.secure
+            .as_ref()
+            .map(|s| Self::tls_env(s, &s.pki.user))
+            .unwrap_or_default()
+    }
+
+    fn tls_env(s: &Secure, client: &crate::pki::Pair) -> Vec<(String, String)> {
         let path = |p: &Path| p.display().to_string();
-        [
-            ("IPAM_ETCD_CACERT", path(&s.pki.ca.cert)),
-            ("IPAM_ETCD_CERT", path(&s.pki.client.cert)),
-            ("IPAM_ETCD_KEY", path(&s.pki.client.key)),
-            ("IPAM_ETCD_USER", USER.to_owned()),
-            ("IPAM_ETCD_PASSWORD_FILE", path(&s.password_file)),
+        vec![
+            ("IPAM_ETCD_CACERT".into(), path(&s.pki.ca.cert)),
+            ("IPAM_ETCD_CERT".into(), path(&client.cert)),
+            ("IPAM_ETCD_KEY".into(), path(&client.key)),
         ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
     }
 
     /// The client address, `127.0.0.1:PORT`.

@@ -1,6 +1,7 @@
 //! Certificates for the tests, made with the openssl command-line tool (Debian's openssl): a CA,
-//! a server certificate for an address (its subjectAltName), a client certificate, and a second
-//! CA that signed none of them, for a peer that must not be trusted.
+//! a server certificate for an address (its subjectAltName), two client certificates (one named
+//! for no one, one for a user), and a second CA that signed none of them, for a peer that must
+//! not be trusted.
 //!
 //! Keys are ECDSA P-256 (quick to make), written as PKCS#8 PEM; certificates last two days.
 
@@ -37,6 +38,9 @@ pub struct Pki {
     pub server: Pair,
     /// The client's certificate (common name [`CLIENT_NAME`]).
     pub client: Pair,
+    /// A client certificate whose common name is the user given to [`Pki::make`]: etcd, with
+    /// authentication on, takes it for that user without a password.
+    pub user: Pair,
     /// A CA that signed none of them.
     pub other_ca: Pair,
 }
@@ -141,8 +145,9 @@ fn make_leaf(dir: &Path, ca: &Pair, name: &str, cn: &str, ext: &str) -> Result<P
 }
 
 impl Pki {
-    /// Makes a CA, a server certificate for `server` and a client certificate in `dir`.
-    pub fn make(dir: &Path, server: IpAddr) -> Result<Pki, LabError> {
+    /// Makes a CA, a server certificate for `server`, a client certificate and one for `user`
+    /// in `dir`.
+    pub fn make(dir: &Path, server: IpAddr, user: &str) -> Result<Pki, LabError> {
         std::fs::create_dir_all(dir).map_err(LabError::io(format!("create {}", dir.display())))?;
         let ca = make_ca(dir, "ca", "/CN=ipi-lab test CA")?;
         let leaf = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n";
@@ -153,18 +158,15 @@ impl Pki {
             "etcd",
             &format!("{leaf}extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:{server},DNS:localhost\n"),
         )?;
-        let client = make_leaf(
-            dir,
-            &ca,
-            "client",
-            CLIENT_NAME,
-            &format!("{leaf}extendedKeyUsage=clientAuth\n"),
-        )?;
+        let client_ext = format!("{leaf}extendedKeyUsage=clientAuth\n");
+        let client = make_leaf(dir, &ca, "client", CLIENT_NAME, &client_ext)?;
+        let user = make_leaf(dir, &ca, "user", user, &client_ext)?;
         let other_ca = make_ca(dir, "other-ca", "/CN=ipi-lab untrusted CA")?;
         Ok(Pki {
             ca,
             server,
             client,
+            user,
             other_ca,
         })
     }
@@ -180,7 +182,7 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let pki = Pki::make(dir.path(), "127.0.0.1".parse().unwrap()).unwrap();
+        let pki = Pki::make(dir.path(), "127.0.0.1".parse().unwrap(), "someone").unwrap();
         let text = cmd::check(
             Command::new(OPENSSL)
                 .args(["x509", "-noout", "-ext", "subjectAltName", "-in"])
@@ -201,6 +203,14 @@ mod tests {
             .success
         };
         assert!(verify(&pki.ca.cert));
+        let subject = cmd::check(
+            Command::new(OPENSSL)
+                .args(["x509", "-noout", "-subject", "-in"])
+                .arg(&pki.user.cert),
+        )
+        .unwrap()
+        .stdout;
+        assert!(subject.contains("CN = someone"), "{subject}");
         assert!(!verify(&pki.other_ca.cert));
     }
 }

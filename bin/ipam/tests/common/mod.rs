@@ -119,6 +119,14 @@ impl Target {
         }
     }
 
+    /// The secure etcd `etcd` as [`ipi_lab::etcd::USER`] by its client certificate alone.
+    pub fn etcd_by_certificate(etcd: &Etcd) -> Self {
+        Self {
+            url: etcd.url(),
+            env: etcd.ipam_env_by_certificate(),
+        }
+    }
+
     /// The ipam program, with `CNI_COMMAND`, `IPAM_STORE` and every `IPAM_ETCD_*` from the
     /// test's own environment removed and this store's environment set.
     pub fn command(&self, ipam: &Path) -> Command {
