@@ -120,7 +120,8 @@ fn pool_reserve_and_list_work_over_tls_with_a_certificate_and_a_password() {
         keys(&etcd).iter().any(|k| k.ends_with("/owners/svc-a")),
         "{:?}",
         keys(&etcd)
-    ); // The user by its certificate alone (its common name), with no password.
+    );
+    // The user by its certificate alone (its common name), with no password.
     let by_cert = reserve(dir.path(), &Target::etcd_by_certificate(&etcd), "svc-b");
     assert!(by_cert.ok, "{by_cert:?}");
     assert_ne!(reported_line(&by_cert.stdout), Some(ip));
