@@ -36,6 +36,14 @@ pub(super) fn read_storage(o: &Obj<'_>, style: Style) -> Result<StoreSpec, Confi
     if let Some((key, why)) = REFUSED_KEYS.iter().find(|(k, _)| o.map.contains_key(*k)) {
         return Err(invalid(o.field(key), *why));
     }
+    // Each network's pools are its own (or its `network_name`'s): ranges of two networks may
+    // overlap, which is whereabouts' default, and its `false` cannot be honoured.
+    if o.map.get("enable_overlapping_ranges") == Some(&serde_json::Value::Bool(false)) {
+        return Err(invalid(
+            o.field("enable_overlapping_ranges"),
+            "false: ipam keeps each network's reservations in pools of its own, so two networks with overlapping ranges may hand out one address; only true (whereabouts' default) is honoured",
+        ));
+    }
     let access = read_access(o)?;
     let url = match (o.str("store")?, o.str("etcd_host")?) {
         (Some(_), Some(_)) => {
@@ -295,6 +303,11 @@ mod tests {
             &format!(r#"{{{r},"store":"/s","datastore":"etcd"}}"#),
             "ipam.datastore",
             "directory",
+        );
+        refused(
+            &format!(r#"{{{r},"store":"/s","enable_overlapping_ranges":false}}"#),
+            "ipam.enable_overlapping_ranges",
+            "only true",
         );
     }
 }
