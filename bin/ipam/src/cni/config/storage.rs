@@ -226,88 +226,79 @@ mod tests {
 
     #[test]
     fn what_cannot_be_honoured_is_refused_by_name() {
-        let r = r#""range":"192.0.2.0/24""#;
-        refused(&format!("{{{r}}}"), "ipam:", "no shared store");
-        refused(
-            &format!(r#"{{{r},"node_local":false}}"#),
-            "ipam:",
-            "node_local",
-        );
-        refused(
-            &format!(r#"{{{r},"datastore":"kubernetes","node_local":true}}"#),
-            "ipam.datastore",
-            "Kubernetes",
-        );
-        refused(
-            &format!(r#"{{{r},"configuration_path":"/etc/w.conf"}}"#),
-            "ipam.configuration_path",
-            "not read",
-        );
-        refused(
-            &format!(r#"{{{r},"etcd_host":"a:1","store":"/s"}}"#),
-            "ipam.etcd_host",
-            "one of them",
-        );
-        refused(
-            &format!(r#"{{{r},"etcd_host":"a:1","etcd_ca_cert_file":"/ca"}}"#),
-            "ipam.etcd_ca_cert_file",
-            "plaintext",
-        );
-        refused(
-            &format!(
-                r#"{{{r},"etcd_host":"http://a:1","etcd_username":"u","etcd_password":"s3cret"}}"#
+        // Keys added to a whereabouts range, the field named, and why.
+        let cases = [
+            (r#""#, "ipam:", "no shared store"),
+            (r#","node_local":false"#, "ipam:", "node_local"),
+            (
+                r#","datastore":"kubernetes","node_local":true"#,
+                "ipam.datastore",
+                "Kubernetes",
             ),
-            "ipam.etcd_username",
-            "in the clear",
-        );
-        refused(
-            &format!(r#"{{{r},"etcd_host":"https://a:1"}}"#),
-            "ipam.etcd_ca_cert_file",
-            "missing",
-        );
-        refused(
-            &format!(
-                r#"{{{r},"etcd_host":"https://a:1","etcd_ca_cert_file":"/ca","etcd_cert_file":"/c"}}"#
+            (
+                r#","configuration_path":"/etc/w.conf""#,
+                "ipam.configuration_path",
+                "not read",
             ),
-            "ipam.etcd_cert_file",
-            "etcd_key_file",
-        );
-        refused(
-            &format!(r#"{{{r},"etcd_host":"https://a:1","etcd_ca_cert_file":"ca.pem"}}"#),
-            "ipam.etcd_ca_cert_file",
-            "absolute",
-        );
-        refused(
-            &format!(
-                r#"{{{r},"etcd_host":"https://a:1","etcd_ca_cert_file":"/ca","etcd_username":"u","etcd_password":7}}"#
+            (
+                r#","etcd_host":"a:1","store":"/s""#,
+                "ipam.etcd_host",
+                "one of them",
             ),
-            "ipam.etcd_password",
-            "not a string",
-        );
-        refused(
-            &format!(r#"{{{r},"etcd_host":"a:1/x"}}"#),
-            "ipam.etcd_host",
-            "no path",
-        );
-        refused(
-            &format!(r#"{{{r},"store":"etcd://a:1","node_local":true}}"#),
-            "ipam.node_local",
-            "not both",
-        );
-        refused(
-            &format!(r#"{{{r},"store":"/s","etcd_username":"u","etcd_password":"s3cret"}}"#),
-            "ipam.etcd_username",
-            "directory",
-        );
-        refused(
-            &format!(r#"{{{r},"store":"/s","datastore":"etcd"}}"#),
-            "ipam.datastore",
-            "directory",
-        );
-        refused(
-            &format!(r#"{{{r},"store":"/s","enable_overlapping_ranges":false}}"#),
-            "ipam.enable_overlapping_ranges",
-            "only true",
-        );
+            (
+                r#","etcd_host":"a:1","etcd_ca_cert_file":"/ca""#,
+                "ipam.etcd_ca_cert_file",
+                "plaintext",
+            ),
+            (
+                r#","etcd_host":"https://a:1""#,
+                "ipam.etcd_ca_cert_file",
+                "missing",
+            ),
+            (
+                r#","etcd_host":"https://a:1","etcd_ca_cert_file":"ca.pem""#,
+                "ipam.etcd_ca_cert_file",
+                "absolute",
+            ),
+            (r#","etcd_host":"a:1/x""#, "ipam.etcd_host", "no path"),
+            (
+                r#","etcd_host":"http://a:1","etcd_username":"u","etcd_password":"s3cret""#,
+                "ipam.etcd_username",
+                "in the clear",
+            ),
+            (
+                r#","etcd_host":"https://a:1","etcd_ca_cert_file":"/ca","etcd_cert_file":"/c""#,
+                "ipam.etcd_cert_file",
+                "etcd_key_file",
+            ),
+            (
+                r#","etcd_host":"https://a:1","etcd_ca_cert_file":"/ca","etcd_username":"u","etcd_password":7"#,
+                "ipam.etcd_password",
+                "not a string",
+            ),
+            (
+                r#","store":"etcd://a:1","node_local":true"#,
+                "ipam.node_local",
+                "not both",
+            ),
+            (
+                r#","store":"/s","etcd_username":"u","etcd_password":"s3cret""#,
+                "ipam.etcd_username",
+                "directory",
+            ),
+            (
+                r#","store":"/s","datastore":"etcd""#,
+                "ipam.datastore",
+                "directory",
+            ),
+            (
+                r#","store":"/s","enable_overlapping_ranges":false"#,
+                "ipam.enable_overlapping_ranges",
+                "only true",
+            ),
+        ];
+        for (extra, field, why) in cases {
+            refused(&format!(r#"{{"range":"192.0.2.0/24"{extra}}}"#), field, why);
+        }
     }
 }
