@@ -27,10 +27,7 @@ fn main() -> ExitCode {
                     probe,
                     json,
                 },
-        } => {
-            let store = store.map(|url| etcd.spec(&url));
-            commands::suggest(&cluster, store.as_ref(), &probe, json)
-        }
+        } => commands::suggest(&cluster, store.as_deref(), &etcd, &probe, json),
         Command::Netconfig {
             command: NetconfigCommand::Validate { file },
         } => commands::netconfig_validate(&file),

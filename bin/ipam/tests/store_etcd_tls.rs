@@ -314,3 +314,31 @@ fn keys_ipam_cannot_honour_and_storeless_ranges_are_refused_by_name() {
     storeless["store"] = json!(dir.path().join("store"));
     added(&cni("ADD", "ctr-x", &storeless));
 }
+
+#[test]
+fn etcd_settings_without_an_etcd_store_are_refused_not_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = ipi_lab::install_config(dir.path(), &["192.0.2.0/24"], &[], &[]);
+    let store = dir.path().join("store");
+    let mut suggest = Target::plain("").command(Path::new(BIN));
+    suggest
+        .args(["vip", "suggest", "--etcd-cacert", "/ca.pem", "--cluster"])
+        .arg(&cluster);
+    let mut list = Target::plain("").command(Path::new(BIN));
+    list.args(["list", "--store"])
+        .arg(&store)
+        .env("IPAM_ETCD_USER", "ipam");
+    for (mut command, setting, why) in [
+        (suggest, "--etcd-cacert", "without --store"),
+        (list, "--etcd-user (IPAM_ETCD_USER)", "directory"),
+    ] {
+        let run = finish(&mut command, b"");
+        assert_eq!(run.code, Some(2), "{run:?}");
+        assert!(
+            run.stderr.contains(setting) && run.stderr.contains(why),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(!store.exists(), "no store was made");
+}

@@ -18,7 +18,7 @@ mod probe;
 
 use crate::alloc::{self, AllocError};
 use crate::answered;
-use crate::cli::{ClusterArgs, ProbeArgs};
+use crate::cli::{ClusterArgs, EtcdArgs, ProbeArgs};
 use crate::netconfig::{self, IpSet, NetConfig};
 use crate::pool::{AddressPool, Answer};
 use crate::store::{self, Record, Store, StoreError, StoreSpec};
@@ -121,18 +121,27 @@ pub fn validate(args: &ClusterArgs, wire: &ProbeArgs) -> Outcome {
     }
 }
 
-/// `ipam vip suggest`: VIPs clear of the nodes, of the store's reservations and (with
+/// `ipam vip suggest`: VIPs clear of the nodes, of the reservations of the store `store`
+/// (with `etcd`'s settings; settings without a store are refused, not ignored) and (with
 /// `--probe`) of addresses another host answers for.
 pub fn suggest(
     args: &ClusterArgs,
-    store: Option<&StoreSpec>,
+    store: Option<&str>,
+    etcd: &EtcdArgs,
     wire: &ProbeArgs,
     json: bool,
 ) -> Outcome {
+    let store = match store {
+        Some(url) => Some(etcd.spec(url)),
+        None => match etcd.spec("").etcd.check(false, false) {
+            Err((setting, _)) => return Err(usage(format!("{setting}: given without --store"))),
+            Ok(()) => None,
+        },
+    };
     let nodes = nodes(args)?;
     let networks = Cluster::load_machine_networks(&args.cluster).map_err(usage)?;
     let mut reserved = Vec::new();
-    if let Some(spec) = store {
+    if let Some(spec) = &store {
         reserved.extend(all_reservations(spec)?.into_iter().map(|(_, ip, _)| ip));
     }
     let s = loop {
