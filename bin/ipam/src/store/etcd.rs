@@ -20,13 +20,17 @@
 //! that times out may or may not have been applied; either way the store is consistent, and the
 //! same request again finds the holding in place. A value this store never writes is reported as
 //! corruption naming the key, and never overwritten.
+//!
+//! `etcd+https://` is TLS (rustls, through etcd-client's `tls`) trusting only the CA bundle it
+//! is given, with a client certificate and a user when [`EtcdAccess`] has them; the files are
+//! read, and a PEM file without its marker named, before anything is sent. A password is read
+//! from its file as it is needed and is in no message.
 
 use std::fmt;
 use std::future::Future;
 use std::net::IpAddr;
-use std::time::Duration;
-
 use std::path::Path;
+use std::time::Duration;
 
 use etcd_client::{
     Certificate, Compare, CompareOp, ConnectOptions, GetOptions, Identity, KeyValue, KvClient,
@@ -650,5 +654,38 @@ mod tests {
             let e = parse_rest("etcd://bad", bad).unwrap_err().to_string();
             assert!(e.contains("etcd://bad"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn files_that_cannot_be_used_are_named_and_no_password_is_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let not_pem = file("ca.pem", "hunter2\n");
+        let e = read_pem(&not_pem, "reading", "--etcd-cacert", "CERTIFICATE-----").unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("ca.pem") && e.contains("not PEM") && e.contains("--etcd-cacert"),
+            "{e}"
+        );
+        assert!(!e.contains("hunter2"), "{e}");
+        let missing = dir.path().join("missing.pem");
+        assert!(read_pem(&missing, "reading", "x", "CERTIFICATE-----")
+            .unwrap_err()
+            .to_string()
+            .contains("missing.pem"));
+        let f = |p| Password::File(p);
+        assert_eq!(
+            password(&f(file("p", "hunter2\r\n")), "p").unwrap(),
+            "hunter2"
+        );
+        assert_eq!(password(&f(file("q", "hunter2")), "q").unwrap(), "hunter2");
+        let e = password(&f(file("e", "\n")), "--etcd-password-file").unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+        let e = password(&f(missing), "--etcd-password-file").unwrap_err();
+        assert!(e.to_string().contains("missing.pem"), "{e}");
     }
 }
