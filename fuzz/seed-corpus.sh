@@ -46,3 +46,22 @@ for cfg in "$here"/../tests/fixtures/haproxy-corpus/*.cfg; do
     cp "$cfg" "$hout/$(sha1sum "$cfg" | cut -c1-40)"
 done
 echo "$(ls "$hout" | wc -l) seeds in $hout"
+# Seed fuzz/corpus/cni_config/ with the whereabouts NAD of tests/fixtures/seeds, and the same
+# with each way of naming its store: whereabouts' etcd keys (TLS, credentials), our etcd+https
+# store with them, node_local, and the keys refused by name.
+cout="$here/corpus/cni_config"
+mkdir -p "$cout"
+nad="$here/../tests/fixtures/seeds/nad-internalapi-whereabouts.json"
+for extra in \
+    '{}' \
+    '{"node_local":true}' \
+    '{"datastore":"etcd","etcd_host":"https://192.0.2.10:2379","etcd_ca_cert_file":"/etc/ca.pem","etcd_cert_file":"/etc/c.pem","etcd_key_file":"/etc/c.key","etcd_username":"ipam","etcd_password":"x"}' \
+    '{"etcd_host":"192.0.2.10:2379,192.0.2.11:2379","etcd_ca_cert_file":"/etc/ca.pem","etcd_cert_file":"/etc/c.pem","etcd_key_file":"/etc/c.key"}' \
+    '{"etcd_host":"http://192.0.2.10:2379"}' \
+    '{"store":"etcd+https://192.0.2.10:2379/p","etcd_ca_cert_file":"/etc/ca.pem"}' \
+    '{"datastore":"kubernetes","kubernetes":{"kubeconfig":"/etc/k"}}' \
+    '{"configuration_path":"/etc/cni/net.d/whereabouts.d/whereabouts.conf"}'; do
+    seed=$(jq -c --argjson extra "$extra" '.ipam += $extra' "$nad")
+    printf '%s' "$seed" > "$cout/$(printf '%s' "$seed" | sha1sum | cut -c1-40)"
+done
+echo "$(ls "$cout" | wc -l) seeds in $cout"

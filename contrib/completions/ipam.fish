@@ -46,6 +46,11 @@ complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcomman
 complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l cluster -d 'The cluster\'s install-config.yaml' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l nodes -d 'The node inventory (ipi-nodes(5)): a VIP must not be a node\'s address' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l store -d 'A store whose reservations the VIPs must avoid' -r
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l etcd-cacert -d 'The CA bundle (PEM) that signed etcd\'s server certificate: etcd+https:// needs it' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l etcd-cert -d 'The client certificate (PEM) for an etcd that asks for one (--client-cert-auth), with --etcd-key' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l etcd-key -d 'The client certificate\'s private key (PEM)' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l etcd-user -d 'The etcd user (etcd\'s authentication), with --etcd-password-file' -r
+complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l etcd-password-file -d 'A file holding the user\'s password (a final newline is not part of it). Only over etcd+https://' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l probe -d 'Probe each address on interface IF first (RFC 5227 ARP probes from 0.0.0.0 for IPv4, RFC 4862 duplicate address detection from :: for IPv6); needs CAP_NET_RAW' -r
 complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l probe-timing -d 'The probes\' pace: `fast` (3 probes, under 0.7 s), `rfc5227` (RFC 5227\'s constants, up to 7 s) or PROBES,WAIT_MS,MIN_MS,MAX_MS,ANSWER_MS' -r
 complete -c ipam -n "__fish_ipam_using_subcommand vip; and __fish_seen_subcommand_from suggest" -l json -d 'JSON rather than install-config YAML'
@@ -61,14 +66,29 @@ complete -c ipam -n "__fish_ipam_using_subcommand netconfig; and __fish_seen_sub
 complete -c ipam -n "__fish_ipam_using_subcommand netconfig; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l netconfig -d 'The NetConfig' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l ipset -d 'The IPSet (its spec.networks; a status in it is ignored)' -r -F
-complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] for many' -r
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] or, over TLS, etcd+https://HOST:PORT[,HOST:PORT...] for many (a /PREFIX may follow)' -r
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l etcd-cacert -d 'The CA bundle (PEM) that signed etcd\'s server certificate: etcd+https:// needs it' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l etcd-cert -d 'The client certificate (PEM) for an etcd that asks for one (--client-cert-auth), with --etcd-key' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l etcd-key -d 'The client certificate\'s private key (PEM)' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l etcd-user -d 'The etcd user (etcd\'s authentication), with --etcd-password-file' -r
+complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l etcd-password-file -d 'A file holding the user\'s password (a final newline is not part of it). Only over etcd+https://' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l probe -d 'Probe each address on interface IF first (RFC 5227 ARP probes from 0.0.0.0 for IPv4, RFC 4862 duplicate address detection from :: for IPv6); needs CAP_NET_RAW' -r
 complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l probe-timing -d 'The probes\' pace: `fast` (3 probes, under 0.7 s), `rfc5227` (RFC 5227\'s constants, up to 7 s) or PROBES,WAIT_MS,MIN_MS,MAX_MS,ANSWER_MS' -r
 complete -c ipam -n "__fish_ipam_using_subcommand reserve" -l json -d 'JSON rather than YAML'
 complete -c ipam -n "__fish_ipam_using_subcommand reserve" -s h -l help -d 'Print help'
-complete -c ipam -n "__fish_ipam_using_subcommand release" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] for many' -r
+complete -c ipam -n "__fish_ipam_using_subcommand release" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] or, over TLS, etcd+https://HOST:PORT[,HOST:PORT...] for many (a /PREFIX may follow)' -r
+complete -c ipam -n "__fish_ipam_using_subcommand release" -l etcd-cacert -d 'The CA bundle (PEM) that signed etcd\'s server certificate: etcd+https:// needs it' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand release" -l etcd-cert -d 'The client certificate (PEM) for an etcd that asks for one (--client-cert-auth), with --etcd-key' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand release" -l etcd-key -d 'The client certificate\'s private key (PEM)' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand release" -l etcd-user -d 'The etcd user (etcd\'s authentication), with --etcd-password-file' -r
+complete -c ipam -n "__fish_ipam_using_subcommand release" -l etcd-password-file -d 'A file holding the user\'s password (a final newline is not part of it). Only over etcd+https://' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand release" -s h -l help -d 'Print help'
-complete -c ipam -n "__fish_ipam_using_subcommand list" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] for many' -r
+complete -c ipam -n "__fish_ipam_using_subcommand list" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] or, over TLS, etcd+https://HOST:PORT[,HOST:PORT...] for many (a /PREFIX may follow)' -r
+complete -c ipam -n "__fish_ipam_using_subcommand list" -l etcd-cacert -d 'The CA bundle (PEM) that signed etcd\'s server certificate: etcd+https:// needs it' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand list" -l etcd-cert -d 'The client certificate (PEM) for an etcd that asks for one (--client-cert-auth), with --etcd-key' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand list" -l etcd-key -d 'The client certificate\'s private key (PEM)' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand list" -l etcd-user -d 'The etcd user (etcd\'s authentication), with --etcd-password-file' -r
+complete -c ipam -n "__fish_ipam_using_subcommand list" -l etcd-password-file -d 'A file holding the user\'s password (a final newline is not part of it). Only over etcd+https://' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand list" -l json -d 'JSON rather than text'
 complete -c ipam -n "__fish_ipam_using_subcommand list" -s h -l help -d 'Print help'
 complete -c ipam -n "__fish_ipam_using_subcommand pool; and not __fish_seen_subcommand_from reserve help" -s h -l help -d 'Print help'
@@ -77,7 +97,12 @@ complete -c ipam -n "__fish_ipam_using_subcommand pool; and not __fish_seen_subc
 complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l pool -d 'The IPAddressPool (metallb.io/v1beta1)' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l name -d 'Who the address is for (a service, say)' -r
 complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l sharing-key -d 'Share one address among every request with this key' -r
-complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] for many' -r
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l store -d 'The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...] or, over TLS, etcd+https://HOST:PORT[,HOST:PORT...] for many (a /PREFIX may follow)' -r
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l etcd-cacert -d 'The CA bundle (PEM) that signed etcd\'s server certificate: etcd+https:// needs it' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l etcd-cert -d 'The client certificate (PEM) for an etcd that asks for one (--client-cert-auth), with --etcd-key' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l etcd-key -d 'The client certificate\'s private key (PEM)' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l etcd-user -d 'The etcd user (etcd\'s authentication), with --etcd-password-file' -r
+complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l etcd-password-file -d 'A file holding the user\'s password (a final newline is not part of it). Only over etcd+https://' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l probe -d 'Probe each address on interface IF first (RFC 5227 ARP probes from 0.0.0.0 for IPv4, RFC 4862 duplicate address detection from :: for IPv6); needs CAP_NET_RAW' -r
 complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l probe-timing -d 'The probes\' pace: `fast` (3 probes, under 0.7 s), `rfc5227` (RFC 5227\'s constants, up to 7 s) or PROBES,WAIT_MS,MIN_MS,MAX_MS,ANSWER_MS' -r
 complete -c ipam -n "__fish_ipam_using_subcommand pool; and __fish_seen_subcommand_from reserve" -l json -d 'JSON rather than text'

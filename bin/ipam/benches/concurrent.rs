@@ -18,7 +18,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{allocate_concurrently, listed, pool_file, Ipam};
+use common::{allocate_concurrently, listed, pool_file, Ipam, Target};
 
 const PROCESSES: usize = 16;
 
@@ -26,7 +26,7 @@ const PROCESSES: usize = 16;
 fn rate(ipam: &Ipam, url: &str, pool: &str, processes: usize, each: usize) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let file = pool_file(dir.path(), pool, &["2001:db8::/115"]);
-    let run = allocate_concurrently(ipam.path(), &file, url, processes, each);
+    let run = allocate_concurrently(ipam.path(), &file, &Target::plain(url), processes, each);
     assert!(run.failures.is_empty(), "{}", run.failures.join("\n"));
     let unique: HashSet<_> = run.reported.iter().map(|(_, a)| *a).collect();
     assert_eq!(

@@ -99,7 +99,7 @@ fn ms(d: Duration) -> String {
 fn fill(dir: &Path) {
     let conf = cni::config::parse(config(dir).as_bytes(), "ADD", "0.3.0").unwrap();
     let pools = conf.ipam.pools();
-    let mut s = store::open(&conf.ipam.store).unwrap();
+    let mut s = store::open_spec(&conf.ipam.store).unwrap();
     for n in 0..FILLED {
         let held = alloc::reserve(s.as_mut(), &pools[0], &format!("fill-{n}/eth0"), None).unwrap();
         assert!(held.new);

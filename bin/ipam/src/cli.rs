@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::store::access::{EtcdAccess, Password, CLI_NAMES};
+use crate::store::StoreSpec;
+
 /// IP address management for the cluster: VIPs validated against the machine networks and the
 /// nodes; addresses reserved from NetConfig networks, MetalLB pools and CNI ranges without ever
 /// handing one out twice, in a store on one machine (a directory) or many (etcd).
@@ -21,9 +24,59 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
     /// The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...]
-    /// for many.
+    /// or, over TLS, etcd+https://HOST:PORT[,HOST:PORT...] for many (a /PREFIX may follow).
     #[arg(long, value_name = "URL", env = "IPAM_STORE", default_value = crate::store::DEFAULT_DIR)]
     pub store: String,
+    /// How to get into an etcd store.
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
+}
+
+impl StoreArgs {
+    /// The store and its settings.
+    pub fn spec(&self) -> StoreSpec {
+        self.etcd.spec(&self.store)
+    }
+}
+
+/// TLS files and credentials for an etcd store; each is refused, by name, where it does not
+/// fit the store (a directory, plaintext etcd://), never ignored.
+#[derive(Debug, Clone, Default, Args)]
+pub struct EtcdArgs {
+    /// The CA bundle (PEM) that signed etcd's server certificate: etcd+https:// needs it.
+    #[arg(long, value_name = "FILE", env = "IPAM_ETCD_CACERT")]
+    pub etcd_cacert: Option<PathBuf>,
+    /// The client certificate (PEM) for an etcd that asks for one (--client-cert-auth), with
+    /// --etcd-key.
+    #[arg(long, value_name = "FILE", env = "IPAM_ETCD_CERT")]
+    pub etcd_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", env = "IPAM_ETCD_KEY")]
+    pub etcd_key: Option<PathBuf>,
+    /// The etcd user (etcd's authentication), with --etcd-password-file.
+    #[arg(long, value_name = "USER", env = "IPAM_ETCD_USER")]
+    pub etcd_user: Option<String>,
+    /// A file holding the user's password (a final newline is not part of it). Only over
+    /// etcd+https://.
+    #[arg(long, value_name = "FILE", env = "IPAM_ETCD_PASSWORD_FILE")]
+    pub etcd_password_file: Option<PathBuf>,
+}
+
+impl EtcdArgs {
+    /// The store at `url` with these settings.
+    pub fn spec(&self, url: &str) -> StoreSpec {
+        StoreSpec {
+            url: url.to_owned(),
+            etcd: EtcdAccess {
+                ca: self.etcd_cacert.clone(),
+                cert: self.etcd_cert.clone(),
+                key: self.etcd_key.clone(),
+                user: self.etcd_user.clone(),
+                password: self.etcd_password_file.clone().map(Password::File),
+                names: CLI_NAMES,
+            },
+        }
+    }
 }
 
 /// Asking the wire whether an address is in use before it is handed out.
@@ -179,6 +232,9 @@ pub enum VipCommand {
         /// A store whose reservations the VIPs must avoid.
         #[arg(long, value_name = "URL")]
         store: Option<String>,
+        /// How to get into it, if it is an etcd store.
+        #[command(flatten)]
+        etcd: EtcdArgs,
         /// A VIP another host answers for is passed over.
         #[command(flatten)]
         probe: ProbeArgs,

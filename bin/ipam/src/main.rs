@@ -23,10 +23,11 @@ fn main() -> ExitCode {
                 VipCommand::Suggest {
                     cluster,
                     store,
+                    etcd,
                     probe,
                     json,
                 },
-        } => commands::suggest(&cluster, store.as_deref(), &probe, json),
+        } => commands::suggest(&cluster, store.as_deref(), &etcd, &probe, json),
         Command::Netconfig {
             command: NetconfigCommand::Validate { file },
         } => commands::netconfig_validate(&file),
@@ -36,9 +37,9 @@ fn main() -> ExitCode {
             store,
             probe,
             json,
-        } => commands::reserve(&netconfig, &ipset, &store.store, &probe, json),
-        Command::Release { name, store } => commands::release(&name, &store.store),
-        Command::List { store, json } => commands::list(&store.store, json),
+        } => commands::reserve(&netconfig, &ipset, &store.spec(), &probe, json),
+        Command::Release { name, store } => commands::release(&name, &store.spec()),
+        Command::List { store, json } => commands::list(&store.spec(), json),
         Command::Pool {
             command:
                 PoolCommand::Reserve {
@@ -54,7 +55,7 @@ fn main() -> ExitCode {
                 name: &name,
                 key: sharing_key.as_deref(),
             };
-            commands::pool_reserve(&pool, &request, &store.store, &probe, json)
+            commands::pool_reserve(&pool, &request, &store.spec(), &probe, json)
         }
         Command::Cni => return ipam::cni::main(),
     };

@@ -5,6 +5,12 @@
 //! that lives as long as the [`Etcd`]. [`Etcd::stop`] and [`Etcd::restart`] take it down and bring
 //! it back on the same ports and data, as an outage would. No network namespace is needed, so
 //! tests call [`available`] rather than [`crate::available`].
+//!
+//! [`Etcd::start_secure`] runs one as a security review would want it: clients on https only,
+//! a client certificate required (`--client-cert-auth`, `--trusted-ca-file`), certificates
+//! made by [`crate::pki`], and authentication on (`etcdctl auth enable`) with `root` and a user
+//! [`USER`] whose role may read and write only under [`PREFIX`]. Health and metrics are then
+//! served on a plaintext port of their own (`--listen-metrics-urls`).
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -15,7 +21,14 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
+use crate::pki::Pki;
 use crate::{cmd, wait_for, Daemon, LabError, Output};
+
+/// The user [`Etcd::start_secure`] makes for ipam.
+pub const USER: &str = "ipam";
+
+/// The only keys [`USER`] may read and write (ipam's default prefix, and what is under it).
+pub const PREFIX: &str = "/ipi-net/ipam";
 
 /// Where Debian's etcd-server package installs the server.
 pub const ETCD: &str = "/usr/bin/etcd";
@@ -38,8 +51,20 @@ pub struct Etcd {
     dir: tempfile::TempDir,
     client: SocketAddr,
     peer: SocketAddr,
+    /// Where `/health` and `/metrics` answer over plain HTTP: the client port, or a port of
+    /// their own for a secure server.
+    metrics: SocketAddr,
+    secure: Option<Secure>,
     daemon: Option<Daemon>,
     starts: usize,
+}
+
+/// What a secure server was started with.
+#[derive(Debug)]
+struct Secure {
+    pki: Pki,
+    root_password: String,
+    password_file: PathBuf,
 }
 
 /// Whether every thread of process `pid` is in the stopped state (`T` in `/proc/PID/task/*/stat`).
@@ -70,29 +95,132 @@ fn free_port() -> Result<SocketAddr, LabError> {
 impl Etcd {
     /// Starts a new, empty etcd and waits until it answers.
     pub fn start() -> Result<Etcd, LabError> {
-        let dir = tempfile::Builder::new()
-            .prefix("ipi-lab-etcd.")
-            .tempdir()
-            .map_err(LabError::io("create the etcd directory"))?;
-        let client = free_port()?;
-        let mut peer = free_port()?;
-        while peer == client {
-            peer = free_port()?;
-        }
-        let mut etcd = Etcd {
-            dir,
-            client,
-            peer,
-            daemon: None,
-            starts: 0,
-        };
+        let mut etcd = Self::new(false)?;
         etcd.launch()?;
         Ok(etcd)
     }
 
-    /// The store URL ipam takes: `etcd://127.0.0.1:PORT`.
+    /// Starts a new, empty etcd on https with client certificates required and authentication
+    /// on, and waits until it answers: `root` and [`USER`] (read and write under [`PREFIX`]),
+    /// whose password is in [`Etcd::password_file`].
+    pub fn start_secure() -> Result<Etcd, LabError> {
+        let mut etcd = Self::new(true)?;
+        let dir = etcd.dir.path();
+        let pki = Pki::make(&dir.join("pki"), etcd.client.ip(), USER)?;
+        let password_file = dir.join("ipam.password");
+        std::fs::write(&password_file, "ipam-lab-password\n")
+            .map_err(LabError::io(format!("write {}", password_file.display())))?;
+        etcd.secure = Some(Secure {
+            pki,
+            root_password: "root-lab-password".into(),
+            password_file,
+        });
+        etcd.launch()?;
+        etcd.enable_auth()?;
+        Ok(etcd)
+    }
+
+    fn new(secure: bool) -> Result<Etcd, LabError> {
+        let dir = tempfile::Builder::new()
+            .prefix("ipi-lab-etcd.")
+            .tempdir()
+            .map_err(LabError::io("create the etcd directory"))?;
+        let mut ports = vec![free_port()?];
+        while ports.len() < if secure { 3 } else { 2 } {
+            let port = free_port()?;
+            if !ports.contains(&port) {
+                ports.push(port);
+            }
+        }
+        Ok(Etcd {
+            dir,
+            client: ports[0],
+            peer: ports[1],
+            metrics: ports.get(2).copied().unwrap_or(ports[0]),
+            secure: None,
+            daemon: None,
+            starts: 0,
+        })
+    }
+
+    /// Makes `root` and [`USER`] with its role on [`PREFIX`], and turns authentication on.
+    fn enable_auth(&self) -> Result<(), LabError> {
+        let Some(secure) = &self.secure else {
+            return Ok(());
+        };
+        let password = std::fs::read_to_string(&secure.password_file)
+            .map_err(LabError::io("read the lab's etcd password"))?;
+        let user = format!("{USER}:{}", password.trim_end());
+        let root = format!("root:{}", secure.root_password);
+        let end = format!("{PREFIX}0");
+        for args in [
+            vec!["user", "add", &root],
+            vec!["user", "add", &user],
+            vec!["role", "add", USER],
+            vec!["role", "grant-permission", USER, "readwrite", PREFIX, &end],
+            vec!["user", "grant-role", USER, USER],
+            vec!["auth", "enable"],
+        ] {
+            let mut command = self.ctl_command(false);
+            cmd::check(command.args(&args))?;
+        }
+        Ok(())
+    }
+
+    /// The store URL ipam takes: `etcd://127.0.0.1:PORT`, or `etcd+https://127.0.0.1:PORT`
+    /// for a secure server.
     pub fn url(&self) -> String {
-        format!("etcd://{}", self.client)
+        let scheme = if self.secure.is_some() {
+            "etcd+https"
+        } else {
+            "etcd"
+        };
+        format!("{scheme}://{}", self.client)
+    }
+
+    /// The certificates of a secure server.
+    pub fn pki(&self) -> Option<&Pki> {
+        self.secure.as_ref().map(|s| &s.pki)
+    }
+
+    /// The file holding [`USER`]'s password (with a final newline) on a secure server.
+    pub fn password_file(&self) -> Option<&Path> {
+        self.secure.as_ref().map(|s| s.password_file.as_path())
+    }
+
+    /// What ipam needs to reach a secure server as [`USER`], as its environment
+    /// (`IPAM_ETCD_*`): the CA, the client certificate (named for no user) and key, the user
+    /// and its password file. Empty for a plaintext server.
+    pub fn ipam_env(&self) -> Vec<(String, String)> {
+        let Some(s) = &self.secure else {
+            return Vec::new();
+        };
+        let mut env = Self::tls_env(s, &s.pki.client);
+        env.push(("IPAM_ETCD_USER".into(), USER.to_owned()));
+        env.push((
+            "IPAM_ETCD_PASSWORD_FILE".into(),
+            s.password_file.display().to_string(),
+        ));
+        env
+    }
+
+    /// What ipam needs to reach a secure server as [`USER`] by its certificate alone (whose
+    /// common name is the user; no password, so etcd spends no bcrypt on it): the CA, that
+    /// certificate and its key. Empty for a plaintext server.
+    pub fn ipam_env_by_certificate(&self) -> Vec<(String, String)> {
+        self.secure
+            .as_ref()
+            .map(|s| Self::tls_env(s, &s.pki.user))
+            .unwrap_or_default()
+    }
+
+    fn tls_env(s: &Secure, client: &crate::pki::Pair) -> Vec<(String, String)> {
+        let path = |p: &Path| p.display().to_string();
+        vec![
+            ("IPAM_ETCD_CACERT".into(), path(&s.pki.ca.cert)),
+            ("IPAM_ETCD_CERT".into(), path(&client.cert)),
+            ("IPAM_ETCD_KEY".into(), path(&client.key)),
+        ]
     }
 
     /// The client address, `127.0.0.1:PORT`.
@@ -116,13 +244,31 @@ impl Etcd {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut command = Command::new(ETCDCTL);
-        command
-            .env("ETCDCTL_API", "3")
-            .arg(format!("--endpoints={}", self.client))
-            .arg("--command-timeout=5s")
-            .args(args);
+        let mut command = self.ctl_command(true);
+        command.args(args);
         cmd::output(&mut command)
+    }
+
+    /// etcdctl for this server: on a secure one with the CA and the client certificate, and as
+    /// `root` when `as_root` (once authentication is on, nothing else may write anywhere).
+    fn ctl_command(&self, as_root: bool) -> Command {
+        let mut command = Command::new(ETCDCTL);
+        command.env("ETCDCTL_API", "3").arg("--command-timeout=5s");
+        match &self.secure {
+            None => command.arg(format!("--endpoints={}", self.client)),
+            Some(s) => {
+                command
+                    .arg(format!("--endpoints=https://{}", self.client))
+                    .arg(format!("--cacert={}", s.pki.ca.cert.display()))
+                    .arg(format!("--cert={}", s.pki.client.cert.display()))
+                    .arg(format!("--key={}", s.pki.client.key.display()));
+                if as_root {
+                    command.arg(format!("--user=root:{}", s.root_password));
+                }
+                &mut command
+            }
+        };
+        command
     }
 
     /// Stops the server (SIGTERM, then SIGKILL); its data stays for [`Etcd::restart`].
@@ -137,9 +283,9 @@ impl Etcd {
     /// How many requests of each gRPC method (`Txn`, `Range`, `Put`...) etcd has answered
     /// successfully since it started, from its Prometheus metrics.
     pub fn requests(&self) -> Result<std::collections::BTreeMap<String, u64>, LabError> {
-        let text = get(self.client, "/metrics").map_err(LabError::io(format!(
+        let text = get(self.metrics, "/metrics").map_err(LabError::io(format!(
             "read etcd's metrics on {}",
-            self.client
+            self.metrics
         )))?;
         let mut out = std::collections::BTreeMap::new();
         for line in text.lines() {
@@ -221,9 +367,22 @@ impl Etcd {
 
     fn launch(&mut self) -> Result<(), LabError> {
         self.starts += 1;
-        let client = format!("http://{}", self.client);
+        let scheme = if self.secure.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let client = format!("{scheme}://{}", self.client);
         let peer = format!("http://{}", self.peer);
         let mut command = Command::new(ETCD);
+        if let Some(s) = &self.secure {
+            command
+                .arg("--client-cert-auth")
+                .arg(format!("--trusted-ca-file={}", s.pki.ca.cert.display()))
+                .arg(format!("--cert-file={}", s.pki.server.cert.display()))
+                .arg(format!("--key-file={}", s.pki.server.key.display()))
+                .arg(format!("--listen-metrics-urls=http://{}", self.metrics));
+        }
         command
             .arg("--name=lab")
             .arg(format!("--data-dir={}", self.data().display()))
@@ -236,9 +395,9 @@ impl Etcd {
             .arg("--initial-cluster-token=ipi-lab");
         let daemon = Daemon::start(&format!("etcd-{}", self.starts), command, self.dir.path())?;
         self.daemon = Some(daemon);
-        let client = self.client;
+        let (client, metrics) = (self.client, self.metrics);
         let up = wait_for(START_TIMEOUT, Duration::from_millis(50), || {
-            healthy(client) || !self.daemon.as_mut().is_some_and(Daemon::running)
+            healthy(metrics) || !self.daemon.as_mut().is_some_and(Daemon::running)
         });
         let running = self.daemon.as_mut().is_some_and(Daemon::running);
         if up.is_none() || !running {

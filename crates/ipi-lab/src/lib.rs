@@ -42,6 +42,7 @@ pub mod etcd;
 mod lab;
 pub mod man;
 pub mod mounts;
+pub mod pki;
 pub mod router;
 
 pub use cmd::{LabError, Output};

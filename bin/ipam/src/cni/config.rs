@@ -5,16 +5,20 @@
 //! does not read never changes anything.
 //!
 //! Keys outside the `ipam` section belong to the main plugin and are left alone; a key inside
-//! it that we do not know is an error naming it (docs/ARCHITECTURE.md, conventions), except for the
-//! whereabouts and host-local keys about their own storage and logging, which have no meaning
-//! with our store and are accepted without effect (listed in ipam-cni(5)).
+//! it that we do not know is an error naming it (docs/ARCHITECTURE.md, conventions), except for
+//! whereabouts' and host-local's keys about Kubernetes access, their reconciler and logging,
+//! which have no meaning with our store and are accepted without effect (listed in
+//! ipam-cni(5)). The keys about where reservations live, whereabouts' etcd keys among them,
+//! are honoured or refused by name (submodule `storage`).
 //!
 //! Here: the model ([`NetConf`], [`Ipam`], [`RangeSet`]), [`parse`] with its version gates and
 //! [`ConfigError`], the `ipam` keys both styles share, the checks across range sets, and the
 //! small readers every part uses (a JSON object with its path, CIDRs, routes, DNS). How each
-//! style's keys become range sets is in the submodules `whereabouts` and `host_local`.
+//! style's keys become range sets is in the submodules `whereabouts` and `host_local`; the
+//! store and its etcd settings in `storage`.
 
 mod host_local;
+mod storage;
 mod whereabouts;
 
 use std::net::IpAddr;
@@ -25,7 +29,9 @@ use serde_json::{Map, Value};
 
 use crate::alloc::{Order, Pool};
 use crate::range::{Space, Span};
+use crate::store::StoreSpec;
 use host_local::{host_local_sets, HOST_LOCAL_KEYS};
+use storage::{read_storage, REFUSED_KEYS, STORAGE_KEYS};
 use whereabouts::{whereabouts_sets, WHEREABOUTS_KEYS};
 
 /// The CNI versions whose configs we read and whose results we write.
@@ -35,22 +41,15 @@ pub const SUPPORTED: [&str; 5] = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
 /// config that names no version we know.
 pub const CURRENT: &str = "1.1.0";
 
-/// Keys of the `ipam` section accepted without effect: whereabouts' and host-local's own
-/// storage, Kubernetes access and logging.
-pub const IGNORED_KEYS: [&str; 19] = [
+/// Keys of the `ipam` section accepted without effect: host-local's directory (the store is
+/// ours), whereabouts' Kubernetes access (for its Kubernetes datastore, which a config with one
+/// is refused for, and its reconciler), and logging.
+pub const IGNORED_KEYS: [&str; 11] = [
     "dataDir",
     "kubernetes",
     "kubeconfig",
-    "datastore",
-    "etcd_host",
-    "etcd_username",
-    "etcd_password",
-    "etcd_key_file",
-    "etcd_cert_file",
-    "etcd_ca_cert_file",
     "log_file",
     "log_level",
-    "configuration_path",
     "reconciler_cron_expression",
     "leader_lease_duration",
     "leader_renew_deadline",
@@ -152,8 +151,9 @@ pub struct Ipam {
     /// host-local's `resolvConf`: a resolv.conf whose servers, domain, search and options go to
     /// the result's `dns`.
     pub resolv_conf: Option<String>,
-    /// `store`: a directory, `file://PATH` or `etcd://...`.
-    pub store: String,
+    /// The store: `store` (a directory, `file://PATH`, `etcd://...`, `etcd+https://...`) or
+    /// whereabouts' `etcd_host`, with whereabouts' TLS files and credentials.
+    pub store: StoreSpec,
     /// What the pools of this network are named after: the network's `name`, or whereabouts'
     /// `network_name`.
     pub network: String,
@@ -446,7 +446,7 @@ fn object<'a>(v: &'a Value, path: String) -> Result<Obj<'a>, ConfigError> {
     }
 }
 
-const COMMON_KEYS: [&str; 5] = ["type", "routes", "dns", "store", "name"];
+const COMMON_KEYS: [&str; 4] = ["type", "routes", "dns", "name"];
 
 fn read_ipam(map: &Map<String, Value>, name: &str) -> Result<Ipam, ConfigError> {
     let o = Obj {
@@ -480,6 +480,8 @@ fn read_ipam(map: &Map<String, Value>, name: &str) -> Result<Ipam, ConfigError> 
     let known: Vec<&str> = COMMON_KEYS
         .iter()
         .chain(style_keys)
+        .chain(&STORAGE_KEYS)
+        .chain(REFUSED_KEYS.iter().map(|(k, _)| k))
         .chain(IGNORED_KEYS.iter())
         .copied()
         .collect();
@@ -515,10 +517,7 @@ fn read_ipam(map: &Map<String, Value>, name: &str) -> Result<Ipam, ConfigError> 
         .get("dns")
         .map(|v| read_dns("ipam.dns", v))
         .transpose()?;
-    let store = match o.str("store")? {
-        Some(s) => check_store(s)?,
-        None => crate::store::DEFAULT_DIR.to_owned(),
-    };
+    let store = read_storage(&o, style)?;
     let resolv_conf = o.str("resolvConf")?.map(str::to_owned);
     Ok(Ipam {
         style,
@@ -529,19 +528,6 @@ fn read_ipam(map: &Map<String, Value>, name: &str) -> Result<Ipam, ConfigError> 
         store,
         network,
     })
-}
-
-/// A store URL a plugin can use whatever its working directory: an absolute path,
-/// `file:///PATH` or `etcd://...`.
-fn check_store(s: &str) -> Result<String, ConfigError> {
-    let path = s.strip_prefix("file://").unwrap_or(s);
-    if s.starts_with("etcd://") && s.len() > "etcd://".len() || path.starts_with('/') {
-        return Ok(s.to_owned());
-    }
-    Err(invalid(
-        "ipam.store",
-        format!("{s:?}: give an absolute directory, file:///PATH or etcd://HOST:PORT (a plugin's working directory is anyone's guess)"),
-    ))
 }
 
 fn parse_net(field: &str, text: &str) -> Result<IpNetwork, ConfigError> {

@@ -80,7 +80,7 @@ impl From<StoreError> for CniError {
         let code = match e {
             // Another machine or a restarting etcd: the runtime's retry may well succeed.
             StoreError::Etcd { .. } => code::TRY_AGAIN,
-            StoreError::Url { .. } => code::INVALID_CONFIG,
+            StoreError::Url { .. } | StoreError::Setting { .. } => code::INVALID_CONFIG,
             StoreError::Io { .. } | StoreError::Corrupt { .. } => code::IO,
         };
         Self::new(code, format!("store: {e}"))
@@ -383,12 +383,12 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
             );
             let fixed = assign_requested(conf, &requested)?;
             let dns = dns(conf)?;
-            let mut store = store::open(&conf.ipam.store)?;
+            let mut store = store::open_spec(&conf.ipam.store)?;
             let held = add(store.as_mut(), &pools, &call.owner, &fixed)?;
             Ok(result_json(conf, &held, dns.as_ref()))
         }
         Command::Del => {
-            let Some(mut store) = store::open_existing(&conf.ipam.store)? else {
+            let Some(mut store) = store::open_existing_spec(&conf.ipam.store)? else {
                 return Ok(String::new());
             };
             for pool in network_pools(store.as_mut(), conf)? {
@@ -397,7 +397,7 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
             Ok(String::new())
         }
         Command::Check => {
-            let Some(mut store) = store::open_existing(&conf.ipam.store)? else {
+            let Some(mut store) = store::open_existing_spec(&conf.ipam.store)? else {
                 return Err(not_held(&call.owner, &pools[0], None));
             };
             check(store.as_mut(), conf, &pools, &call.owner)?;
@@ -417,7 +417,7 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
             if conf.ipam.network != conf.name {
                 return Ok(String::new());
             }
-            if let Some(mut store) = store::open_existing(&conf.ipam.store)? {
+            if let Some(mut store) = store::open_existing_spec(&conf.ipam.store)? {
                 gc(store.as_mut(), conf, &keep)?;
             }
             Ok(String::new())

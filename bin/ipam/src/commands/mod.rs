@@ -18,10 +18,10 @@ mod probe;
 
 use crate::alloc::{self, AllocError};
 use crate::answered;
-use crate::cli::{ClusterArgs, ProbeArgs};
+use crate::cli::{ClusterArgs, EtcdArgs, ProbeArgs};
 use crate::netconfig::{self, IpSet, NetConfig};
 use crate::pool::{AddressPool, Answer};
-use crate::store::{self, Record, Store, StoreError};
+use crate::store::{self, Record, Store, StoreError, StoreSpec};
 
 /// A command that failed: the status it exits with and the message for stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +56,7 @@ fn usage(message: impl ToString) -> Failure {
 
 fn store_failed(e: StoreError) -> Failure {
     match e {
-        StoreError::Url { .. } => usage(e),
+        StoreError::Url { .. } | StoreError::Setting { .. } => usage(e),
         _ => failed(Status::Unavailable, e),
     }
 }
@@ -70,14 +70,14 @@ fn alloc_failed(e: AllocError) -> Failure {
     }
 }
 
-fn open(url: &str) -> Result<Box<dyn Store>, Failure> {
-    store::open(url).map_err(store_failed)
+fn open(spec: &StoreSpec) -> Result<Box<dyn Store>, Failure> {
+    store::open_spec(spec).map_err(store_failed)
 }
 
-/// Every reservation of the store at `url`, by pool; none when there is no store there yet
+/// Every reservation of the store `spec` names, by pool; none when there is no store there yet
 /// (which a listing does not create).
-fn all_reservations(url: &str) -> Result<Vec<(String, IpAddr, Record)>, Failure> {
-    let Some(mut store) = store::open_existing(url).map_err(store_failed)? else {
+fn all_reservations(spec: &StoreSpec) -> Result<Vec<(String, IpAddr, Record)>, Failure> {
+    let Some(mut store) = store::open_existing_spec(spec).map_err(store_failed)? else {
         return Ok(Vec::new());
     };
     let mut all = Vec::new();
@@ -121,14 +121,28 @@ pub fn validate(args: &ClusterArgs, wire: &ProbeArgs) -> Outcome {
     }
 }
 
-/// `ipam vip suggest`: VIPs clear of the nodes, of the store's reservations and (with
+/// `ipam vip suggest`: VIPs clear of the nodes, of the reservations of the store `store`
+/// (with `etcd`'s settings; settings without a store are refused, not ignored) and (with
 /// `--probe`) of addresses another host answers for.
-pub fn suggest(args: &ClusterArgs, store: Option<&str>, wire: &ProbeArgs, json: bool) -> Outcome {
+pub fn suggest(
+    args: &ClusterArgs,
+    store: Option<&str>,
+    etcd: &EtcdArgs,
+    wire: &ProbeArgs,
+    json: bool,
+) -> Outcome {
+    let store = match store {
+        Some(url) => Some(etcd.spec(url)),
+        None => match etcd.spec("").etcd.check(false, false) {
+            Err((setting, _)) => return Err(usage(format!("{setting}: given without --store"))),
+            Ok(()) => None,
+        },
+    };
     let nodes = nodes(args)?;
     let networks = Cluster::load_machine_networks(&args.cluster).map_err(usage)?;
     let mut reserved = Vec::new();
-    if let Some(url) = store {
-        reserved.extend(all_reservations(url)?.into_iter().map(|(_, ip, _)| ip));
+    if let Some(spec) = &store {
+        reserved.extend(all_reservations(spec)?.into_iter().map(|(_, ip, _)| ip));
     }
     let s = loop {
         let s = crate::vip::suggest(&networks, nodes.as_ref(), &reserved)
@@ -154,10 +168,16 @@ pub fn netconfig_validate(file: &Path) -> Outcome {
 }
 
 /// `ipam reserve`: an address on every network the IPSet asks for, as its status.
-pub fn reserve(netconfig: &Path, ipset: &Path, url: &str, wire: &ProbeArgs, json: bool) -> Outcome {
+pub fn reserve(
+    netconfig: &Path,
+    ipset: &Path,
+    store: &StoreSpec,
+    wire: &ProbeArgs,
+    json: bool,
+) -> Outcome {
     let netconfig = NetConfig::load(netconfig).map_err(usage)?;
     let ipset = IpSet::load(ipset, &netconfig).map_err(usage)?;
-    let mut store = open(url)?;
+    let mut store = open(store)?;
     let mut check = probe::check(wire);
     let reservations = ipset
         .reserve(store.as_mut(), &netconfig, &mut check)
@@ -167,8 +187,8 @@ pub fn reserve(netconfig: &Path, ipset: &Path, url: &str, wire: &ProbeArgs, json
 }
 
 /// `ipam release NAME`: every address NAME holds, in every pool.
-pub fn release(name: &str, url: &str) -> Outcome {
-    let released = match store::open_existing(url).map_err(store_failed)? {
+pub fn release(name: &str, store: &StoreSpec) -> Outcome {
+    let released = match store::open_existing_spec(store).map_err(store_failed)? {
         Some(mut store) => alloc::release_name(store.as_mut(), name).map_err(alloc_failed)?,
         None => Vec::new(),
     };
@@ -192,8 +212,8 @@ struct Listed<'a> {
 }
 
 /// `ipam list`: every reservation, by pool and address.
-pub fn list(url: &str, json: bool) -> Outcome {
-    let all = all_reservations(url)?;
+pub fn list(store: &StoreSpec, json: bool) -> Outcome {
+    let all = all_reservations(store)?;
     if json {
         let listed: Vec<Listed> = all
             .iter()
@@ -226,7 +246,7 @@ pub struct PoolRequest<'a> {
 pub fn pool_reserve(
     path: &Path,
     request: &PoolRequest,
-    url: &str,
+    store: &StoreSpec,
     wire: &ProbeArgs,
     json: bool,
 ) -> Outcome {
@@ -235,7 +255,7 @@ pub fn pool_reserve(
     if name.is_empty() || key.is_some_and(str::is_empty) {
         return Err(usage("--name and --sharing-key must not be empty"));
     }
-    let mut store = open(url)?;
+    let mut store = open(store)?;
     let mut check = probe::check(wire);
     let held = match key {
         Some(key) => answered::share(store.as_mut(), &pool.pool, key, name, &mut check),

@@ -20,17 +20,25 @@
 //! that times out may or may not have been applied; either way the store is consistent, and the
 //! same request again finds the holding in place. A value this store never writes is reported as
 //! corruption naming the key, and never overwritten.
+//!
+//! `etcd+https://` is TLS (rustls, through etcd-client's `tls`) trusting only the CA bundle it
+//! is given, with a client certificate and a user when [`EtcdAccess`] has them; the files are
+//! read, and a PEM file without its marker named, before anything is sent. A password is read
+//! from its file as it is needed and is in no message.
 
 use std::fmt;
 use std::future::Future;
 use std::net::IpAddr;
+use std::path::Path;
 use std::time::Duration;
 
 use etcd_client::{
-    Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, KvClient, Txn, TxnOp, TxnOpResponse,
+    Certificate, Compare, CompareOp, ConnectOptions, GetOptions, Identity, KeyValue, KvClient,
+    TlsOptions, Txn, TxnOp, TxnOpResponse,
 };
 use tokio::runtime::Runtime;
 
+use super::access::{EtcdAccess, Password};
 use super::etcd_keys::{address_key, address_of, address_value, index_value, pool_of, prefix_end};
 use super::{escape, Record, Store, StoreError};
 
@@ -48,8 +56,8 @@ const PAGE: i64 = 2_000;
 
 /// A connection to etcd. Calls block: the store owns a single-threaded runtime.
 pub struct EtcdStore {
-    /// The endpoints as given, for messages.
-    endpoint: String,
+    /// The endpoints as given, for messages, and what to add to a failure to reach them.
+    peer: Peer,
     /// Every key starts with this (no trailing `/`).
     prefix: String,
     kv: KvClient,
@@ -61,7 +69,7 @@ pub struct EtcdStore {
 impl fmt::Debug for EtcdStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EtcdStore")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.peer.endpoint)
             .field("prefix", &self.prefix)
             .finish_non_exhaustive()
     }
@@ -91,7 +99,7 @@ fn parse_rest(url: &str, rest: &str) -> Result<(Vec<String>, String), StoreError
             .filter(|port| *port != 0);
         if port.is_none() {
             return Err(bad(format!(
-                "{host:?} is not HOST:PORT (etcd://HOST:PORT[,HOST:PORT...][/PREFIX])"
+                "{host:?} is not HOST:PORT (etcd[+https]://HOST:PORT[,HOST:PORT...][/PREFIX])"
             )));
         }
         endpoints.push(host.to_owned());
@@ -127,20 +135,38 @@ fn describe(e: &etcd_client::Error) -> String {
     }
 }
 
+/// The endpoints of a store, for messages, and a hint for a connection that fails.
+struct Peer {
+    endpoint: String,
+    /// Added to a transport error: over TLS with no client certificate, etcd closes the
+    /// connection of a client that presents none once the handshake is done, with no more said.
+    hint: Option<String>,
+}
+
 /// Runs one request on the store's runtime, within [`REQUEST_TIMEOUT`].
 fn run<T>(
     runtime: &Runtime,
-    endpoint: &str,
+    peer: &Peer,
     what: impl FnOnce() -> String,
     request: impl Future<Output = Result<T, etcd_client::Error>>,
 ) -> Result<T, StoreError> {
     let fail = |why: String| StoreError::Etcd {
-        endpoint: endpoint.to_owned(),
+        endpoint: peer.endpoint.clone(),
         why,
     };
     match runtime.block_on(async { tokio::time::timeout(REQUEST_TIMEOUT, request).await }) {
         Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(e)) => Err(fail(format!("{}: {}", what(), describe(&e)))),
+        Ok(Err(e)) => {
+            let mut why = format!("{}: {}", what(), describe(&e));
+            if let Some(hint) = peer
+                .hint
+                .as_ref()
+                .filter(|_| why.contains("transport error"))
+            {
+                why = format!("{why}; {hint}");
+            }
+            Err(fail(why))
+        }
         Err(_) => Err(fail(format!(
             "{}: no answer within {} s (is etcd running and reachable?)",
             what(),
@@ -149,30 +175,140 @@ fn run<T>(
     }
 }
 
+/// A PEM file's bytes, which must hold `marker` (`CERTIFICATE-----`, `PRIVATE KEY-----`):
+/// a file of something else is named here rather than by a TLS handshake's failure.
+fn read_pem(
+    path: &Path,
+    what: &'static str,
+    setting: &str,
+    marker: &str,
+) -> Result<Vec<u8>, StoreError> {
+    let io = |source: std::io::Error| StoreError::Io {
+        path: path.to_owned(),
+        what,
+        source,
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    if !String::from_utf8_lossy(&bytes).contains(marker) {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not PEM (no \"-----BEGIN ...{marker}\" in it; given as {setting})"),
+        )));
+    }
+    Ok(bytes)
+}
+
+/// The password `source` gives: as given, or the text of its file without a final newline.
+/// Neither the password nor any part of the file is ever in a message.
+fn password(source: &Password, setting: &str) -> Result<String, StoreError> {
+    let path = match source {
+        Password::Given(secret) => return Ok(secret.expose().to_owned()),
+        Password::File(path) => path,
+    };
+    let io = |source: std::io::Error| StoreError::Io {
+        path: path.clone(),
+        what: "reading the etcd password",
+        source,
+    };
+    let text = std::fs::read(path).map_err(io)?;
+    let text = String::from_utf8(text).map_err(|_| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text ({setting})"),
+        ))
+    })?;
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    if text.is_empty() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("empty ({setting})"),
+        )));
+    }
+    Ok(text.to_owned())
+}
+
+/// The client's options: timeouts, the leader requirement, and what `access` gives (its files
+/// read now, so that a missing or wrong one is named before any request).
+fn connect_options(access: &EtcdAccess) -> Result<ConnectOptions, StoreError> {
+    // A member cut off from its cluster's leader refuses at once ("no leader") rather than
+    // holding the request until it times out. Requests are timed by `run`, waiting for a
+    // connection included.
+    let mut options = ConnectOptions::new()
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_require_leader(true);
+    let names = &access.names;
+    if let Some(ca) = &access.ca {
+        let ca = read_pem(
+            ca,
+            "reading the etcd CA bundle",
+            names.ca,
+            "CERTIFICATE-----",
+        )?;
+        let mut tls = TlsOptions::new().ca_certificate(Certificate::from_pem(ca));
+        if let (Some(cert), Some(key)) = (&access.cert, &access.key) {
+            let cert = read_pem(
+                cert,
+                "reading the etcd client certificate",
+                names.cert,
+                "CERTIFICATE-----",
+            )?;
+            let key = read_pem(
+                key,
+                "reading the etcd client key",
+                names.key,
+                "PRIVATE KEY-----",
+            )?;
+            tls = tls.identity(Identity::from_pem(cert, key));
+        }
+        options = options.with_tls(tls);
+    }
+    if let (Some(user), Some(source)) = (&access.user, &access.password) {
+        options = options.with_user(user.clone(), password(source, names.password)?);
+    }
+    Ok(options)
+}
+
 impl EtcdStore {
-    /// Connects to the endpoints in `rest` (`HOST:PORT[,HOST:PORT...][/PREFIX]`), `url` being
-    /// the whole store URL for messages. The connection is made by the first request.
-    pub fn connect(url: &str, rest: &str) -> Result<Self, StoreError> {
+    /// Connects to the endpoints in `rest` (`HOST:PORT[,HOST:PORT...][/PREFIX]`), over TLS
+    /// when `tls` (`etcd+https://`), with the files and credentials of `access` (checked by the
+    /// caller against the scheme: [`super::check`]); `url` is the whole store URL for messages.
+    /// With a user, the connection is made (and the user authenticated) here; otherwise by the
+    /// first request.
+    pub fn connect(
+        url: &str,
+        rest: &str,
+        tls: bool,
+        access: &EtcdAccess,
+    ) -> Result<Self, StoreError> {
         let (endpoints, prefix) = parse_rest(url, rest)?;
-        let endpoint = endpoints.join(",");
+        let peer = Peer {
+            endpoint: endpoints.join(","),
+            hint: (tls && access.cert.is_none()).then(|| {
+                format!(
+                    "etcd may want a client certificate, and none was given ({}, {})",
+                    access.names.cert, access.names.key
+                )
+            }),
+        };
+        let options = connect_options(access)?;
+        let scheme = if tls { "https" } else { "http" };
+        let urls: Vec<String> = endpoints
+            .iter()
+            .map(|e| format!("{scheme}://{e}"))
+            .collect();
         let runtime = ipi_core::service::runtime().map_err(|e| StoreError::Etcd {
-            endpoint: endpoint.clone(),
+            endpoint: peer.endpoint.clone(),
             why: format!("cannot start the client's runtime: {e}"),
         })?;
-        // A member cut off from its cluster's leader refuses at once ("no leader") rather than
-        // holding the request until it times out. Requests are timed by `run`, waiting for a
-        // connection included.
-        let options = ConnectOptions::new()
-            .with_connect_timeout(CONNECT_TIMEOUT)
-            .with_require_leader(true);
         let client = run(
             &runtime,
-            &endpoint,
+            &peer,
             || "connecting".to_owned(),
-            etcd_client::Client::connect(&endpoints, Some(options)),
+            etcd_client::Client::connect(&urls, Some(options)),
         )?;
         Ok(Self {
-            endpoint,
+            peer,
             prefix,
             kv: client.kv_client(),
             watch: client.watch_client(),
@@ -195,7 +331,7 @@ impl EtcdStore {
         let options = etcd_client::WatchOptions::new().with_prefix();
         run(
             &self.runtime,
-            &self.endpoint,
+            &self.peer,
             || format!("watching pool {pool:?}"),
             self.watch.watch(prefix, Some(options)),
         )
@@ -207,7 +343,7 @@ impl EtcdStore {
         stream: &mut etcd_client::WatchStream,
         timeout: Duration,
     ) -> Result<bool, StoreError> {
-        let endpoint = self.endpoint.clone();
+        let endpoint = self.peer.endpoint.clone();
         let fail = |why: String| StoreError::Etcd {
             endpoint: endpoint.clone(),
             why,
@@ -254,7 +390,7 @@ impl EtcdStore {
         StoreError::Corrupt {
             place: format!(
                 "etcd {} key {}",
-                self.endpoint,
+                self.peer.endpoint,
                 String::from_utf8_lossy(key)
             ),
             why: why.into(),
@@ -266,7 +402,7 @@ impl EtcdStore {
         Record::decode(kv.value()).map_err(|why| StoreError::Corrupt {
             place: format!(
                 "etcd {} key {} ({ip})",
-                self.endpoint,
+                self.peer.endpoint,
                 String::from_utf8_lossy(kv.key())
             ),
             why,
@@ -279,7 +415,7 @@ impl EtcdStore {
         key: &str,
         what: impl FnOnce() -> String,
     ) -> Result<Option<KeyValue>, StoreError> {
-        let mut answer = run(&self.runtime, &self.endpoint, what, self.kv.get(key, None))?;
+        let mut answer = run(&self.runtime, &self.peer, what, self.kv.get(key, None))?;
         Ok(answer.take_kvs().into_iter().next())
     }
 
@@ -292,7 +428,7 @@ impl EtcdStore {
         txn: Txn,
         what: impl FnOnce() -> String,
     ) -> Result<bool, StoreError> {
-        let answer = run(&self.runtime, &self.endpoint, what, self.kv.txn(txn))?;
+        let answer = run(&self.runtime, &self.peer, what, self.kv.txn(txn))?;
         if answer.succeeded() {
             return Ok(true);
         }
@@ -345,7 +481,7 @@ impl EtcdStore {
             }
             let mut answer = run(
                 &self.runtime,
-                &self.endpoint,
+                &self.peer,
                 what,
                 self.kv.get(start.clone(), Some(options)),
             )?;
@@ -491,7 +627,7 @@ impl Store for EtcdStore {
         let key = self.next_key(pool);
         run(
             &self.runtime,
-            &self.endpoint,
+            &self.peer,
             || format!("setting the next hint of pool {pool:?}"),
             self.kv.put(key, index_value(ip), None),
         )
@@ -518,5 +654,38 @@ mod tests {
             let e = parse_rest("etcd://bad", bad).unwrap_err().to_string();
             assert!(e.contains("etcd://bad"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn files_that_cannot_be_used_are_named_and_no_password_is_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let not_pem = file("ca.pem", "hunter2\n");
+        let e = read_pem(&not_pem, "reading", "--etcd-cacert", "CERTIFICATE-----").unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("ca.pem") && e.contains("not PEM") && e.contains("--etcd-cacert"),
+            "{e}"
+        );
+        assert!(!e.contains("hunter2"), "{e}");
+        let missing = dir.path().join("missing.pem");
+        assert!(read_pem(&missing, "reading", "x", "CERTIFICATE-----")
+            .unwrap_err()
+            .to_string()
+            .contains("missing.pem"));
+        let f = |p| Password::File(p);
+        assert_eq!(
+            password(&f(file("p", "hunter2\r\n")), "p").unwrap(),
+            "hunter2"
+        );
+        assert_eq!(password(&f(file("q", "hunter2")), "q").unwrap(), "hunter2");
+        let e = password(&f(file("e", "\n")), "--etcd-password-file").unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+        let e = password(&f(missing), "--etcd-password-file").unwrap_err();
+        assert!(e.to_string().contains("missing.pem"), "{e}");
     }
 }

@@ -18,7 +18,7 @@ use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 #[cfg(feature = "etcd")]
 use super::etcd::EtcdStore;
 use super::file::FileStore;
-use super::{locate, Location, Record, Store, StoreError};
+use super::{locate, Location, Record, Store, StoreError, StoreSpec};
 
 /// One pool of a store, followed.
 pub trait Follow: fmt::Debug + Send {
@@ -33,13 +33,20 @@ pub trait Follow: fmt::Debug + Send {
 /// until it does (it holds no reservations meanwhile); an etcd that cannot be reached is an
 /// error.
 pub fn follow(url: &str, pool: &str) -> Result<Box<dyn Follow>, StoreError> {
+    follow_spec(&StoreSpec::plain(url), pool)
+}
+
+/// [`follow`] with the etcd settings of `spec` (`etcd+https://`, client certificates, a user).
+pub fn follow_spec(spec: &StoreSpec, pool: &str) -> Result<Box<dyn Follow>, StoreError> {
+    super::check(spec)?;
+    let url = spec.url.as_str();
     Ok(match locate(url)? {
         Location::Dir(root) => Box::new(FileFollow::new(root, pool)?),
         #[cfg(not(feature = "etcd"))]
-        Location::Etcd(_) => return Err(super::without_etcd(url)),
+        Location::Etcd { .. } => return Err(super::without_etcd(url)),
         #[cfg(feature = "etcd")]
-        Location::Etcd(rest) => {
-            let mut store = EtcdStore::connect(url, rest)?;
+        Location::Etcd { rest, tls } => {
+            let mut store = EtcdStore::connect(url, rest, tls, &spec.etcd)?;
             let stream = store.watch_pool(pool)?;
             Box::new(EtcdFollow {
                 store,

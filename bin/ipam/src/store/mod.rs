@@ -10,6 +10,7 @@
 //! machines run it: the file store makes that so with one lock for the whole store, etcd with a
 //! compare-and-swap transaction per change.
 
+pub mod access;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod etcd_keys;
@@ -103,6 +104,16 @@ pub enum StoreError {
         /// What went wrong.
         why: String,
     },
+    /// A TLS file or credential that does not fit the store (or is missing for it).
+    #[error("{setting}: {why} (store {url:?})")]
+    Setting {
+        /// The setting, as it was given (`--etcd-cert`, `ipam.etcd_cert_file`).
+        setting: &'static str,
+        /// The store URL.
+        url: String,
+        /// What is wrong.
+        why: String,
+    },
     /// The store URL is not one we know.
     #[error("store {url:?}: {why}")]
     Url {
@@ -154,22 +165,47 @@ pub trait Store: fmt::Debug {
 /// Where the store is when none is named: a directory for one machine.
 pub const DEFAULT_DIR: &str = "/var/lib/ipi-net/ipam";
 
+/// A store and how to get into it: its URL and, for etcd, the TLS files and credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreSpec {
+    /// A directory, `file://PATH`, `etcd://...` or `etcd+https://...`.
+    pub url: String,
+    /// The etcd settings (none for a directory or a plaintext etcd without authentication).
+    pub etcd: access::EtcdAccess,
+}
+
+impl StoreSpec {
+    /// The store at `url`, with no etcd settings.
+    pub fn plain(url: &str) -> Self {
+        Self {
+            url: url.to_owned(),
+            etcd: access::EtcdAccess::default(),
+        }
+    }
+}
+
 /// Where a store URL points.
 enum Location<'a> {
-    /// etcd: the endpoints and prefix after `etcd://`.
+    /// etcd: the endpoints and prefix after `etcd://` or `etcd+https://`, and whether it is the
+    /// latter.
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
-    Etcd(&'a str),
+    Etcd { rest: &'a str, tls: bool },
     /// A directory.
     Dir(&'a Path),
 }
 
+/// The schemes of etcd store URLs: plaintext, and TLS.
+pub const ETCD_SCHEMES: [(&str, bool); 2] = [("etcd://", false), ("etcd+https://", true)];
+
 fn locate(url: &str) -> Result<Location<'_>, StoreError> {
-    if let Some(rest) = url.strip_prefix("etcd://") {
-        return Ok(Location::Etcd(rest));
+    for (scheme, tls) in ETCD_SCHEMES {
+        if let Some(rest) = url.strip_prefix(scheme) {
+            return Ok(Location::Etcd { rest, tls });
+        }
     }
     let bad = |why: String| StoreError::Url {
         url: url.to_owned(),
-        why: format!("{why} (a path, file://PATH or etcd://HOST:PORT)"),
+        why: format!("{why} (a path, file://PATH, etcd://HOST:PORT or etcd+https://HOST:PORT)"),
     };
     if let Some((scheme, _)) = url.split_once("://") {
         if scheme != "file" {
@@ -183,14 +219,42 @@ fn locate(url: &str) -> Result<Location<'_>, StoreError> {
     Ok(Location::Dir(Path::new(path)))
 }
 
+/// Whether the etcd settings of `spec` fit its store (see [`access::EtcdAccess::check`]):
+/// the setting that does not, named, and why. Pure: nothing is read or opened.
+pub fn check(spec: &StoreSpec) -> Result<(), StoreError> {
+    let (etcd, tls) = match locate(&spec.url)? {
+        Location::Etcd { tls, .. } => (true, tls),
+        Location::Dir(_) => (false, false),
+    };
+    spec.etcd
+        .check(etcd, tls)
+        .map_err(|(setting, why)| StoreError::Setting {
+            setting,
+            url: spec.url.clone(),
+            why,
+        })
+}
+
 /// Opens the store `url` names: `etcd://HOST:PORT[,HOST:PORT...][/PREFIX]` for etcd, a
-/// directory path (or `file://PATH`) for the file store, which is created if need be.
+/// directory path (or `file://PATH`) for the file store, which is created if need be. No TLS
+/// and no credentials: [`open_spec`] takes them.
 pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
+    open_spec(&StoreSpec::plain(url))
+}
+
+/// Opens the store `spec` names, `etcd+https://HOST:PORT[,HOST:PORT...][/PREFIX]` included,
+/// with its TLS files and credentials; settings that do not fit the store are refused first
+/// ([`check`]).
+pub fn open_spec(spec: &StoreSpec) -> Result<Box<dyn Store>, StoreError> {
+    check(spec)?;
+    let url = spec.url.as_str();
     Ok(match locate(url)? {
         #[cfg(feature = "etcd")]
-        Location::Etcd(rest) => Box::new(etcd::EtcdStore::connect(url, rest)?),
+        Location::Etcd { rest, tls } => {
+            Box::new(etcd::EtcdStore::connect(url, rest, tls, &spec.etcd)?)
+        }
         #[cfg(not(feature = "etcd"))]
-        Location::Etcd(_) => return Err(without_etcd(url)),
+        Location::Etcd { .. } => return Err(without_etcd(url)),
         Location::Dir(path) => Box::new(file::FileStore::open(path)?),
     })
 }
@@ -208,12 +272,18 @@ fn without_etcd(url: &str) -> StoreError {
 /// yet. What only reads or releases (a listing, a CNI DEL) finds nothing there, and must not
 /// leave an empty store behind (at a mistyped path, say).
 pub fn open_existing(url: &str) -> Result<Option<Box<dyn Store>>, StoreError> {
-    if let Location::Dir(path) = locate(url)? {
+    open_existing_spec(&StoreSpec::plain(url))
+}
+
+/// [`open_existing`] with the etcd settings of `spec`.
+pub fn open_existing_spec(spec: &StoreSpec) -> Result<Option<Box<dyn Store>>, StoreError> {
+    if let Location::Dir(path) = locate(&spec.url)? {
+        check(spec)?;
         if !file::FileStore::exists(path) {
             return Ok(None);
         }
     }
-    open(url).map(Some)
+    open_spec(spec).map(Some)
 }
 
 /// A pool or owner name as one safe path segment or key segment: letters, digits, `-`, `_` and
@@ -291,5 +361,24 @@ mod tests {
     fn unknown_schemes_and_empty_paths_are_refused() {
         assert!(matches!(open("http://x"), Err(StoreError::Url { .. })));
         assert!(matches!(open(""), Err(StoreError::Url { .. })));
+    }
+
+    #[test]
+    fn settings_that_do_not_fit_the_store_are_refused_before_it_is_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let mut spec = StoreSpec::plain(&store.display().to_string());
+        spec.etcd.ca = Some("/ca.pem".into());
+        let e = open_spec(&spec).unwrap_err().to_string();
+        assert!(
+            e.contains("--etcd-cacert") && e.contains("directory"),
+            "{e}"
+        );
+        assert!(open_existing_spec(&spec).is_err());
+        assert!(!store.exists(), "nothing was created");
+        spec.url = "etcd+https://127.0.0.1:1".into();
+        spec.etcd.ca = None;
+        let e = open_spec(&spec).unwrap_err().to_string();
+        assert!(e.contains("--etcd-cacert") && e.contains("missing"), "{e}");
     }
 }

@@ -31,6 +31,15 @@ pub fn etcd() -> Option<Etcd> {
     Some(Etcd::start().unwrap())
 }
 
+/// A fresh etcd on loopback over https, asking for a client certificate, with authentication
+/// on ([`Etcd::start_secure`]); `None` when etcd or openssl is not installed.
+pub fn secure_etcd() -> Option<Etcd> {
+    if !ipi_lab::etcd::available() || !ipi_lab::pki::available() {
+        return None;
+    }
+    Some(Etcd::start_secure().unwrap())
+}
+
 /// A pool over `cidr` (its network and broadcast addresses never handed out), named after it.
 pub fn pool(cidr: &str, order: Order) -> Pool {
     let net: ipnetwork::IpNetwork = cidr.parse().unwrap();
@@ -85,15 +94,67 @@ impl Ipam {
     }
 }
 
+/// A store as the ipam program is pointed at it: its URL, and the environment that gets it in
+/// (`IPAM_ETCD_*`: the TLS files and credentials of a secure etcd; none for other stores).
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: String,
+    pub env: Vec<(String, String)>,
+}
+
+impl Target {
+    /// A store that needs no settings.
+    pub fn plain(url: &str) -> Self {
+        Self {
+            url: url.to_owned(),
+            env: Vec::new(),
+        }
+    }
+
+    /// The etcd `etcd`, as [`ipi_lab::etcd::USER`] when it is a secure one.
+    pub fn etcd(etcd: &Etcd) -> Self {
+        Self {
+            url: etcd.url(),
+            env: etcd.ipam_env(),
+        }
+    }
+
+    /// The secure etcd `etcd` as [`ipi_lab::etcd::USER`] by its client certificate alone.
+    pub fn etcd_by_certificate(etcd: &Etcd) -> Self {
+        Self {
+            url: etcd.url(),
+            env: etcd.ipam_env_by_certificate(),
+        }
+    }
+
+    /// The ipam program, with `CNI_COMMAND`, `IPAM_STORE` and every `IPAM_ETCD_*` from the
+    /// test's own environment removed and this store's environment set.
+    pub fn command(&self, ipam: &Path) -> Command {
+        let mut command = Command::new(ipam);
+        command.env_remove("CNI_COMMAND").env_remove("IPAM_STORE");
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("IPAM_ETCD_") {
+                command.env_remove(key);
+            }
+        }
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        command
+    }
+}
+
 /// `ipam pool reserve --pool POOL --name NAME --store URL --json`, started with its output piped.
 pub fn spawn_reserve(ipam: &Path, pool: &Path, name: &str, url: &str) -> Child {
-    Command::new(ipam)
-        .args([
-            "pool", "reserve", "--json", "--name", name, "--store", url, "--pool",
-        ])
+    spawn_reserve_at(ipam, pool, name, &Target::plain(url))
+}
+
+/// [`spawn_reserve`] against `store`, with its environment.
+pub fn spawn_reserve_at(ipam: &Path, pool: &Path, name: &str, store: &Target) -> Child {
+    store
+        .command(ipam)
+        .args(["pool", "reserve", "--json", "--name", name, "--store"])
+        .arg(&store.url)
+        .arg("--pool")
         .arg(pool)
-        .env_remove("CNI_COMMAND")
-        .env_remove("IPAM_STORE")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -127,14 +188,19 @@ pub fn reported(line: &str) -> Option<IpAddr> {
 
 /// Every reservation `ipam list --store URL --json` prints: address -> owner, per pool.
 pub fn listed(ipam: &Path, url: &str) -> BTreeMap<String, BTreeMap<IpAddr, String>> {
-    let list = Command::new(ipam)
-        .args(["list", "--json", "--store", url])
-        .env_remove("CNI_COMMAND")
+    listed_at(ipam, &Target::plain(url))
+}
+
+/// [`listed`] from `store`, with its environment.
+pub fn listed_at(ipam: &Path, store: &Target) -> BTreeMap<String, BTreeMap<IpAddr, String>> {
+    let list = store
+        .command(ipam)
+        .args(["list", "--json", "--store", &store.url])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = succeeded(list, &format!("ipam list --store {url}"));
+    let stdout = succeeded(list, &format!("ipam list --store {}", store.url));
     let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
     let mut pools: BTreeMap<String, BTreeMap<IpAddr, String>> = BTreeMap::new();
     for row in rows {
@@ -238,24 +304,24 @@ pub struct Allocations {
 }
 
 /// `processes` workers at once, each running `each` `ipam pool reserve` processes one after the
-/// other (names `W-I`), against the store `url`.
+/// other (names `W-I`), against `store`.
 pub fn allocate_concurrently(
     ipam: &Path,
     pool: &Path,
-    url: &str,
+    store: &Target,
     processes: usize,
     each: usize,
 ) -> Allocations {
     let start = std::time::Instant::now();
     let workers: Vec<_> = (0..processes)
         .map(|w| {
-            let (ipam, pool, url) = (ipam.to_owned(), pool.to_owned(), url.to_owned());
+            let (ipam, pool, store) = (ipam.to_owned(), pool.to_owned(), store.clone());
             std::thread::spawn(move || {
                 let mut reported = Vec::new();
                 let mut failures = Vec::new();
                 for i in 0..each {
                     let name = format!("{w}-{i}");
-                    let out = spawn_reserve(&ipam, &pool, &name, &url)
+                    let out = spawn_reserve_at(&ipam, &pool, &name, &store)
                         .wait_with_output()
                         .unwrap();
                     let stdout = String::from_utf8_lossy(&out.stdout);

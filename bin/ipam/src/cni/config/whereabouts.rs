@@ -134,8 +134,14 @@ fn whereabouts_range(
 
 #[cfg(test)]
 mod tests {
-    use crate::cni::config::tests::{conf, ip};
-    use crate::cni::config::{parse, Style};
+    use crate::cni::config::tests::{conf as shared, ip};
+    use crate::cni::config::{parse, ConfigError, NetConf, Style};
+
+    /// A config with this whereabouts `ipam` section, on the node's directory (`node_local`):
+    /// the store is not what these tests are about (see `super::super::storage`).
+    fn conf(ipam: &str) -> Result<NetConf, ConfigError> {
+        shared(&ipam.replacen('{', r#"{"node_local":true,"#, 1))
+    }
 
     #[test]
     fn reads_the_whereabouts_fixture() {
@@ -144,7 +150,14 @@ mod tests {
             "/../../tests/fixtures/seeds/nad-internalapi-whereabouts.json"
         ))
         .unwrap();
-        let c = parse(&text, "ADD", "0.3.0").unwrap();
+        // As it is, it names no shared store: refused, with the reason.
+        let e = parse(&text, "ADD", "0.3.0").unwrap_err();
+        assert!(e.to_string().contains("no shared store"), "{e}");
+        let mut v: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        v["ipam"]["etcd_host"] = "https://192.0.2.10:2379".into();
+        v["ipam"]["etcd_ca_cert_file"] = "/etc/ipi-net/etcd-ca.pem".into();
+        let c = parse(v.to_string().as_bytes(), "ADD", "0.3.0").unwrap();
+        assert_eq!(c.ipam.store.url, "etcd+https://192.0.2.10:2379");
         assert_eq!(c.cni_version, "0.3.1");
         assert_eq!(c.ipam.style, Style::Whereabouts);
         let r = c.ipam.sets[0].ranges[0];
