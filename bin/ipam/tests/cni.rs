@@ -5,9 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+mod common;
 
 use ipnetwork::IpNetwork;
 use serde_json::{json, Value};
@@ -68,23 +69,15 @@ fn run_with(
             None => cmd.env_remove(k),
         };
     }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // VERSION may exit without reading.
-    let _ = child.stdin.take().unwrap().write_all(conf.as_bytes());
-    let out = child.wait_with_output().unwrap();
-    let code = out.status.code();
+    let out = common::finish(&mut cmd, conf.as_bytes());
     assert!(
-        matches!(code, Some(0 | 1)),
-        "{plugin} {command}: exit {code:?}"
+        matches!(out.code, Some(0 | 1)),
+        "{plugin} {command}: exit {:?}",
+        out.code
     );
     Out {
-        ok: out.status.success(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
+        ok: out.ok,
+        stdout: out.stdout,
     }
 }
 

@@ -11,12 +11,11 @@
 
 mod common;
 
-use std::io::Write;
 use std::net::IpAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::{pool_file, reported_line, secure_etcd, Target, BIN};
+use common::{finish, pool_file, reported_line, secure_etcd, Run, Target, BIN};
 use ipi_lab::etcd::{Etcd, PREFIX};
 use serde_json::{json, Value};
 
@@ -26,32 +25,6 @@ fn password(etcd: &Etcd) -> String {
         .unwrap()
         .trim_end()
         .to_owned()
-}
-
-/// What a finished ipam run printed.
-#[derive(Debug)]
-struct Run {
-    ok: bool,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn finish(command: &mut Command, stdin: &[u8]) -> Run {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    Run {
-        ok: out.status.success(),
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
 }
 
 /// `ipam pool reserve --name NAME` of a small pool in `store`.

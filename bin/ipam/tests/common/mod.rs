@@ -6,6 +6,7 @@
 pub mod behaviours;
 
 use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -356,4 +357,32 @@ pub fn allocate_concurrently(
 pub fn reported_line(stdout: &str) -> Option<IpAddr> {
     let (line, _) = stdout.split_once('\n')?;
     reported(line)
+}
+
+/// What a finished ipam run printed.
+#[derive(Debug)]
+pub struct Run {
+    pub ok: bool,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `command` with `stdin` as its input and waits for it (a program that exits without
+/// reading its input, as a CNI VERSION may, is not an error).
+pub fn finish(command: &mut Command, stdin: &[u8]) -> Run {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    let out = child.wait_with_output().unwrap();
+    Run {
+        ok: out.status.success(),
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }
