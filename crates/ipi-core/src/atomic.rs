@@ -169,7 +169,11 @@ fn not_regular(what: &str) -> io::Error {
 fn sweep_once(dir: &Path) {
     let first = SWEPT
         .lock()
-        .map(|mut swept| swept.get_or_insert_with(HashSet::new).insert(dir.to_owned()))
+        .map(|mut swept| {
+            swept
+                .get_or_insert_with(HashSet::new)
+                .insert(dir.to_owned())
+        })
         .unwrap_or(false);
     if first {
         for removed in sweep(dir) {
@@ -373,7 +377,10 @@ mod tests {
         for p in [&stale, &kept, &other] {
             fs::write(p, "half").unwrap();
         }
-        assert_eq!(write(&dir.path().join("hosts"), b"new").unwrap(), Outcome::Changed);
+        assert_eq!(
+            write(&dir.path().join("hosts"), b"new").unwrap(),
+            Outcome::Changed
+        );
         assert!(!stale.exists(), "a dead writer's temporary file stays");
         assert!(kept.exists(), "a live writer's temporary file was removed");
         assert!(other.exists(), "a name not ours was removed");
@@ -402,7 +409,9 @@ mod tests {
         let err = open_regular(&victim.with_file_name("link2"));
         assert!(err.is_err());
         std::os::unix::fs::symlink(&victim, dir.path().join("link2")).unwrap();
-        let err = open_regular(&dir.path().join("link2")).unwrap_err().to_string();
+        let err = open_regular(&dir.path().join("link2"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("symbolic link"), "{err}");
         let err = open_regular(dir.path()).unwrap_err().to_string();
         assert!(err.contains("a directory"), "{err}");
