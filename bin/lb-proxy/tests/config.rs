@@ -44,7 +44,7 @@ fn the_managed_config() {
     assert_eq!(stats.stats.uri.as_deref(), Some("/haproxy_stats"));
     assert_eq!(
         stats.stats.auth,
-        [("Username".to_string(), "Password".to_string())]
+        [("Username".to_string(), "Password".into())]
     );
     assert_eq!(stats.stats.refresh, Some(Duration::from_secs(30)));
     assert_eq!(stats.binds[0].host.as_deref(), Some("localhost"));
