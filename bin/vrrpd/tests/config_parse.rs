@@ -407,6 +407,11 @@ vrrp_instance A { interface $IF
         ("eth0", 51, 100)
     );
     assert_eq!(a.auth_pass.as_ref().map(|p| p.expose()), Some("secret1"));
+    // Held out of sight: neither the model's Debug nor what goes on the wire prints it.
+    for shown in [format!("{c:?}"), format!("{:?}", a.auth())] {
+        assert!(!shown.contains("secret1"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+    }
     assert_eq!(a.vips[0].prefix_len, 24);
     let b = c.instance("B").unwrap();
     assert_eq!((b.interface.as_str(), b.vrid), ("eth0", 52));

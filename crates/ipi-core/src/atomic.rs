@@ -292,11 +292,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hosts");
         fs::write(&path, "old").unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        // Neither the temporary file's 0600 nor a new file's 0644.
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
         write(&path, b"new").unwrap();
         assert_eq!(
             fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-            0o600
+            0o640
         );
     }
 
