@@ -11,7 +11,8 @@
 //! The target is never followed: a symbolic link at the path is replaced by the file (as the
 //! rename always did), a FIFO, device or directory there is an error, and the current content is
 //! read through [`open_regular`] (non-blocking, no link followed). A temporary file is named
-//! `.NAME.tmp.PID.SEQ`; those a writer that died left behind (its PID no longer runs) are
+//! `.NAME.tmp.PID.SEQ`; those a writer that died left behind (no process of that PID runs, or
+//! the one that does started after the file was last written: the PID was given again) are
 //! removed by the first write of this process into that directory.
 
 use std::collections::HashSet;
@@ -21,6 +22,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The mode of a file [`write`] creates, whatever the umask.
 pub const MODE: u32 = 0o644;
@@ -186,7 +188,7 @@ fn sweep_once(dir: &Path) {
 }
 
 /// Removes the temporary files (`.NAME.tmp.PID.SEQ`, regular files only) in `dir` whose writer
-/// PID no longer runs; returns them. Best effort: what cannot be read or removed stays.
+/// is gone ([`writer_gone`]); returns them. Best effort: what cannot be read or removed stays.
 pub fn sweep(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
@@ -196,8 +198,11 @@ pub fn sweep(dir: &Path) -> Vec<PathBuf> {
         let Some(pid) = entry.file_name().to_str().and_then(writer_pid) else {
             continue;
         };
-        let regular = entry.file_type().is_ok_and(|t| t.is_file());
-        if regular && !running(pid) && fs::remove_file(entry.path()).is_ok() {
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        let written = meta.modified().unwrap_or(SystemTime::now());
+        if meta.is_file() && writer_gone(pid, written) && fs::remove_file(entry.path()).is_ok() {
             removed.push(entry.path());
         }
     }
@@ -216,9 +221,36 @@ fn writer_pid(name: &str) -> Option<i32> {
         .filter(|&p| p > 0)
 }
 
-/// Whether a process `pid` exists (in this PID namespace: /proc/PID is there).
-fn running(pid: i32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+/// Whether the writer `pid` of a temporary file last written at `written` is gone: no process of
+/// that PID runs (in this PID namespace), or the one that does started after the write.
+fn writer_gone(pid: i32, written: SystemTime) -> bool {
+    match started(pid) {
+        None => !Path::new(&format!("/proc/{pid}")).exists(),
+        // The boot time has whole seconds: a second of slack.
+        Some(at) => at > written + Duration::from_secs(1),
+    }
+}
+
+/// When process `pid` started: /proc/PID/stat's field 22 (clock ticks of USER_HZ, 100 a
+/// second, since boot) after /proc/stat's `btime`. None when it runs no more or cannot be read.
+fn started(pid: i32) -> Option<SystemTime> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields from the third on follow the command name's closing parenthesis.
+    let ticks: u64 = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let boot: u64 = fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_millis(ticks * 10))
 }
 
 /// Creates `dir` and its missing parents, as `install -d` does: each new directory gets mode
@@ -384,6 +416,22 @@ mod tests {
         );
         assert!(!stale.exists(), "a dead writer's temporary file stays");
         assert!(kept.exists(), "a live writer's temporary file was removed");
+        // A PID given again: the process that has it now started after the file was written.
+        let reused = dir.path().join(format!(".other.tmp.{live}.1"));
+        fs::write(&reused, "half").unwrap();
+        let long_ago = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        File::options()
+            .write(true)
+            .open(&reused)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        assert_eq!(sweep(dir.path()), [reused]);
+        assert!(kept.exists());
+        // This test's process started moments ago, by the clock /proc gives.
+        let me = started(i32::try_from(live).unwrap()).unwrap();
+        let now = SystemTime::now();
+        assert!(me <= now + Duration::from_secs(1) && me + Duration::from_secs(600) > now);
         assert!(other.exists(), "a name not ours was removed");
         assert_eq!(writer_pid(".a.tmp.12.3"), Some(12));
         assert_eq!(writer_pid(".tmp.12.3"), None);
