@@ -73,7 +73,7 @@ _dns__render() {
             return 0
             ;;
         dns__subcmd__render__subcmd__corefile)
-            opts="-o -h --cluster --nodes --templates --resolv --node-ip --output --exit-changed --watch --reload-pid --help"
+            opts="-o -h --cluster --nodes --templates --resolv --node-ip --output --exit-changed --watch --reload-pid --reload-name --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -111,6 +111,10 @@ _dns__render() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reload-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -119,7 +123,7 @@ _dns__render() {
             return 0
             ;;
         dns__subcmd__render__subcmd__dnsdata)
-            opts="-o -h --output --exit-changed --watch --reload-pid --help"
+            opts="-o -h --output --exit-changed --watch --reload-pid --reload-name --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -137,6 +141,10 @@ _dns__render() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reload-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -145,7 +153,7 @@ _dns__render() {
             return 0
             ;;
         dns__subcmd__render__subcmd__dnsmasq)
-            opts="-h --cluster --nodes --templates --resolv --node-ip --out-dir --listen --exit-changed --watch --reload-pid --help"
+            opts="-h --cluster --nodes --templates --resolv --node-ip --out-dir --listen --exit-changed --watch --reload-pid --reload-name --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -180,6 +188,10 @@ _dns__render() {
                     return 0
                     ;;
                 --reload-pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reload-name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -289,7 +301,7 @@ _dns__render() {
             return 0
             ;;
         dns__subcmd__render__subcmd__hosts)
-            opts="-o -h --cluster --nodes --templates --output --exit-changed --watch --reload-pid --help"
+            opts="-o -h --cluster --nodes --templates --output --exit-changed --watch --reload-pid --reload-name --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -319,6 +331,10 @@ _dns__render() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reload-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -327,7 +343,7 @@ _dns__render() {
             return 0
             ;;
         dns__subcmd__render__subcmd__resolv)
-            opts="-o -h --nameserver --search --in --resolved --output --exit-changed --watch --reload-pid --help"
+            opts="-o -h --nameserver --search --in --resolved --output --exit-changed --watch --reload-pid --reload-name --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -354,6 +370,10 @@ _dns__render() {
                     return 0
                     ;;
                 --reload-pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reload-name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -463,7 +463,7 @@ _vrrpd() {
             return 0
             ;;
         vrrpd__subcmd__watch)
-            opts="-f -v -q -h --interface --pcap --json --config --verbose --quiet --help"
+            opts="-f -v -q -h --interface --pcap --json --show-secrets --config --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

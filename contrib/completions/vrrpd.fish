@@ -96,6 +96,7 @@ complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l interface -d 'List
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l pcap -d 'Read this pcap file instead' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s f -l config -d 'Mark adverts on this keepalived.conf\'s VRIDs that come from routers outside its groups (other addresses, authentication or version; not a listed unicast peer)' -r -F
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l json -d 'One JSON object per line instead of text'
+complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -l show-secrets -d 'Print PASS passwords as they are on the wire (without it: `<redacted>`)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s v -l verbose -d 'More log output (repeat for more)'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s q -l quiet -d 'Less log output'
 complete -c vrrpd -n "__fish_vrrpd_using_subcommand watch" -s h -l help -d 'Print help'

@@ -57,6 +57,11 @@ pub struct Output {
     /// no restart. A pid file or process that is not there is logged and skipped.
     #[arg(long = "reload-pid", value_name = "FILE")]
     pub reload_pid: Vec<std::path::PathBuf>,
+    /// The name of the program the --reload-pid files name (/proc/PID/comm, its first 15
+    /// characters): a pid whose process is another program, or none, is logged and not
+    /// signalled (a stale pid file).
+    #[arg(long = "reload-name", value_name = "NAME", default_value = "dnsmasq")]
+    pub reload_name: String,
 }
 
 /// The subcommands.

@@ -92,6 +92,9 @@ replay-unanswered on. With -f the file decides.
 
 The stats page (text, ;json, /metrics) shows each server's passive actions, passive DOWNs,
 races lost and the last passive reason; `lb-proxy check --servers URL` prints them.
+`stats auth USER:PASS` guards all three (compared in constant time); as in haproxy, `stats`
+lines in defaults are those of each section without `stats` lines of its own, and the
+monitor URI answers anyone.
 
 Connections are accepted only once admitted: within the frontend's maxconn and the process's
 own descriptors, which are what the open-file limit holds less a reserve for the listening

@@ -44,7 +44,12 @@ fn the_managed_config() {
     assert_eq!(stats.stats.uri.as_deref(), Some("/haproxy_stats"));
     assert_eq!(
         stats.stats.auth,
-        [("Username".to_string(), "Password".to_string())]
+        [("Username".to_string(), "Password".into())]
+    );
+    let shown = format!("{c:?}");
+    assert!(
+        !shown.contains("Password") && shown.contains("<redacted>"),
+        "{shown}"
     );
     assert_eq!(stats.stats.refresh, Some(Duration::from_secs(30)));
     assert_eq!(stats.binds[0].host.as_deref(), Some("localhost"));
@@ -93,6 +98,7 @@ listen m
   bind :1936
   mode http
   monitor fail if { nbsrv(ghost) lt 1 }
+  stats auth admin:hunter22 extra
 frontend f
 ";
     let errors = config::parse_str(text, "h.cfg").unwrap_err().to_string();
@@ -109,13 +115,15 @@ frontend f
         "h.cfg:15: server a: `on-marked-down drain` is not supported",
         "h.cfg:15: server a is defined twice in this backend",
         "h.cfg:16: `option abortonclose` is not supported by lb-proxy",
-        "h.cfg:21: frontend f: a section of that name already exists",
+        "h.cfg:22: frontend f: a section of that name already exists",
+        "h.cfg:21: `stats auth ...`: lb-proxy reads stats enable",
         "h.cfg:7: f: default_backend `nowhere` names no backend",
         "h.cfg:17: m: monitor fail counts `ghost`, which names no backend",
         "h.cfg:14: server a: check-ssl needs `verify none`",
     ] {
         assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
     }
+    assert!(!errors.contains("hunter22"), "a password in:\n{errors}");
 }
 
 #[test]

@@ -110,3 +110,100 @@ fn the_same_config_behaves_the_same_under_haproxy_and_lb_proxy() {
     };
     assert_eq!(strip(ours), strip(haproxy));
 }
+
+/// `stats auth` under both: written in `defaults`, it guards the stats of a section with no
+/// `stats` line of its own (page, JSON, and lb-proxy's metrics), for any method, and refuses a
+/// missing header, a wrong password or a wrong user; a section with `stats` lines of its own
+/// starts afresh (haproxy's rule), so only its own account opens it. TCP sections ignore the
+/// inherited stats with haproxy's warning. No password reaches lb-proxy's log.
+#[test]
+fn stats_auth_guards_every_stats_page_as_haproxys_does() {
+    if !ipi_lab::tool("haproxy", "haproxy") {
+        return;
+    }
+    for kind in [Kind::Haproxy, Kind::LbProxy] {
+        stats_auth(kind);
+    }
+}
+
+/// The `Authorization` header of `creds` (base64 of the test's accounts and wrong guesses).
+fn basic(creds: &str) -> String {
+    let encoded = match creds {
+        "admin:s3cr3t-pw" => "YWRtaW46czNjcjN0LXB3",
+        "ops:0ther-pw" => "b3BzOjB0aGVyLXB3",
+        "own:th1rd-pw" => "b3duOnRoMXJkLXB3",
+        "admin:s3cr3t-pX" => "YWRtaW46czNjcjN0LXBY",
+        "root:s3cr3t-pw" => "cm9vdDpzM2NyM3QtcHc=",
+        _ => unreachable!(),
+    };
+    format!("Authorization: Basic {encoded}\r\n")
+}
+
+/// The status `page` at `at` answers with the credentials `creds` (none: empty).
+fn code(at: std::net::SocketAddr, page: &str, creds: &str) -> u16 {
+    let headers = if creds.is_empty() {
+        String::new()
+    } else {
+        basic(creds)
+    };
+    support::request(at, page, &headers).unwrap().0
+}
+
+fn stats_auth(kind: Kind) {
+    let b = backends(1);
+    let ports = Ports::new();
+    let own = std::net::SocketAddr::from((support::loopback(), support::free_port()));
+    let cfg = format!(
+        "defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n  \
+         stats auth admin:s3cr3t-pw\n  stats auth ops:0ther-pw\n\
+         frontend main\n  bind {}\n  default_backend masters\n\
+         frontend monitor\n  bind {}\n  mode http\n  monitor-uri /haproxy_ready\n\
+         listen inherited\n  bind {}\n  mode http\n\
+         listen own\n  bind {own}\n  mode http\n  stats uri /\n  stats auth own:th1rd-pw\n\
+         backend masters\n  server m0 {}\n",
+        ports.front(),
+        ports.monitor(),
+        ports.stats(),
+        b[0].address()
+    );
+    let p = Proxy::start(kind, &cfg, ports, &[]);
+    let lb = kind == Kind::LbProxy;
+    let inherited = ["/haproxy?stats", "/haproxy?stats;json", "/metrics"];
+    for page in &inherited[..if lb { 3 } else { 2 }] {
+        let at = ports.stats();
+        for (creds, want) in [
+            ("", 401),
+            ("admin:s3cr3t-pX", 401),
+            ("root:s3cr3t-pw", 401),
+            ("own:th1rd-pw", 401),
+            ("admin:s3cr3t-pw", 200),
+            ("ops:0ther-pw", 200),
+        ] {
+            assert_eq!(code(at, page, creds), want, "{kind:?} {page} {creds:?}");
+        }
+    }
+    let own_pages = ["/", "/;json", "/metrics"];
+    for page in &own_pages[..if lb { 3 } else { 2 }] {
+        for (creds, want) in [("", 401), ("admin:s3cr3t-pw", 401), ("own:th1rd-pw", 200)] {
+            assert_eq!(
+                code(own, page, creds),
+                want,
+                "{kind:?} own {page} {creds:?}"
+            );
+        }
+    }
+    // The monitor answers anyone, as haproxy's does.
+    assert_eq!(code(ports.monitor(), "/haproxy_ready", ""), 200);
+    let log = p.log();
+    for name in ["frontend 'main'", "backend 'masters'"] {
+        let warning = format!("'stats' statement ignored for {name} as it requires HTTP mode");
+        assert!(log.contains(&warning), "{kind:?}: {warning}\n{log}");
+    }
+    if lb {
+        let dropped = "own: the `stats auth` of defaults does not apply here";
+        assert!(log.contains(dropped), "{log}");
+        for pw in ["s3cr3t", "0ther", "th1rd"] {
+            assert!(!log.contains(pw), "a password in the log:\n{log}");
+        }
+    }
+}

@@ -118,6 +118,9 @@ pub enum Command {
         /// One JSON object per line instead of text.
         #[arg(long)]
         json: bool,
+        /// Print PASS passwords as they are on the wire (without it: `<redacted>`).
+        #[arg(long)]
+        show_secrets: bool,
         /// Mark adverts on this keepalived.conf's VRIDs that come from routers outside its
         /// groups (other addresses, authentication or version; not a listed unicast peer).
         #[arg(short = 'f', long = "config", value_name = "FILE")]

@@ -30,11 +30,12 @@ fn main() -> ExitCode {
         Command::Watch {
             input,
             json,
+            show_secrets,
             config,
         } => vrrpd::commands::watch(
             input.interface.as_deref(),
             input.pcap.as_deref(),
-            json,
+            vrrpd::watch::Format { json, show_secrets },
             config.as_deref(),
         ),
         Command::Survey {

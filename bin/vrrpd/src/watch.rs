@@ -1,7 +1,8 @@
 //! `vrrpd watch`: every VRRP advertisement on an interface or in a capture, decoded, one line
 //! each (text or JSON). Rejected datagrams are printed with the reason instead of being hidden:
 //! this is the tool for finding out why two routers disagree. Given a keepalived.conf, adverts
-//! on its VRIDs from routers outside its groups are marked FOREIGN with the reason.
+//! on its VRIDs from routers outside its groups are marked FOREIGN with the reason. A PASS
+//! password is printed as `<redacted>` unless `--show-secrets` asks for it ([`Format`]).
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -10,6 +11,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ipi_core::capture;
+use ipi_core::secret::REDACTED;
 use ipi_core::vrrp::{self, Auth, ChecksumMode, Datagram, Version};
 use ipi_core::Family;
 use serde_json::json;
@@ -17,6 +19,15 @@ use serde_json::json;
 use crate::config::Config;
 use crate::daemon::rx::{self, Expect};
 use crate::net::{Netlink, SocketConfig, VrrpSocket};
+
+/// How lines are printed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Format {
+    /// JSON objects instead of text.
+    pub json: bool,
+    /// PASS passwords as they are, not redacted.
+    pub show_secrets: bool,
+}
 
 /// What one line reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -185,8 +196,8 @@ fn carries_vrrp(ip: &[u8]) -> bool {
     }
 }
 
-/// One line of text.
-pub fn to_text(seen: &Seen) -> String {
+/// One line of text (the password shown with `show_secrets`, else redacted).
+pub fn to_text(seen: &Seen, show_secrets: bool) -> String {
     let mut line = utc(seen.at);
     match &seen.outcome {
         Ok(advert) => {
@@ -204,7 +215,7 @@ pub fn to_text(seen: &Seen) -> String {
                 d.hop_limit
             );
             if let Auth::Pass(_) = r.auth {
-                let _ = write!(line, " auth PASS {:?}", password(&r.auth));
+                let _ = write!(line, " auth PASS {}", shown(&r.auth, show_secrets));
             }
             let addresses: Vec<String> = r.addresses.iter().map(IpAddr::to_string).collect();
             let _ = write!(line, " addrs {}", addresses.join(","));
@@ -225,8 +236,8 @@ pub fn to_text(seen: &Seen) -> String {
     line
 }
 
-/// One line of JSON.
-pub fn to_json(seen: &Seen) -> String {
+/// One line of JSON (the password shown with `show_secrets`, else redacted).
+pub fn to_json(seen: &Seen, show_secrets: bool) -> String {
     let at = seen.at.as_secs_f64();
     let value = match &seen.outcome {
         Ok(advert) => {
@@ -241,7 +252,7 @@ pub fn to_json(seen: &Seen) -> String {
                 "vrid": r.vrid,
                 "priority": r.priority,
                 "advert_int_cs": r.advert_int,
-                "auth": match r.auth { Auth::None => None, Auth::Pass(_) => Some(password(&r.auth)) },
+                "auth": match r.auth { Auth::None => None, Auth::Pass(_) => Some(password(&r.auth, show_secrets)) },
                 "addresses": r.addresses,
                 "checksum_without_pseudo_header": advert.checksum_without_pseudo_header,
                 "foreign": seen.foreign.as_ref().map(|f| json!({
@@ -284,10 +295,21 @@ fn interval(cs: u16) -> String {
     }
 }
 
-/// The PASS password as keepalived would have been configured with it (up to the first NUL).
-fn password(auth: &Auth) -> String {
+/// The PASS password for the text line: quoted, or [`REDACTED`] unquoted.
+fn shown(auth: &Auth, show_secrets: bool) -> String {
+    if show_secrets {
+        format!("{:?}", password(auth, true))
+    } else {
+        REDACTED.to_string()
+    }
+}
+
+/// The PASS password as keepalived would have been configured with it (up to the first NUL),
+/// or [`REDACTED`] unless `show_secrets`.
+fn password(auth: &Auth, show_secrets: bool) -> String {
     match auth {
         Auth::None => String::new(),
+        Auth::Pass(_) if !show_secrets => REDACTED.to_string(),
         Auth::Pass(data) => {
             let end = data.iter().position(|&b| b == 0).unwrap_or(data.len());
             String::from_utf8_lossy(&data[..end]).into_owned()
@@ -296,14 +318,22 @@ fn password(auth: &Auth) -> String {
 }
 
 /// Prints `seen` to `out` in the chosen format.
-pub fn print(out: &mut impl Write, seen: &Seen, json: bool) -> io::Result<()> {
-    let line = if json { to_json(seen) } else { to_text(seen) };
+pub fn print(out: &mut impl Write, seen: &Seen, format: Format) -> io::Result<()> {
+    let line = if format.json {
+        to_json(seen, format.show_secrets)
+    } else {
+        to_text(seen, format.show_secrets)
+    };
     writeln!(out, "{line}")
 }
 
 /// Listens on `interface` for both families until an error; prints every datagram, marking
 /// those foreign to `groups`.
-pub async fn listen(interface: &str, json: bool, groups: &Groups) -> Result<(), crate::net::Error> {
+pub async fn listen(
+    interface: &str,
+    format: Format,
+    groups: &Groups,
+) -> Result<(), crate::net::Error> {
     let sockets = open(interface).await?;
     let mut stdout = io::stdout().lock();
     loop {
@@ -311,7 +341,7 @@ pub async fn listen(interface: &str, json: bool, groups: &Groups) -> Result<(), 
         if let Ok(advert) = &seen.outcome {
             seen.foreign = groups.foreign(advert, Some(interface));
         }
-        if print(&mut stdout, &seen, json).is_err() {
+        if print(&mut stdout, &seen, format).is_err() {
             // The reader went away (`vrrpd watch | head`): done.
             return Ok(());
         }
@@ -390,9 +420,12 @@ mod tests {
 
     #[test]
     fn passwords_stop_at_the_first_nul() {
-        assert_eq!(password(&Auth::pass("secret")), "secret");
-        assert_eq!(password(&Auth::pass("12345678")), "12345678");
-        assert_eq!(password(&Auth::None), "");
+        assert_eq!(password(&Auth::pass("secret"), true), "secret");
+        assert_eq!(password(&Auth::pass("12345678"), true), "12345678");
+        assert_eq!(password(&Auth::None, true), "");
+        assert_eq!(password(&Auth::pass("secret"), false), REDACTED);
+        assert_eq!(shown(&Auth::pass("secret"), true), "\"secret\"");
+        assert_eq!(shown(&Auth::pass("secret"), false), REDACTED);
     }
 
     #[test]

@@ -52,7 +52,10 @@ fn the_managed_master_config() {
     assert_eq!(api.state, Some(InitialState::Backup));
     assert_eq!(api.interface, "ens3");
     assert_eq!((api.vrid, api.priority, api.advert_int_cs), (124, 40, 100));
-    assert_eq!(api.auth_pass.as_deref(), Some("managed_api_vip"));
+    assert_eq!(
+        api.auth_pass.as_ref().map(|p| p.expose()),
+        Some("managed_api_vip")
+    );
     assert_eq!(api.auth(), Auth::pass("managed_api_vip"));
     assert_eq!(api.vips.len(), 1);
     assert_eq!(api.vips[0].address.to_string(), "10.0.0.5");
@@ -403,7 +406,12 @@ vrrp_instance A { interface $IF
         (a.interface.as_str(), a.vrid, a.priority),
         ("eth0", 51, 100)
     );
-    assert_eq!(a.auth_pass.as_deref(), Some("secret1"));
+    assert_eq!(a.auth_pass.as_ref().map(|p| p.expose()), Some("secret1"));
+    // Held out of sight: neither the model's Debug nor what goes on the wire prints it.
+    for shown in [format!("{c:?}"), format!("{:?}", a.auth())] {
+        assert!(!shown.contains("secret1"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+    }
     assert_eq!(a.vips[0].prefix_len, 24);
     let b = c.instance("B").unwrap();
     assert_eq!((b.interface.as_str(), b.vrid), ("eth0", 52));

@@ -3,7 +3,8 @@
 //! too, and adverts carry the VIPs only. `vrrp_track_process` (with `virtual_ipaddress_excluded`): an instance tracking a
 //! process with weight 0 is FAULT while no such process runs, takes its VIPs (the excluded one
 //! too) once one does, and gives them up when it ends. `track_file`: the value in the file,
-//! times its weight, moves the priority; below -253 it is FAULT.
+//! times its weight, moves the priority; below -253 it is FAULT. A FIFO at a `track_file`'s
+//! path is refused (named in the log, read as 0) and never stalls the VRRP runtime.
 
 // Helpers outside #[test] functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -101,6 +102,89 @@ fn a_tracked_file_moves_the_priority_by_its_value_and_faults_below_minus_253() {
     until("FAULT at -260", Duration::from_secs(5), &[&d], || {
         state(&a) == "FAULT"
     });
+}
+
+/// A FIFO nobody writes at the tracked path: the blocking read it used to get stalled the one
+/// runtime VRRP runs on (no adverts, no state). Now the FIFO is refused with its path and the
+/// reason, reads as 0, and the master keeps advertising (counted on the wire); the file is read
+/// again once it is a regular file, and refused again once it is a FIFO again, held open by a
+/// writer that never writes.
+#[test]
+fn a_fifo_at_the_track_file_path_never_stalls_vrrp() {
+    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
+        return;
+    }
+    let mut lab = ipi_lab::Lab::new().unwrap();
+    let a = lab.host("a").unwrap();
+    let file = a.dir().join("weight");
+    let fifo = || {
+        let _ = std::fs::remove_file(&file);
+        nix::unistd::mkfifo(&file, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    };
+    fifo();
+    let conf = format!(
+        "track_file w {{\n    file {}\n    weight -10\n}}\n\
+         vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 76\n    \
+         priority 100\n    advert_int 1\n    virtual_ipaddress {{\n        198.51.100.76/32\n    \
+         }}\n    track_file {{\n        w\n    }}\n}}\n",
+        file.display()
+    );
+    let d = vrrpd(&a, &conf);
+    until(
+        "MASTER beside the FIFO",
+        Duration::from_secs(10),
+        &[&d],
+        || state(&a) == "MASTER",
+    );
+    let refusal = format!(
+        "track_file w: {}: a FIFO, not a regular file",
+        file.display()
+    );
+    assert!(d.log().contains(&refusal), "{}", d.log());
+    let src = a.ipv4().to_string();
+    // The adverts a sends in 4.5 s, by priority: one a second from a master that runs.
+    let advertising = |what: &str, priority: u8| {
+        let wire = support::Wire::start(&lab, what);
+        std::thread::sleep(Duration::from_millis(4500));
+        let seen = wire.stop();
+        let n = seen
+            .adverts_from(&src)
+            .filter(|v| v.vrid == 76 && v.priority == priority)
+            .count();
+        eprintln!("{what}: {n} adverts at priority {priority} in 4.5 s");
+        assert!(
+            n >= 3,
+            "{what}: {n} adverts at priority {priority}\n{seen}\n{}",
+            d.log()
+        );
+    };
+    advertising("fifo-from-the-start", 100);
+    // A regular file: read again (100 - 3 * 10).
+    std::fs::remove_file(&file).unwrap();
+    std::fs::write(&file, "3\n").unwrap();
+    let priority = || support::status(&a)["instances"][0]["priority"].as_u64();
+    until(
+        "priority 70 from the file",
+        Duration::from_secs(5),
+        &[&d],
+        || priority() == Some(70),
+    );
+    advertising("regular-file", 70);
+    // A FIFO again, with a writer that holds it open and never writes.
+    fifo();
+    let _writer = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&file)
+        .unwrap();
+    until(
+        "priority 100 beside the FIFO",
+        Duration::from_secs(5),
+        &[&d],
+        || priority() == Some(100),
+    );
+    advertising("fifo-held-open", 100);
+    assert_eq!(state(&a), "MASTER");
 }
 
 #[test]

@@ -34,7 +34,7 @@ fn vrrpd(subcommand: &str, args: &[&str]) -> (i32, String, String) {
 #[test]
 fn keepalived_v2_pass_as_text() {
     let path = fixture("keepalived-2.2.7-v2-pass.pcap");
-    let (code, out, err) = watch(&["--pcap", path.to_str().unwrap()]);
+    let (code, out, err) = watch(&["--pcap", path.to_str().unwrap(), "--show-secrets"]);
     assert_eq!(code, 0, "{err}");
     let first = out.lines().next().unwrap();
     assert_eq!(
@@ -43,6 +43,33 @@ fn keepalived_v2_pass_as_text() {
          hop 255 auth PASS \"secret\" addrs 192.0.2.100"
     );
     assert!(out.lines().all(|l| l.contains("VRRPv2 vrid 51")), "{out}");
+}
+
+/// Without --show-secrets, neither the text nor the JSON lines carry the password.
+#[test]
+fn passwords_are_redacted_unless_asked_for() {
+    let path = fixture("keepalived-2.2.7-v2-pass.pcap");
+    for json in [false, true] {
+        let mut args = vec!["--pcap", path.to_str().unwrap()];
+        if json {
+            args.push("--json");
+        }
+        let (code, out, err) = watch(&args);
+        assert_eq!(code, 0, "{err}");
+        assert!(!out.is_empty());
+        assert!(
+            !out.contains("secret") && !err.contains("secret"),
+            "{out}{err}"
+        );
+        for line in out.lines() {
+            if json {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                assert_eq!(v["auth"], "<redacted>", "{line}");
+            } else {
+                assert!(line.contains(" auth PASS <redacted> "), "{line}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -7,11 +7,25 @@
 //! Content equal to what is there already is not written at all, so the file and its mtime stay
 //! untouched and a path unit or `inotify` watcher is not woken for nothing. A directory that is
 //! not there yet is created first, as `install -d` would ([`create_dir`]).
+//!
+//! The target is never followed: a symbolic link at the path is replaced by the file (as the
+//! rename always did), a FIFO, device or directory there is an error, and the current content is
+//! read through [`open_regular`] (non-blocking, no link followed). A temporary file is named
+//! `.NAME.tmp.PID.SEQ`; those a writer that died left behind (no process of that PID runs, or
+//! the one that does started after the file was last written: the PID was given again) are
+//! removed by the first write of this process into that directory.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, ErrorKind, Write};
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions, Permissions};
+use std::io::{self, ErrorKind, Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The mode of a file [`write`] creates, whatever the umask.
+pub const MODE: u32 = 0o644;
 
 /// Whether a write changed the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,12 +52,21 @@ pub struct WriteError {
 /// Distinguishes the temporary files of concurrent writers in one process.
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
+/// The directories this process has swept of stale temporary files.
+static SWEPT: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+
 /// Write `contents` to `path` atomically, unless the file already holds exactly that.
 ///
-/// A new file gets mode 0644 less the umask; a replaced file keeps its permissions. A missing
-/// directory on the way is created ([`create_dir`]). On error the temporary file is removed and
-/// `path` is untouched.
+/// A new file gets mode [`MODE`] (0644) whatever the umask; a replaced file keeps its
+/// permissions. A missing directory on the way is created ([`create_dir`]). On error the
+/// temporary file is removed and `path` is untouched.
 pub fn write(path: &Path, contents: &[u8]) -> Result<Outcome, WriteError> {
+    write_mode(path, contents, MODE)
+}
+
+/// [`write`], a new file getting `mode` (e.g. 0o600 for one that holds a secret) whatever the
+/// umask.
+pub fn write_mode(path: &Path, contents: &[u8], mode: u32) -> Result<Outcome, WriteError> {
     let fail = |step: &'static str| {
         move |source| WriteError {
             path: path.to_owned(),
@@ -51,12 +74,8 @@ pub fn write(path: &Path, contents: &[u8]) -> Result<Outcome, WriteError> {
             source,
         }
     };
-    let existing = match fs::read(path) {
-        Ok(existing) => Some(existing),
-        Err(e) if e.kind() == ErrorKind::NotFound => None,
-        Err(e) => return Err(fail("reading the current content")(e)),
-    };
-    if existing.as_deref() == Some(contents) {
+    let existing = current(path).map_err(fail("reading the current content"))?;
+    if existing.as_ref().map(|(c, _)| c.as_slice()) == Some(contents) {
         return Ok(Outcome::Unchanged);
     }
     let dir = match path.parent() {
@@ -64,6 +83,7 @@ pub fn write(path: &Path, contents: &[u8]) -> Result<Outcome, WriteError> {
         _ => Path::new("."),
     };
     create_dir(dir).map_err(fail("creating the directory"))?;
+    sweep_once(dir);
     let name = path.file_name().ok_or_else(|| {
         fail("naming the file")(io::Error::new(
             ErrorKind::InvalidInput,
@@ -78,8 +98,8 @@ pub fn write(path: &Path, contents: &[u8]) -> Result<Outcome, WriteError> {
         SEQUENCE.fetch_add(1, Ordering::Relaxed)
     ));
     let temp = dir.join(temp_name);
-
-    let result = write_and_rename(&temp, path, contents, existing.is_some());
+    let permissions = existing.map_or_else(|| Permissions::from_mode(mode), |(_, p)| p);
+    let result = write_and_rename(&temp, path, contents, permissions);
     if result.is_err() {
         // Best effort: the temporary file is ours and useless now; the target was not touched.
         let _ = fs::remove_file(&temp);
@@ -95,11 +115,149 @@ pub fn write(path: &Path, contents: &[u8]) -> Result<Outcome, WriteError> {
     Ok(Outcome::Changed)
 }
 
+/// What `path` holds now and its permissions: None when nothing or a symbolic link is there
+/// (the rename replaces the link, never what it points at).
+fn current(path: &Path) -> io::Result<Option<(Vec<u8>, Permissions)>> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+        Ok(m) if m.file_type().is_symlink() => return Ok(None),
+        Ok(_) => {}
+    }
+    let mut file = open_regular(path)?;
+    let permissions = file.metadata()?.permissions();
+    let mut content = Vec::new();
+    file.read_to_end(&mut content)?;
+    Ok(Some((content, permissions)))
+}
+
+/// Opens `path` for reading as a regular file only: non-blocking, without following a symbolic
+/// link at the path, close-on-exec. A FIFO, socket, device, directory or symbolic link there is
+/// an error of kind `InvalidInput` that says which, so that nothing can make a reader block.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => not_regular("a symbolic link (not followed)"),
+            _ => e,
+        })?;
+    let kind = file.metadata()?.file_type();
+    let what = if kind.is_file() {
+        return Ok(file);
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Err(not_regular(what))
+}
+
+fn not_regular(what: &str) -> io::Error {
+    io::Error::new(
+        ErrorKind::InvalidInput,
+        format!("{what}, not a regular file: not read"),
+    )
+}
+
+/// [`sweep`] of `dir`, the first time this process writes there.
+fn sweep_once(dir: &Path) {
+    let first = SWEPT
+        .lock()
+        .map(|mut swept| {
+            swept
+                .get_or_insert_with(HashSet::new)
+                .insert(dir.to_owned())
+        })
+        .unwrap_or(false);
+    if first {
+        for removed in sweep(dir) {
+            tracing::info!(
+                "removed {}: a temporary file its writer (no longer running) left",
+                removed.display()
+            );
+        }
+    }
+}
+
+/// Removes the temporary files (`.NAME.tmp.PID.SEQ`, regular files only) in `dir` whose writer
+/// is gone ([`writer_gone`]); returns them. Best effort: what cannot be read or removed stays.
+pub fn sweep(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(writer_pid) else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        let written = meta.modified().unwrap_or(SystemTime::now());
+        if meta.is_file() && writer_gone(pid, written) && fs::remove_file(entry.path()).is_ok() {
+            removed.push(entry.path());
+        }
+    }
+    removed
+}
+
+/// The writer PID of a temporary file's name `.NAME.tmp.PID.SEQ`; None for any other name.
+fn writer_pid(name: &str) -> Option<i32> {
+    let (rest, seq) = name.strip_prefix('.')?.rsplit_once('.')?;
+    let (rest, pid) = rest.rsplit_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let named = rest.strip_suffix(".tmp").is_some_and(|n| !n.is_empty());
+    (named && digits(seq) && digits(pid))
+        .then(|| pid.parse().ok())
+        .flatten()
+        .filter(|&p| p > 0)
+}
+
+/// Whether the writer `pid` of a temporary file last written at `written` is gone: no process of
+/// that PID runs (in this PID namespace), or the one that does started after the write.
+fn writer_gone(pid: i32, written: SystemTime) -> bool {
+    match started(pid) {
+        None => !Path::new(&format!("/proc/{pid}")).exists(),
+        // The boot time has whole seconds: a second of slack.
+        Some(at) => at > written + Duration::from_secs(1),
+    }
+}
+
+/// When process `pid` started: /proc/PID/stat's field 22 (clock ticks of USER_HZ, 100 a
+/// second, since boot) after /proc/stat's `btime`. None when it runs no more or cannot be read.
+fn started(pid: i32) -> Option<SystemTime> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields from the third on follow the command name's closing parenthesis.
+    let ticks: u64 = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let boot: u64 = fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_millis(ticks * 10))
+}
+
 /// Creates `dir` and its missing parents, as `install -d` does: each new directory gets mode
 /// 0755 (whatever the umask), a directory already there is left as it is. An existing
 /// non-directory on the way is an error.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    use std::os::unix::fs::DirBuilderExt;
     if dir.is_dir() {
         return Ok(());
     }
@@ -118,22 +276,21 @@ fn write_and_rename(
     temp: &Path,
     path: &Path,
     contents: &[u8],
-    replacing: bool,
+    permissions: Permissions,
 ) -> Result<(), (&'static str, io::Error)> {
+    // Readable by us alone until it holds all it should and has its own mode.
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(temp)
         .map_err(|e| ("creating the temporary file", e))?;
     file.write_all(contents)
         .map_err(|e| ("writing the temporary file", e))?;
-    if replacing {
-        let permissions = fs::metadata(path)
-            .map_err(|e| ("reading the current permissions", e))?
-            .permissions();
-        file.set_permissions(permissions)
-            .map_err(|e| ("keeping the current permissions", e))?;
-    }
+    // fchmod: the mode is the one asked for (or the replaced file's), not one the umask cut.
+    file.set_permissions(permissions)
+        .map_err(|e| ("setting the permissions", e))?;
     file.sync_all()
         .map_err(|e| ("flushing the temporary file", e))?;
     fs::rename(temp, path).map_err(|e| ("renaming the temporary file into place", e))
@@ -167,11 +324,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hosts");
         fs::write(&path, "old").unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        // Neither the temporary file's 0600 nor a new file's 0644.
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
         write(&path, b"new").unwrap();
         assert_eq!(
             fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-            0o600
+            0o640
         );
     }
 
@@ -215,5 +373,103 @@ mod tests {
         assert!(write(&target, b"x").is_err());
         assert_eq!(fs::read(target.join("inside")).unwrap(), b"keep");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    /// The umask is the process's: set and restored inside one test, so no other test sees it.
+    #[test]
+    #[allow(unsafe_code)]
+    fn new_files_get_their_mode_whatever_the_umask() {
+        let dir = tempfile::tempdir().unwrap();
+        for umask in [0o077, 0o000] {
+            // SAFETY: umask(2) only sets the process's file mode creation mask.
+            let before = unsafe { libc::umask(umask) };
+            let plain = dir.path().join(format!("plain-{umask:o}"));
+            let secret = dir.path().join(format!("secret-{umask:o}"));
+            let written = (write(&plain, b"x"), write_mode(&secret, b"x", 0o600));
+            // SAFETY: as above, the mask as it was.
+            unsafe { libc::umask(before) };
+            written.0.unwrap();
+            written.1.unwrap();
+            let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(mode(&plain), 0o644, "umask {umask:o}");
+            assert_eq!(mode(&secret), 0o600, "umask {umask:o}");
+        }
+    }
+
+    #[test]
+    fn stale_temporary_files_of_a_dead_writer_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        // A child that has exited and been reaped: its pid runs no more.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        let dead = child.id();
+        let live = std::process::id();
+        let stale = dir.path().join(format!(".hosts.tmp.{dead}.0"));
+        let kept = dir.path().join(format!(".hosts.tmp.{live}.7"));
+        let other = dir.path().join(format!(".hosts.tmp.{dead}.x"));
+        for p in [&stale, &kept, &other] {
+            fs::write(p, "half").unwrap();
+        }
+        assert_eq!(
+            write(&dir.path().join("hosts"), b"new").unwrap(),
+            Outcome::Changed
+        );
+        assert!(!stale.exists(), "a dead writer's temporary file stays");
+        assert!(kept.exists(), "a live writer's temporary file was removed");
+        // A PID given again: the process that has it now started after the file was written.
+        let reused = dir.path().join(format!(".other.tmp.{live}.1"));
+        fs::write(&reused, "half").unwrap();
+        let long_ago = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        File::options()
+            .write(true)
+            .open(&reused)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        assert_eq!(sweep(dir.path()), [reused]);
+        assert!(kept.exists());
+        // This test's process started moments ago, by the clock /proc gives.
+        let me = started(i32::try_from(live).unwrap()).unwrap();
+        let now = SystemTime::now();
+        assert!(me <= now + Duration::from_secs(1) && me + Duration::from_secs(600) > now);
+        assert!(other.exists(), "a name not ours was removed");
+        assert_eq!(writer_pid(".a.tmp.12.3"), Some(12));
+        assert_eq!(writer_pid(".tmp.12.3"), None);
+        assert_eq!(writer_pid("a.tmp.12.3"), None);
+        assert_eq!(writer_pid(".a.tmp.0.3"), None);
+    }
+
+    #[test]
+    fn the_target_is_never_followed_nor_blocked_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        assert_eq!(write(&link, b"new").unwrap(), Outcome::Changed);
+        assert_eq!(fs::read(&victim).unwrap(), b"keep", "the link was followed");
+        assert!(fs::symlink_metadata(&link).unwrap().is_file());
+        assert_eq!(fs::read(&link).unwrap(), b"new");
+        // A FIFO nobody writes: an error at once, not a read that waits for a writer.
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        let err = write(&fifo, b"x").unwrap_err().to_string();
+        assert!(err.contains("a FIFO, not a regular file"), "{err}");
+        let err = open_regular(&victim.with_file_name("link2"));
+        assert!(err.is_err());
+        std::os::unix::fs::symlink(&victim, dir.path().join("link2")).unwrap();
+        let err = open_regular(&dir.path().join("link2"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        let err = open_regular(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("a directory"), "{err}");
+    }
+
+    #[allow(unsafe_code)]
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo(3) with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     }
 }

@@ -8,7 +8,8 @@
 //! - [`vrrp`]: the VRRP advertisement codec and timers.
 //! - [`acd`]: address conflict detection on the wire (RFC 5227 ARP probes, RFC 4862 DAD),
 //!   and the Ethernet frames that announce an address.
-//! - [`atomic`]: atomic, change-aware file writes.
+//! - [`atomic`]: atomic, change-aware file writes, and reading a file that must be a regular one.
+//! - [`secret`]: passwords kept out of logs and compared in constant time.
 //! - [`duration`]: durations on the command line.
 //! - [`exit`]: exit statuses; [`service`]: logging, systemd notification and the async runtime
 //!   for the programs.
@@ -28,6 +29,7 @@ pub mod inventory;
 pub mod name;
 pub mod place;
 pub mod role;
+pub mod secret;
 pub mod service;
 pub mod vip;
 pub mod vrid;

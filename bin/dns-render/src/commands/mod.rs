@@ -15,7 +15,7 @@ use crate::reload;
 /// returning.
 pub fn render(command: &Command) -> ExitCode {
     let (job, out) = job(command);
-    let told = || reload::hup_all(&out.reload_pid);
+    let told = || reload::hup_all(&out.reload_pid, &out.reload_name);
     if out.watch {
         job::watch(&job, told);
     }

@@ -5,6 +5,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use ipi_core::secret::Secret;
+
 pub use ipi_core::place::Location;
 
 /// A whole configuration.
@@ -261,15 +263,16 @@ pub struct MonitorFail {
     pub less_than: u32,
 }
 
-/// The stats page.
+/// The stats page. Every `stats` keyword enables it, as in haproxy; written in `defaults`, they
+/// are every following proxy's start.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Stats {
-    /// `stats enable`.
+    /// `stats enable` (or any other `stats` keyword).
     pub enabled: bool,
     /// `stats uri`.
     pub uri: Option<String>,
-    /// `stats auth USER:PASS` (repeatable).
-    pub auth: Vec<(String, String)>,
+    /// `stats auth USER:PASS` (repeatable); the password printed redacted.
+    pub auth: Vec<(String, Secret)>,
     /// `stats hide-version`.
     pub hide_version: bool,
     /// `stats refresh`.

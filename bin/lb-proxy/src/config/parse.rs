@@ -5,6 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use ipi_core::place::Errors;
+use ipi_core::secret::Secret;
 
 use super::model::{
     Bind, Config, InitAddr, InitState, Kind, Location, Mode, MonitorFail, OnError, Proxy, Race,
@@ -29,6 +30,8 @@ struct Defaults {
     http_only: Vec<(String, Location)>,
     /// `default-server`: what every server line starts from.
     server: Server,
+    /// `stats ...`: what every proxy's stats start from.
+    stats: Stats,
 }
 
 impl Default for Defaults {
@@ -44,6 +47,7 @@ impl Default for Defaults {
             timeouts: Timeouts::default(),
             checks: checks::Rules::default(),
             http_only: Vec::new(),
+            stats: Stats::default(),
             server: server_defaults(
                 "",
                 SocketAddr::from(([0, 0, 0, 0], 0)),
@@ -81,6 +85,8 @@ struct Parser<'a> {
     http_only: Vec<Vec<(String, Location)>>,
     /// Each proxy's check settings, by index.
     rules: Vec<checks::Rules>,
+    /// Whether each proxy, by index, has `stats` lines of its own (else they are inherited).
+    own_stats: Vec<bool>,
 }
 
 enum Section {
@@ -102,6 +108,7 @@ pub fn config(text: &str, origin: &str, errors: &mut Errors, warnings: &mut Erro
         server: Defaults::default().server,
         http_only: Vec::new(),
         rules: Vec::new(),
+        own_stats: Vec::new(),
     };
     for (n, line) in text.lines().enumerate() {
         let at = Location {
@@ -121,6 +128,38 @@ pub fn config(text: &str, origin: &str, errors: &mut Errors, warnings: &mut Erro
     }
     p.finish();
     p.config
+}
+
+/// What haproxy's warnings call a section of kind `k`.
+fn haproxy_kind(k: Kind) -> &'static str {
+    match k {
+        Kind::Frontend => "frontend",
+        Kind::Backend => "backend",
+        Kind::Listen => "proxy",
+    }
+}
+
+/// One `stats` line.
+enum StatsSetting {
+    Enable,
+    HideVersion,
+    Uri(String),
+    Refresh(Duration),
+    Auth(String, Secret),
+}
+
+impl StatsSetting {
+    /// Sets it in `s`, enabling the page.
+    fn apply(&self, s: &mut Stats) {
+        s.enabled = true;
+        match self {
+            StatsSetting::Enable => {}
+            StatsSetting::HideVersion => s.hide_version = true,
+            StatsSetting::Uri(u) => s.uri = Some(u.clone()),
+            StatsSetting::Refresh(d) => s.refresh = Some(*d),
+            StatsSetting::Auth(u, p) => s.auth.push((u.clone(), p.clone())),
+        }
+    }
 }
 
 impl Parser<'_> {
@@ -177,13 +216,14 @@ impl Parser<'_> {
             allbackups: false,
             monitor_uri: None,
             monitor_fail: None,
-            stats: Stats::default(),
+            stats: d.stats.clone(),
             servers: Vec::new(),
             location: at.clone(),
         });
         self.server = self.defaults.server.clone();
         self.http_only.push(self.defaults.http_only.clone());
         self.rules.push(self.defaults.checks.inherited());
+        self.own_stats.push(false);
         self.section = Section::Proxy;
         self.no_more(w, 2, at);
     }
@@ -283,6 +323,7 @@ impl Parser<'_> {
             }
             _ if LOGGING.contains(&kw) => {}
             "tcp-check" | "http-check" | "errorfile" => self.check_or_http(w, at),
+            "stats" => self.stats(w, at),
             _ if in_defaults => {
                 self.errors
                     .push(at, format!("unknown keyword `{kw}` in defaults"));
@@ -336,17 +377,14 @@ impl Parser<'_> {
     /// What is known once every line is read: each proxy's check, and the warnings for the
     /// HTTP-only settings of TCP sections (as haproxy gives them, per proxy).
     fn finish(&mut self) {
+        self.drop_inherited_stats();
         let proxies = self.config.proxies.iter_mut();
         for ((p, rules), http_only) in proxies.zip(&self.rules).zip(&self.http_only) {
             rules.finish(p, self.warnings);
             if p.mode == Mode::Http {
                 continue;
             }
-            let kind = match p.kind {
-                Kind::Frontend => "frontend",
-                Kind::Backend => "backend",
-                Kind::Listen => "proxy",
-            };
+            let kind = haproxy_kind(p.kind);
             for (setting, at) in http_only {
                 let frontend_only =
                     setting == "option httplog" || setting == "timeout http-request";
@@ -355,6 +393,41 @@ impl Parser<'_> {
                 }
                 let why = ignored::http_only_warning(setting, kind, &p.name);
                 self.warnings.push(at, why);
+            }
+        }
+    }
+
+    /// The current proxy's first `stats` line: its stats start empty, not from defaults'.
+    fn own_stats_start(&mut self, at: &Location) {
+        if let Some(own) = self.own_stats.last_mut() {
+            *own = true;
+        }
+        let Some(p) = self.config.proxies.last_mut() else {
+            return;
+        };
+        if !std::mem::take(&mut p.stats).auth.is_empty() {
+            let why = format!(
+                "{}: the `stats auth` of defaults does not apply here: a section's own `stats` lines replace all of defaults' (as in haproxy); write `stats auth` here too",
+                p.name
+            );
+            self.warnings.push(at, why);
+        }
+    }
+
+    /// `stats` from `defaults` in a TCP section: ignored with haproxy's warning (its own `stats`
+    /// lines there are an error of the configuration check).
+    fn drop_inherited_stats(&mut self) {
+        for (p, own) in self.config.proxies.iter_mut().zip(&self.own_stats) {
+            if p.mode == Mode::Tcp && p.stats.enabled && !own {
+                p.stats = Stats::default();
+                let kind = haproxy_kind(p.kind);
+                self.warnings.push(
+                    &p.location,
+                    format!(
+                        "'stats' statement ignored for {kind} '{}' as it requires HTTP mode",
+                        p.name
+                    ),
+                );
             }
         }
     }
@@ -582,7 +655,6 @@ impl Parser<'_> {
                 self.apply(|_| {}, |p| p.monitor_uri = uri);
             }
             "monitor" if front => self.monitor(w, at),
-            "stats" => self.stats(w, at),
             "balance" if back => self.balance(w, at),
             // Free text for haproxy's stats page.
             "description" => {}
@@ -677,44 +749,38 @@ impl Parser<'_> {
         self.apply(|_| {}, |p| p.leastconn = leastconn);
     }
 
+    /// `stats enable|hide-version|uri PATH|refresh TIME|auth USER:PASS`: each enables the
+    /// page (haproxy: "Enable statistics with ..."). Written in `defaults`, they are those of
+    /// every following proxy that has no `stats` line of its own; a proxy's first own line
+    /// starts its stats afresh, as haproxy's do (warned about when that drops a login of
+    /// defaults). A wrong line is named by its first two words only: the rest may hold a
+    /// password.
     fn stats(&mut self, w: &[String], at: &Location) {
         if let Some(why) = w.get(1).and_then(|o| ignored::stats_option(o)) {
             return self.warnings.push(at, why);
         }
-        let value = w.get(2).cloned();
-        let ok = match (w.get(1).map(String::as_str), w.len()) {
-            (Some("enable"), 2) => {
-                self.apply(|_| {}, |p| p.stats.enabled = true);
-                true
-            }
-            (Some("hide-version"), 2) => {
-                self.apply(|_| {}, |p| p.stats.hide_version = true);
-                true
-            }
-            (Some("uri"), 3) => {
-                self.apply(|_| {}, |p| p.stats.uri = value);
-                true
-            }
-            (Some("refresh"), 3) => match value.as_deref().and_then(duration) {
-                Some(d) => {
-                    self.apply(|_| {}, |p| p.stats.refresh = Some(d));
-                    true
-                }
-                None => false,
-            },
-            (Some("auth"), 3) => match value.as_deref().and_then(|v| v.split_once(':')) {
-                Some((u, pw)) => {
-                    let (u, pw) = (u.to_string(), pw.to_string());
-                    self.apply(|_| {}, |p| p.stats.auth.push((u, pw)));
-                    true
-                }
-                None => false,
-            },
-            _ => false,
+        let value = w.get(2).map(String::as_str);
+        let setting = match (w.get(1).map(String::as_str), w.len()) {
+            (Some("enable"), 2) => Some(StatsSetting::Enable),
+            (Some("hide-version"), 2) => Some(StatsSetting::HideVersion),
+            (Some("uri"), 3) => value.map(|v| StatsSetting::Uri(v.to_string())),
+            (Some("refresh"), 3) => value.and_then(duration).map(StatsSetting::Refresh),
+            (Some("auth"), 3) => value
+                .and_then(|v| v.split_once(':'))
+                .map(|(u, pw)| StatsSetting::Auth(u.to_string(), Secret::from(pw))),
+            _ => None,
         };
-        if !ok {
-            self.errors.push(at, format!("`{}`: lb-proxy reads stats enable, uri PATH, auth USER:PASS, hide-version, refresh TIME", w.join(" ")));
+        let Some(setting) = setting else {
+            let what = w[..w.len().min(2)].join(" ");
+            return self.errors.push(at, format!("`{what} ...`: lb-proxy reads stats enable, uri PATH, auth USER:PASS, hide-version, refresh TIME"));
+        };
+        if let (Section::Proxy, Some(false)) = (&self.section, self.own_stats.last()) {
+            self.own_stats_start(at);
         }
+        self.apply(
+            |d| setting.apply(&mut d.stats),
+            |p| setting.apply(&mut p.stats),
+        );
     }
 
     fn server(&mut self, w: &[String], at: &Location) {

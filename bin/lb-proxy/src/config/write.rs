@@ -465,7 +465,7 @@ fn proxy(out: &mut String, p: &Proxy, d: &Shared) {
         let _ = writeln!(out, "  stats refresh {}", duration(r));
     }
     for (user, pass) in &s.auth {
-        let _ = writeln!(out, "  stats auth {user}:{pass}");
+        let _ = writeln!(out, "  stats auth {user}:{}", pass.expose());
     }
     servers(out, p);
 }

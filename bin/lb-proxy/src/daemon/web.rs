@@ -2,6 +2,10 @@
 //! holds) and the stats page (text, `;json`, and Prometheus metrics at `/metrics`), with
 //! haproxy's answers. One request per connection, its head within `timeout http-request`;
 //! at most the listener's cap of connections at once (the rest wait in the backlog).
+//!
+//! `stats auth` guards every stats answer (the page, its JSON and the metrics), whatever the
+//! method; the credentials are compared in constant time. The monitor URI answers anyone, as
+//! haproxy's does: it tells only whether the proxy is up.
 
 use std::sync::Arc;
 
@@ -113,7 +117,8 @@ fn page(status: u16, text: &str) -> String {
     )
 }
 
-/// `stats auth`: no users means no login.
+/// `stats auth`: no users means no login. Every account is compared, each in constant time
+/// ([`ipi_core::secret::eq`]), so the time says neither which account nor how much matched.
 fn authorized(stats: &crate::config::model::Stats, header: Option<&str>) -> bool {
     if stats.auth.is_empty() {
         return true;
@@ -121,10 +126,11 @@ fn authorized(stats: &crate::config::model::Stats, header: Option<&str>) -> bool
     let Some(given) = header.and_then(|h| h.strip_prefix("Basic ")) else {
         return false;
     };
-    stats
-        .auth
-        .iter()
-        .any(|(user, pass)| base64(format!("{user}:{pass}").as_bytes()) == given.trim())
+    let given = given.trim().as_bytes();
+    stats.auth.iter().fold(false, |ok, (user, pass)| {
+        let expected = base64(format!("{user}:{}", pass.expose()).as_bytes());
+        ok | ipi_core::secret::eq(expected.as_bytes(), given)
+    })
 }
 
 /// Standard base64 with padding.
@@ -170,5 +176,37 @@ mod tests {
             "{p}"
         );
         assert!(page(503, "x").starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
+    }
+
+    fn stats_with(auth: &[(&str, &str)]) -> crate::config::model::Stats {
+        crate::config::model::Stats {
+            enabled: true,
+            auth: auth
+                .iter()
+                .map(|(u, p)| (u.to_string(), (*p).into()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn stats_auth_takes_any_account_and_only_those() {
+        let s = stats_with(&[("admin", "secret"), ("ops", "other")]);
+        let basic = |creds: &str| format!("Basic {}", base64(creds.as_bytes()));
+        assert!(authorized(&s, Some(&basic("admin:secret"))));
+        assert!(authorized(&s, Some(&basic("ops:other"))));
+        for wrong in [
+            "admin:other",
+            "ops:secret",
+            "admin:secre",
+            "admin:secret2",
+            "",
+            "admin",
+        ] {
+            assert!(!authorized(&s, Some(&basic(wrong))), "{wrong}");
+        }
+        assert!(!authorized(&s, None));
+        assert!(!authorized(&s, Some("Bearer YWRtaW46c2VjcmV0")));
+        assert!(authorized(&stats_with(&[]), None), "no accounts: no login");
     }
 }

@@ -183,14 +183,14 @@ pub fn status(json: bool, state_dir: &Path) -> ExitCode {
     }
 }
 
-/// `vrrpd watch (--interface IF | --pcap FILE) [--json] [-f FILE]`.
+/// `vrrpd watch (--interface IF | --pcap FILE) [--json] [--show-secrets] [-f FILE]`.
 ///
 /// Exit 0 when the capture was read (or the reader of stdout went away), 1 when the interface
 /// cannot be watched or the capture cannot be read, 2 when the configuration is wrong.
 pub fn watch(
     interface: Option<&str>,
     pcap: Option<&Path>,
-    json: bool,
+    format: crate::watch::Format,
     config: Option<&Path>,
 ) -> ExitCode {
     use crate::watch;
@@ -216,7 +216,7 @@ pub fn watch(
         }
         let mut out = std::io::stdout().lock();
         for s in &seen {
-            if watch::print(&mut out, s, json).is_err() {
+            if watch::print(&mut out, s, format).is_err() {
                 break;
             }
         }
@@ -233,7 +233,7 @@ pub fn watch(
             return Status::Failed.into();
         }
     };
-    match runtime.block_on(watch::listen(interface, json, &groups)) {
+    match runtime.block_on(watch::listen(interface, format, &groups)) {
         Ok(()) => Status::Success.into(),
         Err(e) => {
             eprintln!("vrrpd watch: {e}");

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
+use ipi_core::secret::Secret;
 use ipi_core::vrrp::{Auth, Version};
 
 use crate::fsm::{GarpParams, InitialState};
@@ -423,9 +424,10 @@ pub struct VrrpInstance {
     pub preempt: bool,
     /// `preempt_delay` in centiseconds.
     pub preempt_delay_cs: u32,
-    /// `authentication { auth_type PASS; auth_pass X }` (v2 only): the password as written;
+    /// `authentication { auth_type PASS; auth_pass X }` (v2 only): the password as written
+    /// (printed redacted);
     /// [`VrrpInstance::auth`] gives what goes on the wire.
-    pub auth_pass: Option<String>,
+    pub auth_pass: Option<Secret>,
     /// `virtual_ipaddress`.
     pub vips: Vec<VirtualAddress>,
     /// `virtual_ipaddress_excluded`: held with the state like the VIPs, but not carried in
@@ -522,7 +524,9 @@ impl VrrpInstance {
     /// The authentication on the wire: RFC 2338's 8 bytes, so only the first 8 of the password
     /// count, as in keepalived.
     pub fn auth(&self) -> Auth {
-        self.auth_pass.as_deref().map_or(Auth::None, Auth::pass)
+        self.auth_pass
+            .as_ref()
+            .map_or(Auth::None, |p| Auth::pass(p.expose()))
     }
 
     /// Every address held with the state: the VIPs, then the excluded ones.

@@ -99,7 +99,7 @@ pub fn from_cluster(cluster: &Cluster, node: &Node<'_>, scripts: &Scripts) -> Co
             if let Some(vip) = kind.vip(cluster, *family) {
                 let name = format!("{}_{}", cluster.name, suffix(kind.name(), n, *family));
                 let mut i = instance(name, node, kind.vrid(cluster), priority, vip, tracked);
-                i.auth_pass = vip.is_ipv4().then(|| kind.password(&cluster.name));
+                i.auth_pass = vip.is_ipv4().then(|| kind.password(&cluster.name).into());
                 i.unicast_peers = peers(node, &kind.roles(), Family::of(vip));
                 members.push(i.name.clone());
                 c.instances.push(i);

@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use ipi_core::secret::Secret;
 use ipi_core::vrrp::Version;
 
 use super::error::ConfigErrors;
@@ -905,12 +906,12 @@ fn advert_int(
     None
 }
 
-fn authentication(node: &Node, errors: &mut ConfigErrors) -> Option<String> {
+fn authentication(node: &Node, errors: &mut ConfigErrors) -> Option<Secret> {
     let (mut kind, mut pass) = (None, None);
     for n in block(node, errors) {
         match n.keyword.as_str() {
             "auth_type" => kind = one(n, errors).map(|k| (k.to_string(), n.location.clone())),
-            "auth_pass" => pass = one(n, errors).map(str::to_string),
+            "auth_pass" => pass = one(n, errors).map(Secret::from),
             _ => unknown(n, "authentication", errors),
         }
     }

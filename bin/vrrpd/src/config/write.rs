@@ -277,7 +277,8 @@ fn election(out: &mut String, i: &VrrpInstance) {
     if let Some(pass) = &i.auth_pass {
         let _ = write!(
             out,
-            "    authentication {{\n        auth_type PASS\n        auth_pass {pass}\n    }}\n"
+            "    authentication {{\n        auth_type PASS\n        auth_pass {}\n    }}\n",
+            pass.expose()
         );
     }
 }

@@ -212,7 +212,9 @@ pub fn check(d: &Datagram<'_>, repr: &Repr, expect: &Expect) -> Result<Event, Re
     }
     if expect.version == Version::V2 {
         match (&repr.auth, &expect.auth) {
-            (Auth::Pass(got), Auth::Pass(want)) if got != want => return Err(Reject::Password),
+            (Auth::Pass(got), Auth::Pass(want)) if !ipi_core::secret::eq(got, want) => {
+                return Err(Reject::Password)
+            }
             (got, want) if got.auth_type() != want.auth_type() => return Err(Reject::AuthType),
             _ => {}
         }

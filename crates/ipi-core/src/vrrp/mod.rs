@@ -93,8 +93,9 @@ impl std::fmt::Display for Version {
 pub const PASS_LEN: usize = 8;
 
 /// VRRPv2 authentication (RFC 3768 5.3.6). VRRPv3 has none: RFC 5798 removed it, so a v3
-/// [`Repr`] always carries [`Auth::None`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// [`Repr`] always carries [`Auth::None`]. `Debug` prints a PASS password redacted
+/// ([`crate::secret::REDACTED`]), so no log line of a datagram or an expectation shows it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Auth {
     /// Auth Type 0. For v2 the 8 bytes of authentication data are sent as zero and ignored on
     /// receipt (RFC 3768 5.3.10).
@@ -103,6 +104,15 @@ pub enum Auth {
     /// zero-padded. RFC 3768 reserves the type only for compatibility, but keepalived still
     /// sends it (`auth_type PASS`), and OpenShift renders it.
     Pass([u8; PASS_LEN]),
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Auth::None => f.write_str("None"),
+            Auth::Pass(_) => write!(f, "Pass({})", crate::secret::REDACTED),
+        }
+    }
 }
 
 impl Auth {
