@@ -315,7 +315,13 @@ fn exposure(path: &Path) -> f64 {
     text.lines()
         .find_map(|l| {
             let (_, level) = l.split_once("Overall exposure level for ")?;
-            level.split_once(": ")?.1.split_whitespace().next()?.parse().ok()
+            level
+                .split_once(": ")?
+                .1
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
         })
         .unwrap_or_else(|| {
             panic!(
@@ -359,9 +365,15 @@ fn every_unit_is_exposed_at_most_three() {
     let loosened: String = text
         .lines()
         .filter(|l| {
-            !["User=", "Group=", "SystemCallFilter=", "ProtectProc=", "PrivateDevices="]
-                .iter()
-                .any(|k| l.starts_with(k))
+            ![
+                "User=",
+                "Group=",
+                "SystemCallFilter=",
+                "ProtectProc=",
+                "PrivateDevices=",
+            ]
+            .iter()
+            .any(|k| l.starts_with(k))
         })
         .map(|l| format!("{l}\n"))
         .collect();
@@ -541,10 +553,16 @@ fn every_exec_start_uses_only_node_env_and_parses_with_its_program() {
             "ipi-vrrpd.service",
             "--cluster /etc/ipi-net/install-config.yaml",
         ),
-        ("ipi-lb-proxy.service", "--nodes /run/ipi-net/inventory/nodes"),
+        (
+            "ipi-lb-proxy.service",
+            "--nodes /run/ipi-net/inventory/nodes",
+        ),
         ("ipi-mdns-browse.service", "-o /run/ipi-net/inventory/nodes"),
         ("ipi-mdns-browse.service", "--watch"),
-        ("ipi-dns-render.service", "--nodes /run/ipi-net/inventory/nodes"),
+        (
+            "ipi-dns-render.service",
+            "--nodes /run/ipi-net/inventory/nodes",
+        ),
         ("ipi-dns-render.service", "--out-dir /run/ipi-net/dns"),
     ] {
         assert!(line(unit).contains(needle), "{unit}: {needle}");

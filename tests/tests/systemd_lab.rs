@@ -137,7 +137,12 @@ fn the_packages_hold_everything_and_leave_nothing() {
     want.push("/usr/share/doc/ipi-net/examples/install-config.yaml".into());
     want.push("/usr/lib/NetworkManager/dispatcher.d/30-ipi-resolv".into());
     // Each daemon's package makes the system users and gives the secrets their mode.
-    for package in ["ipi-vrrpd", "ipi-lb-proxy", "ipi-mdns-publish", "ipi-dns-render"] {
+    for package in [
+        "ipi-vrrpd",
+        "ipi-lb-proxy",
+        "ipi-mdns-publish",
+        "ipi-dns-render",
+    ] {
         want.push(format!("/usr/lib/sysusers.d/{package}.conf"));
         want.push(format!("/usr/lib/tmpfiles.d/{package}.conf"));
     }
@@ -187,7 +192,13 @@ fn the_packages_hold_everything_and_leave_nothing() {
     let group = std::fs::read_to_string(root.merged().join("etc/group")).unwrap();
     let gid = group
         .lines()
-        .find_map(|l| l.strip_prefix("ipi-net:x:")?.split(':').next()?.parse::<u32>().ok())
+        .find_map(|l| {
+            l.strip_prefix("ipi-net:x:")?
+                .split(':')
+                .next()?
+                .parse::<u32>()
+                .ok()
+        })
         .unwrap_or_else(|| panic!("no group ipi-net after installing: {group}"));
     let meta = std::fs::metadata(&secret).unwrap();
     assert_eq!(
@@ -282,7 +293,10 @@ fn users_as_the_units_say(c: &SystemdCluster) {
             .unwrap()
             .stdout;
         for program in ["vrrpd", "lb-proxy", "mdns-publish", "dns-render", "dnsmasq"] {
-            for line in ps.lines().filter(|l| l.split_whitespace().nth(1) == Some(program)) {
+            for line in ps
+                .lines()
+                .filter(|l| l.split_whitespace().nth(1) == Some(program))
+            {
                 assert!(
                     line.starts_with("ipi-net "),
                     "{}: {program} not as ipi-net: {line}\n{ps}",
@@ -297,7 +311,10 @@ fn users_as_the_units_say(c: &SystemdCluster) {
         );
         let stat = n
             .container
-            .run("stat", &["-c", "%a %U %G", "/etc/ipi-net/install-config.yaml"])
+            .run(
+                "stat",
+                &["-c", "%a %U %G", "/etc/ipi-net/install-config.yaml"],
+            )
             .unwrap()
             .stdout;
         assert_eq!(stat.trim(), "640 root ipi-net", "{}", n.name);
@@ -639,7 +656,8 @@ fn path_unit_renders_again(
     let stopped = Instant::now();
     let ct = &c.node("master-0").unwrap().container;
     until(c, "the inventory to lose worker-1", 60, || {
-        std::fs::read_to_string(ct.path("/run/ipi-net/inventory/nodes")).is_ok_and(|t| !t.contains(gone))
+        std::fs::read_to_string(ct.path("/run/ipi-net/inventory/nodes"))
+            .is_ok_and(|t| !t.contains(gone))
     });
     // Every node's path unit ran dns-render on the new inventory: its hosts file forgets it.
     for (server, _) in servers.iter().filter(|(s, _)| s != gone) {

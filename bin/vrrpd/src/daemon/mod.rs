@@ -101,6 +101,12 @@ pub fn run(
         path: state_dir.to_path_buf(),
         source,
     })?;
+    // The unit's ambient capabilities (CAP_SETUID among them) are vrrpd's, not its scripts'.
+    match ipi_core::service::clear_ambient_capabilities() {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!("{n} ambient capabilities cleared: scripts start without them"),
+        Err(e) => tracing::warn!("clearing the ambient capabilities: {e}"),
+    }
     let runtime = ipi_core::service::runtime().map_err(Error::Runtime)?;
     runtime.block_on(async move {
         // keepalived's vrrp_startup_delay: nothing runs until it has passed (a network slow to
