@@ -321,6 +321,42 @@ fn users_as_the_units_say(c: &SystemdCluster) {
     }
 }
 
+/// vrrpd's track scripts run as a user other than root and without the unit's capabilities
+/// (vrrpd empties its ambient set at start, else CAP_SETUID and the others would pass to every
+/// script at its execve): the bootstrap node's chk_ocp_script.sh, for a while, first writes its
+/// own /proc/self/status lines into vrrpd's private /tmp.
+fn scripts_run_without_capabilities(c: &SystemdCluster) {
+    let ct = &c.node("bootstrap").unwrap().container;
+    let script = ct.root().join("etc/ipi-net/keepalived/chk_ocp_script.sh");
+    let original = std::fs::read_to_string(&script).unwrap();
+    let (shebang, rest) = original.split_once('\n').unwrap();
+    let probe = "grep -E '^(Uid|CapEff|CapAmb):' /proc/self/status >/tmp/ipi-lab-script.status";
+    std::fs::write(&script, format!("{shebang}\n{probe}\n{rest}")).unwrap();
+    let pid = ct.show("ipi-vrrpd.service", "MainPID");
+    let status_file = format!("/proc/{pid}/root/tmp/ipi-lab-script.status");
+    let mut status = String::new();
+    let ran = wait_for(Duration::from_secs(20), Duration::from_millis(200), || {
+        status = ct.run("cat", &[&status_file]).unwrap().stdout;
+        status.contains("CapAmb:")
+    });
+    std::fs::write(&script, &original).unwrap();
+    assert!(ran.is_some(), "the track script never ran:\n{}", c.logs());
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+    };
+    assert_ne!(field("Uid:"), "0", "a track script as root: {status}");
+    assert_eq!(field("CapEff:"), "0000000000000000", "{status}");
+    assert_eq!(field("CapAmb:"), "0000000000000000", "{status}");
+    eprintln!(
+        "bootstrap's track script ran as uid {} without capabilities",
+        field("Uid:")
+    );
+}
+
 /// The capabilities of a unit's main process, from its /proc status inside the container.
 fn effective_caps(c: &SystemdCluster, node: &str, unit: &str) -> u64 {
     let ct = &c.node(node).unwrap().container;
@@ -434,6 +470,7 @@ fn the_cluster_runs_under_systemd() {
     // none, every one as the package's user, and yet each does its job.
     assert_eq!(effective_caps(&c, "bootstrap", "ipi-vrrpd.service"), 0x30e0);
     users_as_the_units_say(&c);
+    scripts_run_without_capabilities(&c);
     assert_eq!(
         effective_caps(&c, "master-0", "ipi-lb-proxy.service"),
         0x1000
