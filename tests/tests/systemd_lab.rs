@@ -318,10 +318,20 @@ fn users_as_the_units_say(c: &SystemdCluster) {
 /// start (else CAP_SETUID and the others would pass to every script at its execve), and the
 /// unit's `SecureBits=noroot` gives a script as root (OpenShift's `script_user root`, which
 /// vrrpd honours with CAP_SETUID) none at its execve. The bootstrap node's chk_ocp_script.sh,
-/// for a while, first writes its own /proc/self/status lines into vrrpd's private /tmp.
+/// for a while, first writes its own /proc/self/status lines into vrrpd's private /tmp; so does
+/// a worker's chk_ingress.sh (no script_user there: vrrpd's own user).
 fn scripts_run_without_capabilities(c: &SystemdCluster) {
-    let ct = &c.node("bootstrap").unwrap().container;
-    let script = ct.root().join("etc/ipi-net/keepalived/chk_ocp_script.sh");
+    for (node, script) in [
+        ("bootstrap", "chk_ocp_script.sh"),
+        ("worker-0", "chk_ingress.sh"),
+    ] {
+        script_without_capabilities(c, node, script);
+    }
+}
+
+fn script_without_capabilities(c: &SystemdCluster, node: &str, script: &str) {
+    let ct = &c.node(node).unwrap().container;
+    let script = ct.root().join("etc/ipi-net/keepalived").join(script);
     let original = std::fs::read_to_string(&script).unwrap();
     let (shebang, rest) = original.split_once('\n').unwrap();
     let probe = "grep -E '^(Uid|CapEff|CapAmb):' /proc/self/status >/tmp/ipi-lab-script.status";
@@ -334,7 +344,12 @@ fn scripts_run_without_capabilities(c: &SystemdCluster) {
         status.contains("CapAmb:")
     });
     std::fs::write(&script, &original).unwrap();
-    assert!(ran.is_some(), "the track script never ran:\n{}", c.logs());
+    assert!(
+        ran.is_some(),
+        "{node}: {} never ran:\n{}",
+        script.display(),
+        c.logs()
+    );
     let field = |name: &str| {
         status
             .lines()
@@ -342,10 +357,11 @@ fn scripts_run_without_capabilities(c: &SystemdCluster) {
             .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
             .unwrap_or_else(|| panic!("no {name} in {status}"))
     };
-    assert_eq!(field("CapEff:"), "0000000000000000", "{status}");
-    assert_eq!(field("CapAmb:"), "0000000000000000", "{status}");
+    assert_eq!(field("CapEff:"), "0000000000000000", "{node}: {status}");
+    assert_eq!(field("CapAmb:"), "0000000000000000", "{node}: {status}");
     eprintln!(
-        "bootstrap's track script ran as uid {} without capabilities",
+        "{node}'s track script {} ran as uid {} without capabilities",
+        script.display(),
         field("Uid:")
     );
 }
