@@ -423,6 +423,24 @@ fn every_role_runs_the_agreed_units_and_they_exist() {
     }
 }
 
+/// The capabilities a service holds (its bounding set), as contrib/README.md gives them.
+fn capabilities(service: &str) -> &'static [&'static str] {
+    match service {
+        // VIPs, VRRP, ARP/NA; scripts as their user, killed at their timeout.
+        "ipi-vrrpd.service" => &[
+            "CAP_NET_ADMIN",
+            "CAP_NET_RAW",
+            "CAP_SETUID",
+            "CAP_SETGID",
+            "CAP_KILL",
+        ],
+        "ipi-lb-proxy.service" => &["CAP_NET_ADMIN"],
+        "ipi-dnsmasq.service" => &["CAP_NET_BIND_SERVICE"],
+        // dns-render's SIGHUP goes to dnsmasq, which runs as the same user.
+        _ => &[],
+    }
+}
+
 #[test]
 fn every_unit_reads_node_env_and_is_hardened() {
     for (name, path) in units() {
@@ -474,23 +492,9 @@ fn every_unit_reads_node_env_and_is_hardened() {
                 assert!(bounding.contains(cap), "{at}: ambient {cap} not bounded");
             }
         }
-        let caps: &[&str] = match name.as_str() {
-            // VIPs, VRRP, ARP/NA; scripts as their user, killed at their timeout.
-            "ipi-vrrpd.service" => &[
-                "CAP_NET_ADMIN",
-                "CAP_NET_RAW",
-                "CAP_SETUID",
-                "CAP_SETGID",
-                "CAP_KILL",
-            ],
-            "ipi-lb-proxy.service" => &["CAP_NET_ADMIN"],
-            "ipi-dnsmasq.service" => &["CAP_NET_BIND_SERVICE"],
-            // dns-render's SIGHUP goes to dnsmasq, which runs as the same user.
-            _ => &[],
-        };
         assert_eq!(
             bounding.split_whitespace().collect::<Vec<_>>(),
-            caps,
+            capabilities(&name),
             "{at}: CapabilityBoundingSet="
         );
         // Restart=on-failure (HARDENING) for the oneshot too: a failed run would wait for the
