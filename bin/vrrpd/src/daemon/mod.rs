@@ -65,6 +65,9 @@ pub enum Error {
     /// No tokio runtime.
     #[error("cannot start the event loop: {0}")]
     Runtime(std::io::Error),
+    /// The ambient capabilities (a unit's `AmbientCapabilities=`) cannot be kept from scripts.
+    #[error("cannot clear the ambient capabilities, which every script would get: {0}")]
+    Ambient(std::io::Error),
     /// No rtnetlink connection.
     #[error(transparent)]
     Netlink(#[from] crate::net::Error),
@@ -102,10 +105,9 @@ pub fn run(
         source,
     })?;
     // The unit's ambient capabilities (CAP_SETUID among them) are vrrpd's, not its scripts'.
-    match ipi_core::service::clear_ambient_capabilities() {
-        Ok(0) => {}
-        Ok(n) => tracing::debug!("{n} ambient capabilities cleared: scripts start without them"),
-        Err(e) => tracing::warn!("clearing the ambient capabilities: {e}"),
+    let cleared = ipi_core::service::clear_ambient_capabilities().map_err(Error::Ambient)?;
+    if cleared > 0 {
+        tracing::debug!("{cleared} ambient capabilities cleared: scripts start without them");
     }
     let runtime = ipi_core::service::runtime().map_err(Error::Runtime)?;
     runtime.block_on(async move {
