@@ -664,7 +664,7 @@ ExecReload=/bin/kill -HUP $MAINPID
     fn path_units_roles_and_environment_files() {
         let p = Unit::parse(
             Path::new("ipi-dns-render.path"),
-            "[Path]\nPathChanged=/run/ipi-net/nodes\n[Install]\nWantedBy=multi-user.target\n",
+            "[Path]\nPathChanged=/run/ipi-net/inventory/nodes\n[Install]\nWantedBy=multi-user.target\n",
         )
         .unwrap();
         let s = Unit::parse(
@@ -675,7 +675,7 @@ ExecReload=/bin/kill -HUP $MAINPID
         .unwrap();
         assert_eq!(s.runtime_directories, ["ipi-net/dns", "keepalived"]);
         assert_eq!(s.also, ["ipi-dns-render.path"]);
-        assert_eq!(p.watches, [PathBuf::from("/run/ipi-net/nodes")]);
+        assert_eq!(p.watches, [PathBuf::from("/run/ipi-net/inventory/nodes")]);
         assert_eq!(p.activates, None);
         let env = environment_file(
             Path::new("node.env"),

@@ -24,6 +24,36 @@ use ipi_net_tests::units;
 /// The variables node.env defines, and the only ones a command line may use.
 const NODE_ENV_VARS: [&str; 4] = ["IPI_ROLE", "IPI_HOSTNAME", "IPI_NODE_IP", "IPI_INTERFACE"];
 
+/// The sandboxing every service has (contrib/README.md, "The units").
+const HARDENING: [(&str, &str); 22] = [
+    ("NoNewPrivileges", "yes"),
+    ("ProtectSystem", "strict"),
+    ("ProtectHome", "yes"),
+    ("PrivateTmp", "yes"),
+    ("PrivateDevices", "yes"),
+    ("PrivateMounts", "yes"),
+    ("ProtectKernelTunables", "yes"),
+    ("ProtectKernelModules", "yes"),
+    ("ProtectKernelLogs", "yes"),
+    ("ProtectControlGroups", "yes"),
+    ("ProtectClock", "yes"),
+    ("ProtectHostname", "yes"),
+    ("RestrictNamespaces", "yes"),
+    ("RestrictSUIDSGID", "yes"),
+    ("RestrictRealtime", "yes"),
+    ("LockPersonality", "yes"),
+    ("MemoryDenyWriteExecute", "yes"),
+    ("RemoveIPC", "yes"),
+    ("SystemCallArchitectures", "native"),
+    ("SystemCallErrorNumber", "EPERM"),
+    ("UMask", "0077"),
+    ("Restart", "on-failure"),
+];
+
+/// The highest exposure `systemd-analyze security --offline=true` may give a unit of ours
+/// (3.0: "OK"; Debian's keepalived, haproxy and avahi-daemon units score 9.6, etcd 9.2).
+const EXPOSURE_BOUND: f64 = 3.0;
+
 /// The units each role runs, as the demo and contrib/README.md rely on.
 const ROLES: [(&str, &[&str]); 3] = [
     ("bootstrap", &["ipi-vrrpd"]),
@@ -273,6 +303,85 @@ fn systemd_analyze_verifies_every_unit() {
     );
 }
 
+/// `systemd-analyze security --offline=true` of a unit file: its overall exposure (0.0 to 10.0).
+fn exposure(path: &Path) -> f64 {
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=true", "--no-pager"])
+        .arg(path)
+        .env("SYSTEMD_LOG_COLOR", "0")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| {
+            let (_, level) = l.split_once("Overall exposure level for ")?;
+            level
+                .split_once(": ")?
+                .1
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "systemd-analyze security {}: {}: no overall exposure in\n{text}{}",
+                path.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+/// The services of `units` whose exposure is over [`EXPOSURE_BOUND`], with their score.
+fn over_the_bound(units: &[(String, PathBuf)]) -> Vec<(String, f64)> {
+    units
+        .iter()
+        .filter(|(name, _)| name.ends_with(".service"))
+        .map(|(name, path)| (name.clone(), exposure(path)))
+        .filter(|(_, score)| *score > EXPOSURE_BOUND)
+        .collect()
+}
+
+/// Every service scores at most [`EXPOSURE_BOUND`] (README's table has the figures); and the
+/// check bites: vrrpd's unit without its user and system call filter is over it.
+#[test]
+fn every_unit_is_exposed_at_most_three() {
+    if !ipi_lab::tool("systemd-analyze", "systemd") {
+        return;
+    }
+    let ours = units();
+    for (name, path) in ours.iter().filter(|(n, _)| n.ends_with(".service")) {
+        eprintln!("{name}: {:.1}", exposure(path));
+    }
+    let over = over_the_bound(&ours);
+    assert!(
+        over.is_empty(),
+        "exposure over {EXPOSURE_BOUND} (systemd-analyze security --offline=true): {over:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let loose = dir.path().join("ipi-vrrpd.service");
+    let text = std::fs::read_to_string(contrib().join("systemd/ipi-vrrpd.service")).unwrap();
+    let loosened: String = text
+        .lines()
+        .filter(|l| {
+            ![
+                "User=",
+                "Group=",
+                "SystemCallFilter=",
+                "ProtectProc=",
+                "PrivateDevices=",
+            ]
+            .iter()
+            .any(|k| l.starts_with(k))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&loose, loosened).unwrap();
+    let over = over_the_bound(&[("ipi-vrrpd.service".into(), loose)]);
+    assert_eq!(over.len(), 1, "a loosened ipi-vrrpd.service: {over:?}");
+}
+
 #[test]
 fn every_role_runs_the_agreed_units_and_they_exist() {
     let dir = contrib().join("roles");
@@ -314,6 +423,24 @@ fn every_role_runs_the_agreed_units_and_they_exist() {
     }
 }
 
+/// The capabilities a service holds (its bounding set), as contrib/README.md gives them.
+fn capabilities(service: &str) -> &'static [&'static str] {
+    match service {
+        // VIPs, VRRP, ARP/NA; scripts as their user, killed at their timeout.
+        "ipi-vrrpd.service" => &[
+            "CAP_NET_ADMIN",
+            "CAP_NET_RAW",
+            "CAP_SETUID",
+            "CAP_SETGID",
+            "CAP_KILL",
+        ],
+        "ipi-lb-proxy.service" => &["CAP_NET_ADMIN"],
+        "ipi-dnsmasq.service" => &["CAP_NET_BIND_SERVICE"],
+        // dns-render's SIGHUP goes to dnsmasq, which runs as the same user.
+        _ => &[],
+    }
+}
+
 #[test]
 fn every_unit_reads_node_env_and_is_hardened() {
     for (name, path) in units() {
@@ -342,14 +469,18 @@ fn every_unit_reads_node_env_and_is_hardened() {
             _ => "notify",
         };
         assert_eq!(kind, [expected], "{at}");
-        for (key, value) in [
-            ("NoNewPrivileges", "yes"),
-            ("ProtectSystem", "strict"),
-            ("ProtectHome", "yes"),
-            ("PrivateTmp", "yes"),
-        ] {
+        for (key, value) in HARDENING {
             assert_eq!(values(&e, "Service", key), [value], "{at}: {key}");
         }
+        // No unit as root: the package's user (sysusers.d), with ambient capabilities only.
+        assert_eq!(values(&e, "Service", "User"), ["ipi-net"], "{at}: User=");
+        assert_eq!(values(&e, "Service", "Group"), ["ipi-net"], "{at}: Group=");
+        let filter = values(&e, "Service", "SystemCallFilter");
+        assert_eq!(
+            filter.first().map(String::as_str),
+            Some("@system-service"),
+            "{at}: SystemCallFilter="
+        );
         assert_eq!(
             values(&e, "Service", "CapabilityBoundingSet").len(),
             1,
@@ -361,21 +492,13 @@ fn every_unit_reads_node_env_and_is_hardened() {
                 assert!(bounding.contains(cap), "{at}: ambient {cap} not bounded");
             }
         }
-        let caps: &[&str] = match name.as_str() {
-            "ipi-vrrpd.service" => &["CAP_NET_ADMIN", "CAP_NET_RAW"],
-            "ipi-lb-proxy.service" => &["CAP_NET_ADMIN"],
-            "ipi-dnsmasq.service" => &["CAP_NET_BIND_SERVICE", "CAP_SETUID", "CAP_SETGID"],
-            // SIGHUP to dnsmasq, which runs as its own user.
-            "ipi-dns-render.service" => &["CAP_KILL"],
-            _ => &[],
-        };
         assert_eq!(
             bounding.split_whitespace().collect::<Vec<_>>(),
-            caps,
+            capabilities(&name),
             "{at}: CapabilityBoundingSet="
         );
-        // The oneshot too: a failed run would wait for the next change of the inventory.
-        assert_eq!(values(&e, "Service", "Restart"), ["on-failure"], "{at}");
+        // Restart=on-failure (HARDENING) for the oneshot too: a failed run would wait for the
+        // next change of the inventory.
         assert_eq!(values(&e, "Service", "RestartSec").len(), 1, "{at}");
         // What a unit writes must be writable under ProtectSystem=strict.
         let writable = values(&e, "Service", "ReadWritePaths");
@@ -434,10 +557,16 @@ fn every_exec_start_uses_only_node_env_and_parses_with_its_program() {
             "ipi-vrrpd.service",
             "--cluster /etc/ipi-net/install-config.yaml",
         ),
-        ("ipi-lb-proxy.service", "--nodes /run/ipi-net/nodes"),
-        ("ipi-mdns-browse.service", "-o /run/ipi-net/nodes"),
+        (
+            "ipi-lb-proxy.service",
+            "--nodes /run/ipi-net/inventory/nodes",
+        ),
+        ("ipi-mdns-browse.service", "-o /run/ipi-net/inventory/nodes"),
         ("ipi-mdns-browse.service", "--watch"),
-        ("ipi-dns-render.service", "--nodes /run/ipi-net/nodes"),
+        (
+            "ipi-dns-render.service",
+            "--nodes /run/ipi-net/inventory/nodes",
+        ),
         ("ipi-dns-render.service", "--out-dir /run/ipi-net/dns"),
     ] {
         assert!(line(unit).contains(needle), "{unit}: {needle}");

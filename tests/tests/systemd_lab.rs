@@ -21,6 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -135,6 +136,16 @@ fn the_packages_hold_everything_and_leave_nothing() {
     }
     want.push("/usr/share/doc/ipi-net/examples/install-config.yaml".into());
     want.push("/usr/lib/NetworkManager/dispatcher.d/30-ipi-resolv".into());
+    // Each daemon's package makes the system users and gives the secrets their mode.
+    for package in [
+        "ipi-vrrpd",
+        "ipi-lb-proxy",
+        "ipi-mdns-publish",
+        "ipi-dns-render",
+    ] {
+        want.push(format!("/usr/lib/sysusers.d/{package}.conf"));
+        want.push(format!("/usr/lib/tmpfiles.d/{package}.conf"));
+    }
     let missing: Vec<&String> = want.iter().filter(|w| !all.contains(w)).collect();
     assert!(missing.is_empty(), "not in any package: {missing:?}");
 
@@ -162,10 +173,41 @@ fn the_packages_hold_everything_and_leave_nothing() {
             String::from_utf8_lossy(&out.stderr)
         );
     };
+    // A secret the administrator installed before the packages: they give it its owner and mode.
+    let secret = root.merged().join("etc/ipi-net/install-config.yaml");
+    std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
+    std::fs::write(&secret, "apiVersion: v1\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut install = vec!["dpkg", "-i"];
     install.extend(inside.iter().map(String::as_str));
     chroot(&install);
     std::fs::remove_dir_all(root.merged().join("tmp/debs")).unwrap();
+    let passwd = std::fs::read_to_string(root.merged().join("etc/passwd")).unwrap();
+    for user in ["ipi-net", "ipi-net-script"] {
+        assert!(
+            passwd.lines().any(|l| l.starts_with(&format!("{user}:"))),
+            "no user {user} after installing: {passwd}"
+        );
+    }
+    let group = std::fs::read_to_string(root.merged().join("etc/group")).unwrap();
+    let gid = group
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("ipi-net:x:")?
+                .split(':')
+                .next()?
+                .parse::<u32>()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no group ipi-net after installing: {group}"));
+    let meta = std::fs::metadata(&secret).unwrap();
+    assert_eq!(
+        (meta.permissions().mode() & 0o7777, meta.uid(), meta.gid()),
+        (0o640, 0, gid),
+        "{} after installing",
+        secret.display()
+    );
+    std::fs::remove_file(&secret).unwrap();
     // Installing enabled nothing.
     let after_install = files_under(root.merged());
     let links: Vec<&String> = after_install
@@ -184,7 +226,19 @@ fn the_packages_hold_everything_and_leave_nothing() {
     purge.extend(nspawn::DEBS);
     chroot(&purge);
     let after = files_under(root.merged());
-    let left: Vec<&String> = after.iter().filter(|p| !before.contains(p)).collect();
+    // The system users stay after a purge (Debian policy: their ids may own files elsewhere);
+    // so does the user database's backup and lock that making them leaves.
+    let user_database = [
+        "/etc/passwd-",
+        "/etc/group-",
+        "/etc/shadow-",
+        "/etc/gshadow-",
+        "/etc/.pwd.lock",
+    ];
+    let left: Vec<&String> = after
+        .iter()
+        .filter(|p| !before.contains(p) && !user_database.contains(&p.as_str()))
+        .collect();
     let gone: Vec<&String> = before.iter().filter(|p| !after.contains(p)).collect();
     assert!(left.is_empty(), "left behind after the purge: {left:?}");
     assert!(gone.is_empty(), "taken by the purge: {gone:?}");
@@ -227,6 +281,92 @@ fn first(journal: &str, what: &str) -> f64 {
         .find(|l| l.contains(what))
         .and_then(|l| l.strip_prefix('[')?.split(']').next()?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {what:?} in the journal:\n{journal}"))
+}
+
+/// Every daemon of every node (each unit's main process) runs as `ipi-net` (`ps -o user=`), none
+/// as root; install-config.yaml is root:ipi-net 0640 (tmpfiles.d at boot).
+fn users_as_the_units_say(c: &SystemdCluster) {
+    for n in c.nodes() {
+        // dns-render, a oneshot, has no process between its runs.
+        for unit in n.units.iter().filter(|u| *u != "ipi-dns-render.service") {
+            let pid = n.container.show(unit, "MainPID");
+            let ps = n
+                .container
+                .run("ps", &["-o", "user=,comm=", "-p", &pid])
+                .unwrap()
+                .stdout;
+            assert!(
+                ps.starts_with("ipi-net "),
+                "{} {unit} (pid {pid}) not as ipi-net: {ps}",
+                n.name
+            );
+            eprintln!("{} {unit}: {}", n.name, ps.trim());
+        }
+        let stat = n
+            .container
+            .run(
+                "stat",
+                &["-c", "%a %U %G", "/etc/ipi-net/install-config.yaml"],
+            )
+            .unwrap()
+            .stdout;
+        assert_eq!(stat.trim(), "640 root ipi-net", "{}", n.name);
+    }
+}
+
+/// vrrpd's track scripts run as the package's script user, `ipi-net-script` (the cluster mode's
+/// default: keepalived's keepalived_script does not exist there), without the unit's
+/// capabilities: vrrpd empties its ambient set at start (else CAP_SETUID and the others would
+/// pass to every script at its execve), and the unit's `SecureBits=noroot` would give a script
+/// as root (`--script-user root`) none at its execve. The bootstrap node's chk_ocp_script.sh,
+/// for a while, first writes its own /proc/self/status lines into vrrpd's private /tmp; so does
+/// a worker's chk_ingress.sh.
+fn scripts_run_without_capabilities(c: &SystemdCluster) {
+    for (node, script) in [
+        ("bootstrap", "chk_ocp_script.sh"),
+        ("worker-0", "chk_ingress.sh"),
+    ] {
+        script_without_capabilities(c, node, script);
+    }
+}
+
+fn script_without_capabilities(c: &SystemdCluster, node: &str, script: &str) {
+    let ct = &c.node(node).unwrap().container;
+    let script = ct.root().join("etc/ipi-net/keepalived").join(script);
+    let original = std::fs::read_to_string(&script).unwrap();
+    let (shebang, rest) = original.split_once('\n').unwrap();
+    let probe = "grep -E '^(Uid|CapEff|CapAmb):' /proc/self/status >/tmp/ipi-lab-script.status";
+    std::fs::write(&script, format!("{shebang}\n{probe}\n{rest}")).unwrap();
+    let pid = ct.show("ipi-vrrpd.service", "MainPID");
+    let status_file = format!("/proc/{pid}/root/tmp/ipi-lab-script.status");
+    let mut status = String::new();
+    let ran = wait_for(Duration::from_secs(20), Duration::from_millis(200), || {
+        status = ct.run("cat", &[&status_file]).unwrap().stdout;
+        status.contains("CapAmb:")
+    });
+    std::fs::write(&script, &original).unwrap();
+    assert!(
+        ran.is_some(),
+        "{node}: {} never ran:\n{}",
+        script.display(),
+        c.logs()
+    );
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+    };
+    assert_eq!(field("CapEff:"), "0000000000000000", "{node}: {status}");
+    assert_eq!(field("CapAmb:"), "0000000000000000", "{node}: {status}");
+    let script_user = ct.run("id", &["-u", "ipi-net-script"]).unwrap().stdout;
+    assert_eq!(field("Uid:"), script_user.trim(), "{node}: {status}");
+    eprintln!(
+        "{node}'s track script {} ran as uid {} without capabilities",
+        script.display(),
+        field("Uid:")
+    );
 }
 
 /// The capabilities of a unit's main process, from its /proc status inside the container.
@@ -337,9 +477,12 @@ fn the_cluster_runs_under_systemd() {
         ),
     );
 
-    // Only the units' capabilities: vrrpd CAP_NET_ADMIN + CAP_NET_RAW (12, 13), lb-proxy
-    // CAP_NET_ADMIN, mdns-publish none, and yet each does its job.
-    assert_eq!(effective_caps(&c, "bootstrap", "ipi-vrrpd.service"), 0x3000);
+    // Only the units' capabilities: vrrpd CAP_NET_ADMIN + CAP_NET_RAW (12, 13) and CAP_SETUID,
+    // CAP_SETGID, CAP_KILL (7, 6, 5) for its scripts, lb-proxy CAP_NET_ADMIN, mdns-publish
+    // none, every one as the package's user, and yet each does its job.
+    assert_eq!(effective_caps(&c, "bootstrap", "ipi-vrrpd.service"), 0x30e0);
+    users_as_the_units_say(&c);
+    scripts_run_without_capabilities(&c);
     assert_eq!(
         effective_caps(&c, "master-0", "ipi-lb-proxy.service"),
         0x1000
@@ -562,7 +705,8 @@ fn path_unit_renders_again(
     let stopped = Instant::now();
     let ct = &c.node("master-0").unwrap().container;
     until(c, "the inventory to lose worker-1", 60, || {
-        std::fs::read_to_string(ct.path("/run/ipi-net/nodes")).is_ok_and(|t| !t.contains(gone))
+        std::fs::read_to_string(ct.path("/run/ipi-net/inventory/nodes"))
+            .is_ok_and(|t| !t.contains(gone))
     });
     // Every node's path unit ran dns-render on the new inventory: its hosts file forgets it.
     for (server, _) in servers.iter().filter(|(s, _)| s != gone) {

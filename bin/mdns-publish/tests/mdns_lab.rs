@@ -301,8 +301,8 @@ fn watch_rewrites_the_inventory_only_when_it_changes_and_sees_an_address_change(
     let mut lab = Lab::new().unwrap();
     let (node, client) = (lab.host("master-0").unwrap(), lab.host("client").unwrap());
     let d = publish(&node, "master-0", "master");
-    // Its directory is not there yet: browse makes it (as /run/ipi-net under systemd).
-    let out = client.dir().join("run/ipi-net/nodes");
+    // Its directory is not there yet: browse makes it (as /run/ipi-net/inventory under systemd).
+    let out = client.dir().join("run/ipi-net/inventory/nodes");
     let bind = client.ipv4().to_string();
     let watch = client
         .spawn(

@@ -52,3 +52,113 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
 }
+
+/// Empties this process's ambient capability set, keeping its permitted and effective ones: a
+/// unit's `AmbientCapabilities=` are for the daemon, and a program it starts afterwards (vrrpd's
+/// track and notify scripts, as whatever user) would otherwise get them all at its `execve`,
+/// `CAP_SETUID` included, since a change between two users other than root keeps them. Programs
+/// started as root get root's capabilities whatever this does. Returns how many capabilities
+/// were ambient; an error only if the kernel refused (it has no ambient set before Linux 4.3).
+pub fn clear_ambient_capabilities() -> std::io::Result<u32> {
+    let ambient = ambient_capabilities()?;
+    if ambient != 0 {
+        // SAFETY: prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL) takes no pointers.
+        #[allow(unsafe_code)]
+        let r = unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            )
+        };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(ambient.count_ones())
+}
+
+/// This process's ambient capabilities, as the bit mask of `/proc/self/status`'s `CapAmb:`.
+fn ambient_capabilities() -> std::io::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapAmb:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .ok_or_else(|| std::io::Error::other("/proc/self/status: no CapAmb: line"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In a child (the test process keeps its own set): raise CAP_NET_RAW into the ambient set
+    /// where the test may, clear, and see a program started afterwards without it.
+    #[test]
+    fn cleared_ambient_capabilities_are_not_passed_on() {
+        use std::process::Command;
+        let Ok(exe) = std::env::current_exe() else {
+            return;
+        };
+        if std::env::var_os("IPI_CORE_AMBIENT_CHILD").is_some() {
+            return;
+        }
+        // Raised and inherited by a child: what a unit's AmbientCapabilities= does.
+        let raised = Command::new("setpriv")
+            .args([
+                "--inh-caps=+net_raw",
+                "--ambient-caps=+net_raw",
+                "grep",
+                "CapAmb",
+                "/proc/self/status",
+            ])
+            .output();
+        let Ok(raised) = raised else {
+            eprintln!("skipped: no setpriv (util-linux)");
+            return;
+        };
+        if !raised.status.success() {
+            eprintln!("skipped: cannot raise an ambient capability here (not root?)");
+            return;
+        }
+        assert!(String::from_utf8_lossy(&raised.stdout).contains("0000000000002000"));
+        let out = Command::new("setpriv")
+            .args(["--inh-caps=+net_raw", "--ambient-caps=+net_raw"])
+            .arg(&exe)
+            .args([
+                "--exact",
+                "service::tests::child_clears",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("IPI_CORE_AMBIENT_CHILD", "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains("cleared 1; after: CapAmb:\t0000000000000000"),
+            "{text}"
+        );
+    }
+
+    /// The child of the test above (does nothing on its own).
+    #[test]
+    fn child_clears() {
+        if std::env::var_os("IPI_CORE_AMBIENT_CHILD").is_none() {
+            return;
+        }
+        let cleared = clear_ambient_capabilities().unwrap();
+        let after = std::process::Command::new("grep")
+            .args(["CapAmb", "/proc/self/status"])
+            .output()
+            .unwrap();
+        println!(
+            "cleared {cleared}; after: {}",
+            String::from_utf8_lossy(&after.stdout).trim()
+        );
+    }
+}

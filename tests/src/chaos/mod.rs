@@ -195,15 +195,17 @@ fn wait_back(c: &Cluster) -> Vec<(String, String, String)> {
     dead
 }
 
-/// The files the nodes' programs render (`/run/ipi-net/nodes`, `/run/ipi-net/dns/*`) that are
-/// not whole: empty, not ending in a newline, or a temporary file left beside them.
+/// The files the nodes' programs render (`/run/ipi-net/inventory/nodes`, `/run/ipi-net/dns/*`)
+/// that are not whole: empty, not ending in a newline, or a temporary file left beside them.
 pub fn broken_files(c: &Cluster) -> Vec<(PathBuf, String)> {
     let mut broken = Vec::new();
     for n in c.nodes().iter().filter(|n| n.is_up()) {
         let run = n.host.dir().join("run");
-        let mut files = vec![run.join("nodes")];
-        if let Ok(entries) = std::fs::read_dir(run.join("dns")) {
-            files.extend(entries.flatten().map(|e| e.path()));
+        let mut files = Vec::new();
+        for dir in ["inventory", "dns"] {
+            if let Ok(entries) = std::fs::read_dir(run.join(dir)) {
+                files.extend(entries.flatten().map(|e| e.path()));
+            }
         }
         for f in files {
             let name = f.file_name().map(|s| s.to_string_lossy().into_owned());

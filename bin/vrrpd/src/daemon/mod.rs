@@ -65,6 +65,9 @@ pub enum Error {
     /// No tokio runtime.
     #[error("cannot start the event loop: {0}")]
     Runtime(std::io::Error),
+    /// The ambient capabilities (a unit's `AmbientCapabilities=`) cannot be kept from scripts.
+    #[error("cannot clear the ambient capabilities, which every script would get: {0}")]
+    Ambient(std::io::Error),
     /// No rtnetlink connection.
     #[error(transparent)]
     Netlink(#[from] crate::net::Error),
@@ -101,7 +104,11 @@ pub fn run(
         path: state_dir.to_path_buf(),
         source,
     })?;
-    scripts::clear_ambient_capabilities();
+    // The unit's ambient capabilities (CAP_SETUID among them) are vrrpd's, not its scripts'.
+    let cleared = ipi_core::service::clear_ambient_capabilities().map_err(Error::Ambient)?;
+    if cleared > 0 {
+        tracing::debug!("{cleared} ambient capabilities cleared: scripts start without them");
+    }
     let runtime = ipi_core::service::runtime().map_err(Error::Runtime)?;
     runtime.block_on(async move {
         // keepalived's vrrp_startup_delay: nothing runs until it has passed (a network slow to

@@ -118,33 +118,6 @@ pub fn default_identity(configured: Option<&User>) -> Result<Option<Identity>, I
     Ok(None)
 }
 
-/// Empties this process's ambient capability set, which every program it runs would otherwise
-/// hold: a unit that runs vrrpd as a system user gives it CAP_NET_ADMIN, CAP_NET_RAW and
-/// CAP_SETUID/CAP_SETGID as ambient capabilities, and a script that switches from that user to
-/// another keeps them (only a switch away from uid 0 drops them). vrrpd's own effective and
-/// permitted sets stay; what it runs starts with none. Without ambient capabilities (vrrpd as
-/// root, or outside systemd) this changes nothing.
-pub fn clear_ambient_capabilities() {
-    // SAFETY: prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) takes no pointers and
-    // touches only this process's capability sets.
-    #[allow(unsafe_code)]
-    let done = unsafe {
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        )
-    };
-    if done != 0 {
-        tracing::warn!(
-            "cannot clear the ambient capabilities scripts would inherit: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-}
-
 /// Who this process is: the identity of a script that runs as vrrpd's own user.
 pub fn own_identity() -> Identity {
     Identity {
