@@ -18,7 +18,9 @@ mod probe;
 
 use crate::alloc::{self, AllocError};
 use crate::answered;
-use crate::cli::{ClusterArgs, EtcdArgs, ProbeArgs};
+use crate::cli::{
+    ClusterArgs, Command, EtcdArgs, NetconfigCommand, PoolCommand, ProbeArgs, VipCommand,
+};
 use crate::netconfig::{self, IpSet, NetConfig};
 use crate::pool::{AddressPool, Answer};
 use crate::store::{self, Record, Store, StoreError, StoreSpec};
@@ -275,4 +277,61 @@ pub fn pool_reserve(
         println!("{}", held.ip);
     }
     Ok(Status::Success)
+}
+
+/// Runs one subcommand of the command line and says how it ended (`ipam cni` answers in CNI's
+/// own terms; the others print a failure on stderr, prefixed `ipam:`).
+pub fn run(command: Command) -> std::process::ExitCode {
+    let result = match command {
+        Command::Vip {
+            command: VipCommand::Validate { cluster, probe },
+        } => validate(&cluster, &probe),
+        Command::Vip {
+            command:
+                VipCommand::Suggest {
+                    cluster,
+                    store,
+                    etcd,
+                    probe,
+                    json,
+                },
+        } => suggest(&cluster, store.as_deref(), &etcd, &probe, json),
+        Command::Netconfig {
+            command: NetconfigCommand::Validate { file },
+        } => netconfig_validate(&file),
+        Command::Reserve {
+            netconfig,
+            ipset,
+            store,
+            probe,
+            json,
+        } => reserve(&netconfig, &ipset, &store.spec(), &probe, json),
+        Command::Release { name, store } => release(&name, &store.spec()),
+        Command::List { store, json } => list(&store.spec(), json),
+        Command::Pool {
+            command:
+                PoolCommand::Reserve {
+                    pool,
+                    name,
+                    sharing_key,
+                    store,
+                    probe,
+                    json,
+                },
+        } => {
+            let request = PoolRequest {
+                name: &name,
+                key: sharing_key.as_deref(),
+            };
+            pool_reserve(&pool, &request, &store.spec(), &probe, json)
+        }
+        Command::Cni => return crate::cni::main(),
+    };
+    match result {
+        Ok(status) => status.into(),
+        Err(failure) => {
+            eprintln!("ipam: {failure}");
+            failure.status.into()
+        }
+    }
 }
