@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The mode of a file [`write`] creates, whatever the umask.
+/// The mode of a file [`write()`] creates, whatever the umask.
 pub const MODE: u32 = 0o644;
 
 /// Whether a write changed the file.
@@ -64,7 +64,7 @@ pub fn write(path: &Path, contents: &[u8]) -> Result<Outcome, WriteError> {
     write_mode(path, contents, MODE)
 }
 
-/// [`write`], a new file getting `mode` (e.g. 0o600 for one that holds a secret) whatever the
+/// [`write()`], a new file getting `mode` (e.g. 0o600 for one that holds a secret) whatever the
 /// umask.
 pub fn write_mode(path: &Path, contents: &[u8], mode: u32) -> Result<Outcome, WriteError> {
     let fail = |step: &'static str| {
@@ -188,7 +188,7 @@ fn sweep_once(dir: &Path) {
 }
 
 /// Removes the temporary files (`.NAME.tmp.PID.SEQ`, regular files only) in `dir` whose writer
-/// is gone ([`writer_gone`]); returns them. Best effort: what cannot be read or removed stays.
+/// is gone; returns them. Best effort: what cannot be read or removed stays.
 pub fn sweep(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
