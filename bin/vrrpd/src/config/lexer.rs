@@ -95,6 +95,25 @@ pub enum LexError {
     Substitution,
 }
 
+/// The most an included file may hold: far more than any keepalived.conf (10,000 instances
+/// are about 2 MiB), and a bound on what a "regular" file such as /proc/self/pagemap gives.
+const MAX_INCLUDE: u64 = 64 << 20;
+
+/// An included file's text, at most [`MAX_INCLUDE`] bytes.
+fn read_bounded(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_INCLUDE + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_INCLUDE {
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_INCLUDE} bytes"
+        )));
+    }
+    Ok(text)
+}
+
 /// A `$NAME=VALUE` definition: its lines (more than one when continued with `\`).
 #[derive(Debug, Clone)]
 struct Definition {
@@ -149,7 +168,16 @@ impl Lexer<'_> {
                 continue;
             }
             let mut pending = VecDeque::from([line]);
+            // A multi-line definition that names itself on one of its lines would put that
+            // line back for ever: the lines one line expands to are bounded too.
+            let mut expanded = 0;
             while let Some(line) = pending.pop_front() {
+                expanded += 1;
+                if expanded > MAX_SUBSTITUTIONS {
+                    self.errors
+                        .push(&location, LexError::Substitution.to_string());
+                    break;
+                }
                 self.line(line, &location, depth, &mut pending);
             }
         }
@@ -386,7 +414,7 @@ impl Lexer<'_> {
                 );
                 continue;
             }
-            match std::fs::read_to_string(&file) {
+            match read_bounded(&file) {
                 Ok(text) => self.file(&text, &file.display().to_string(), depth + 1),
                 Err(e) => self
                     .errors

@@ -30,18 +30,40 @@ pub fn parse(
 ) -> Vec<Node> {
     let lines = lexer::lines(text, origin, options, errors, warnings);
     let mut at = 0;
-    statements(&lines, &mut at, None, errors)
+    statements(&lines, &mut at, None, 0, errors)
+}
+
+/// Blocks nest this deep at most: keepalived's nest four deep; deeper input (a definition
+/// expanded to thousands of `{`) would otherwise recurse until the stack overflows.
+const MAX_DEPTH: usize = 32;
+
+/// Past the `{` at `*at - 1`: every line to its matching `}` (or the end).
+fn skip_block(lines: &[Line], at: &mut usize) {
+    let mut open = 1usize;
+    while let Some(line) = lines.get(*at) {
+        *at += 1;
+        if is(line, "{") {
+            open += 1;
+        } else if is(line, "}") {
+            open -= 1;
+            if open == 0 {
+                return;
+            }
+        }
+    }
 }
 
 fn is(line: &Line, brace: &str) -> bool {
     matches!(line.words.as_slice(), [w] if w.is(brace))
 }
 
-/// Statements until the end of input or, inside a block (opened at `open`), its closing brace.
+/// Statements until the end of input or, inside a block (opened at `open`, `depth` blocks
+/// deep), its closing brace.
 fn statements(
     lines: &[Line],
     at: &mut usize,
     open: Option<&Location>,
+    depth: usize,
     errors: &mut ConfigErrors,
 ) -> Vec<Node> {
     let mut nodes = Vec::new();
@@ -66,7 +88,14 @@ fn statements(
         };
         if lines.get(*at).is_some_and(|l| is(l, "{")) {
             *at += 1;
-            node.block = Some(statements(lines, at, Some(&node.location), errors));
+            if depth + 1 >= MAX_DEPTH {
+                let why = format!("blocks nested more than {MAX_DEPTH} deep: this one is skipped");
+                errors.push(&node.location, why);
+                skip_block(lines, at);
+                continue;
+            }
+            let block = statements(lines, at, Some(&node.location), depth + 1, errors);
+            node.block = Some(block);
         }
         nodes.push(node);
     }
@@ -94,6 +123,15 @@ mod tests {
         let (mut errors, mut warnings) = Default::default();
         let nodes = parse(text, "k.conf", &options(), &mut errors, &mut warnings);
         (nodes, errors.to_string())
+    }
+
+    #[test]
+    fn blocks_nested_past_the_limit_are_an_error_and_skipped() {
+        let deep = format!("{}{}", "a {\n".repeat(100_000), "}\n".repeat(100_000));
+        let (nodes, errors) = tree(&format!("{deep}after x\n"));
+        assert!(errors.contains("nested more than 32 deep"), "{errors}");
+        assert_eq!(nodes.len(), 2, "the outer block, then what follows it");
+        assert_eq!(nodes[1].keyword, "after");
     }
 
     #[test]

@@ -166,3 +166,12 @@ fn pwd_is_the_directory_of_the_file_read() {
     let want = std::fs::canonicalize(dir.path()).unwrap().join("chk.sh");
     assert_eq!(lines, [format!("script {}", want.display())]);
 }
+
+#[test]
+fn a_multi_line_definition_that_names_itself_ends_with_an_error() {
+    // Line 3 expands to `x` and `$B` again, which expands to `x` and `$B`...
+    let (lines, errors, _) = read("$B=x\\\n$B\n$B\nafter\n", "k.conf");
+    assert!(errors.contains("does not end"), "{errors}");
+    assert!(lines.len() <= 2 * MAX_SUBSTITUTIONS, "{}", lines.len());
+    assert_eq!(lines.last().map(String::as_str), Some("after"));
+}
