@@ -230,7 +230,7 @@ pub enum VipCommand {
         #[command(flatten)]
         cluster: ClusterArgs,
         /// A store whose reservations the VIPs must avoid.
-        #[arg(long, value_name = "URL")]
+        #[arg(long, value_name = "URL", env = "IPAM_STORE")]
         store: Option<String>,
         /// How to get into it, if it is an etcd store.
         #[command(flatten)]

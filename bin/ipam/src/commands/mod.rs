@@ -135,9 +135,9 @@ pub fn suggest(
 ) -> Outcome {
     let store = match store {
         Some(url) => Some(etcd.spec(url)),
-        None => match etcd.spec("").etcd.check(false, false) {
-            Err((setting, _)) => return Err(usage(format!("{setting}: given without --store"))),
-            Ok(()) => None,
+        None => match etcd.spec("").etcd.first_given() {
+            Some(setting) => return Err(usage(format!("{setting}: given without --store"))),
+            None => None,
         },
     };
     let nodes = nodes(args)?;

@@ -5,32 +5,11 @@
 //!
 //! Each setting is named in messages as it was given: a command-line option
 //! ([`CLI_NAMES`]) or a key of a CNI config ([`CNI_NAMES`]). A password is never shown: its
-//! [`Secret`] prints as `<hidden>`.
+//! [`Secret`] (ipi-core's) prints as `<redacted>`.
 
-use std::fmt;
 use std::path::PathBuf;
 
-/// A password. Its `Debug` shows nothing of it; only [`Secret::expose`] does.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a password.
-    pub fn new(text: impl Into<String>) -> Self {
-        Self(text.into())
-    }
-
-    /// The password, for the one place that sends it (etcd's Authenticate).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<hidden>)")
-    }
-}
+pub use ipi_core::secret::Secret;
 
 /// Where the password comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +93,7 @@ impl EtcdAccess {
     }
 
     /// The name of the first setting given, if any.
-    fn first_given(&self) -> Option<&'static str> {
+    pub fn first_given(&self) -> Option<&'static str> {
         let n = &self.names;
         [
             (self.ca.is_some(), n.ca),

@@ -175,6 +175,43 @@ fn run<T>(
     }
 }
 
+/// The most a PEM file may hold (a certificate chain is a few KiB), and a password file.
+const MAX_PEM: u64 = 1 << 20;
+const MAX_PASSWORD: u64 = 4096;
+
+/// The bytes of the file a setting names, at most `limit`: a regular file only (links are
+/// followed: Kubernetes mounts a secret's files as links), so that a FIFO, a device or a
+/// directory given by mistake is named rather than waited on or read without end.
+fn read_setting(
+    path: &Path,
+    what: &'static str,
+    setting: &str,
+    limit: u64,
+) -> Result<Vec<u8>, StoreError> {
+    use std::io::Read;
+    let io = |source: std::io::Error| StoreError::Io {
+        path: path.to_owned(),
+        what,
+        source,
+    };
+    let invalid = |why: String| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{why} (given as {setting})"),
+        ))
+    };
+    if !std::fs::metadata(path).map_err(io)?.is_file() {
+        return Err(invalid("not a regular file".to_owned()));
+    }
+    let mut bytes = Vec::new();
+    let file = std::fs::File::open(path).map_err(io)?;
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(invalid(format!("larger than {limit} bytes")));
+    }
+    Ok(bytes)
+}
+
 /// A PEM file's bytes, which must hold `marker` (`CERTIFICATE-----`, `PRIVATE KEY-----`):
 /// a file of something else is named here rather than by a TLS handshake's failure.
 fn read_pem(
@@ -188,8 +225,8 @@ fn read_pem(
         what,
         source,
     };
-    let bytes = std::fs::read(path).map_err(io)?;
-    if !String::from_utf8_lossy(&bytes).contains(marker) {
+    let bytes = read_setting(path, what, setting, MAX_PEM)?;
+    if !bytes.windows(marker.len()).any(|w| w == marker.as_bytes()) {
         return Err(io(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("not PEM (no \"-----BEGIN ...{marker}\" in it; given as {setting})"),
@@ -210,7 +247,7 @@ fn password(source: &Password, setting: &str) -> Result<String, StoreError> {
         what: "reading the etcd password",
         source,
     };
-    let text = std::fs::read(path).map_err(io)?;
+    let text = read_setting(path, "reading the etcd password", setting, MAX_PASSWORD)?;
     let text = String::from_utf8(text).map_err(|_| {
         io(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -223,6 +260,14 @@ fn password(source: &Password, setting: &str) -> Result<String, StoreError> {
         return Err(io(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("empty ({setting})"),
+        )));
+    }
+    // Only one final line ending is not the password's: a second line is a mistake that would
+    // otherwise fail as a wrong password.
+    if text.contains(['\n', '\r']) {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("more than one line ({setting})"),
         )));
     }
     Ok(text.to_owned())
@@ -264,7 +309,11 @@ fn connect_options(access: &EtcdAccess) -> Result<ConnectOptions, StoreError> {
         options = options.with_tls(tls);
     }
     if let (Some(user), Some(source)) = (&access.user, &access.password) {
-        options = options.with_user(user.clone(), password(source, names.password)?);
+        // etcd's tokens expire when idle (--auth-token-ttl, 300 s): a store held open longer
+        // (a follower) authenticates again rather than failing every request from then on.
+        options = options
+            .with_user(user.clone(), password(source, names.password)?)
+            .with_auto_token_refresh(true);
     }
     Ok(options)
 }
@@ -687,5 +736,29 @@ mod tests {
         assert!(e.to_string().contains("empty"), "{e}");
         let e = password(&f(missing), "--etcd-password-file").unwrap_err();
         assert!(e.to_string().contains("missing.pem"), "{e}");
+        // A second line is not a password; nothing of it is shown.
+        let e = password(&f(file("two", "hunter2\n\n")), "p").unwrap_err();
+        assert!(e.to_string().contains("more than one line"), "{e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_a_directory_or_an_endless_file_is_named_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let huge = dir.path().join("huge");
+        std::fs::write(&huge, vec![b'a'; MAX_PASSWORD as usize + 1]).unwrap();
+        for (path, why) in [
+            (fifo.as_path(), "not a regular file"),
+            (dir.path(), "not a regular file"),
+            (huge.as_path(), "larger than 4096 bytes"),
+        ] {
+            let e = password(&Password::File(path.to_owned()), "--etcd-password-file");
+            let e = e.unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains("--etcd-password-file"), "{e}");
+        }
+        let e = read_pem(Path::new("/dev/zero"), "reading", "--etcd-cacert", "X").unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
     }
 }

@@ -200,6 +200,16 @@ pub const ETCD_SCHEMES: [(&str, bool); 2] = [("etcd://", false), ("etcd+https://
 fn locate(url: &str) -> Result<Location<'_>, StoreError> {
     for (scheme, tls) in ETCD_SCHEMES {
         if let Some(rest) = url.strip_prefix(scheme) {
+            let hosts = rest.split('/').next().unwrap_or(rest);
+            if hosts.contains('@') {
+                // user:password@HOST: every message names the URL, so this one does not.
+                return Err(StoreError::Url {
+                    url: "(not shown: it holds credentials)".to_owned(),
+                    why: "credentials in the URL: give them as --etcd-user and \
+                          --etcd-password-file (in a CNI config: etcd_username, etcd_password)"
+                        .to_owned(),
+                });
+            }
             return Ok(Location::Etcd { rest, tls });
         }
     }
@@ -361,6 +371,18 @@ mod tests {
     fn unknown_schemes_and_empty_paths_are_refused() {
         assert!(matches!(open("http://x"), Err(StoreError::Url { .. })));
         assert!(matches!(open(""), Err(StoreError::Url { .. })));
+    }
+
+    #[test]
+    fn credentials_in_an_etcd_url_are_refused_and_never_shown() {
+        for url in [
+            "etcd+https://ipam:hunter2@etcd:2379",
+            "etcd://ipam:hunter2@etcd:2379/p",
+        ] {
+            let e = open(url).unwrap_err().to_string();
+            assert!(e.contains("credentials in the URL"), "{e}");
+            assert!(!e.contains("hunter2"), "{e}");
+        }
     }
 
     #[test]

@@ -100,6 +100,13 @@ fn read_access(o: &Obj<'_>) -> Result<EtcdAccess, ConfigError> {
 /// `http://HOST:PORT` plaintext, and a bare `HOST:PORT` TLS when a client certificate is
 /// given (whereabouts turns TLS on with its certificate and key) and plaintext otherwise.
 fn etcd_host_url(o: &Obj<'_>, host: &str, access: &EtcdAccess) -> Result<String, ConfigError> {
+    if host.contains('@') {
+        // user:password@HOST: not quoted back.
+        return Err(invalid(
+            o.field("etcd_host"),
+            "credentials in etcd_host: give them as etcd_username and etcd_password".to_owned(),
+        ));
+    }
     let (tls, rest) = if let Some(rest) = host.strip_prefix("https://") {
         (true, rest)
     } else if let Some(rest) = host.strip_prefix("http://") {
