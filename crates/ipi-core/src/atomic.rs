@@ -187,8 +187,14 @@ fn sweep_once(dir: &Path) {
     }
 }
 
+/// A temporary file younger than this is never swept, whatever its PID says: a writer's lives
+/// for milliseconds, and one in another PID namespace (or whose /proc entry this process cannot
+/// see) would otherwise look gone.
+const SWEEP_AGE: Duration = Duration::from_secs(60);
+
 /// Removes the temporary files (`.NAME.tmp.PID.SEQ`, regular files only) in `dir` whose writer
-/// is gone; returns them. Best effort: what cannot be read or removed stays.
+/// is gone and that are older than [`SWEEP_AGE`]; returns them. Best effort: what cannot be
+/// read or removed stays.
 pub fn sweep(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
@@ -201,8 +207,14 @@ pub fn sweep(dir: &Path) -> Vec<PathBuf> {
         let Ok(meta) = entry.metadata() else {
             continue;
         };
-        let written = meta.modified().unwrap_or(SystemTime::now());
-        if meta.is_file() && writer_gone(pid, written) && fs::remove_file(entry.path()).is_ok() {
+        let now = SystemTime::now();
+        let written = meta.modified().unwrap_or(now);
+        let old = written + SWEEP_AGE < now;
+        if meta.is_file()
+            && old
+            && writer_gone(pid, written)
+            && fs::remove_file(entry.path()).is_ok()
+        {
             removed.push(entry.path());
         }
     }
@@ -243,14 +255,22 @@ fn started(pid: i32) -> Option<SystemTime> {
         .nth(19)?
         .parse()
         .ok()?;
-    let boot: u64 = fs::read_to_string("/proc/stat")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_millis(ticks * 10))
+    Some(UNIX_EPOCH + Duration::from_secs(boot_time()?) + Duration::from_millis(ticks * 10))
+}
+
+/// /proc/stat's `btime`, read once: None where it cannot be read (a unit's `ProcSubset=pid`
+/// hides it; then a PID that runs counts as its file's writer).
+fn boot_time() -> Option<u64> {
+    static BOOT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *BOOT.get_or_init(|| {
+        fs::read_to_string("/proc/stat")
+            .ok()?
+            .lines()
+            .find_map(|l| l.strip_prefix("btime "))?
+            .trim()
+            .parse()
+            .ok()
+    })
 }
 
 /// Creates `dir` and its missing parents, as `install -d` does: each new directory gets mode
@@ -396,6 +416,15 @@ mod tests {
         }
     }
 
+    fn aged(path: &Path, to: SystemTime) {
+        File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(to)
+            .unwrap();
+    }
+
     #[test]
     fn stale_temporary_files_of_a_dead_writer_are_removed() {
         let dir = tempfile::tempdir().unwrap();
@@ -407,8 +436,14 @@ mod tests {
         let stale = dir.path().join(format!(".hosts.tmp.{dead}.0"));
         let kept = dir.path().join(format!(".hosts.tmp.{live}.7"));
         let other = dir.path().join(format!(".hosts.tmp.{dead}.x"));
-        for p in [&stale, &kept, &other] {
+        let fresh = dir.path().join(format!(".fresh.tmp.{dead}.0"));
+        let long_ago = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        for p in [&stale, &kept, &other, &fresh] {
             fs::write(p, "half").unwrap();
+            // The live writer's file is its own of a moment ago.
+            if p != &fresh && p != &kept {
+                aged(p, long_ago);
+            }
         }
         assert_eq!(
             write(&dir.path().join("hosts"), b"new").unwrap(),
@@ -416,16 +451,14 @@ mod tests {
         );
         assert!(!stale.exists(), "a dead writer's temporary file stays");
         assert!(kept.exists(), "a live writer's temporary file was removed");
+        assert!(
+            fresh.exists(),
+            "a temporary file of moments ago was removed"
+        );
         // A PID given again: the process that has it now started after the file was written.
         let reused = dir.path().join(format!(".other.tmp.{live}.1"));
         fs::write(&reused, "half").unwrap();
-        let long_ago = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
-        File::options()
-            .write(true)
-            .open(&reused)
-            .unwrap()
-            .set_modified(long_ago)
-            .unwrap();
+        aged(&reused, long_ago);
         assert_eq!(sweep(dir.path()), [reused]);
         assert!(kept.exists());
         // This test's process started moments ago, by the clock /proc gives.
