@@ -77,7 +77,16 @@ pub fn hup(path: &Path, expected: &str) -> Result<i32, ReloadError> {
         found,
     };
     let gone = || unexpected("not running".to_string());
-    let pidfd = pidfd_open(pid).map_err(|_| gone())?;
+    // ESRCH: no such process; anything else (no pidfd_open before Linux 5.3, no descriptor
+    // left) is this side's failure, not a stale pid file.
+    let pidfd = pidfd_open(pid).map_err(|source| match source.raw_os_error() {
+        Some(libc::ESRCH) => gone(),
+        _ => ReloadError::Kill {
+            path: path.to_owned(),
+            pid,
+            source,
+        },
+    })?;
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).map_err(|_| gone())?;
     let comm = comm.trim_end_matches('\n');
     if comm.as_bytes() != comm_of(expected) {

@@ -206,11 +206,38 @@ fn capabilities(file: &Path) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// In `dir`: three scripts that write who they run as and their capabilities into `out`, one
+/// as vrrpd's own user, one `user daemon`, one `user root`, and the configuration tracking them.
+fn scripts_as_users(dir: &Path, out: &Path) -> PathBuf {
+    for name in ["own", "other", "root"] {
+        let body = format!(
+            "#!/bin/sh\nid -un > {o}/{name}.user\ngrep ^Cap /proc/self/status > {o}/{name}.caps\n",
+            o = out.display()
+        );
+        let path = dir.join(format!("{name}.sh"));
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let d = dir.display();
+    let conf = format!(
+        "vrrp_script own {{\n    script \"{d}/own.sh\"\n    interval 1\n}}\n\
+         vrrp_script other {{\n    script \"{d}/other.sh\"\n    interval 1\n    user daemon\n}}\n\
+         vrrp_script root {{\n    script \"{d}/root.sh\"\n    interval 1\n    user root\n}}\n\
+         vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 92\n    \
+         priority 100\n    advert_int 1\n    virtual_ipaddress {{\n        198.51.100.92/32\n    \
+         }}\n    track_script {{\n        own\n        other\n        root\n    }}\n}}\n"
+    );
+    let conf_path = dir.join("vrrpd.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    conf_path
+}
+
 /// vrrpd as the unit runs it: a system user (here nobody) holding CAP_NET_ADMIN, CAP_NET_RAW,
 /// CAP_SETUID and CAP_SETGID as ambient capabilities. It holds its VIP, runs one script as
 /// itself and one as another user (`user daemon`), and neither script holds a capability: an
 /// ambient set is inherited across a switch between two users other than root, so vrrpd
-/// empties its own at start.
+/// empties its own at start. A third script, `user root`, is refused: a vrrpd that is not root
+/// makes no script root.
 #[test]
 fn scripts_of_a_vrrpd_that_is_not_root_run_without_its_capabilities() {
     if !ipi_lab::available() || !ipi_lab::tool("setpriv", "util-linux") {
@@ -231,25 +258,7 @@ fn scripts_of_a_vrrpd_that_is_not_root_run_without_its_capabilities() {
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777)).unwrap();
     let binary = dir.join("vrrpd");
     std::fs::copy(env!("CARGO_BIN_EXE_vrrpd"), &binary).unwrap();
-    for name in ["own", "other"] {
-        let body = format!(
-            "#!/bin/sh\nid -un > {o}/{name}.user\ngrep ^Cap /proc/self/status > {o}/{name}.caps\n",
-            o = out.display()
-        );
-        let path = dir.join(format!("{name}.sh"));
-        std::fs::write(&path, body).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let d = dir.display();
-    let conf = format!(
-        "vrrp_script own {{\n    script \"{d}/own.sh\"\n    interval 1\n}}\n\
-         vrrp_script other {{\n    script \"{d}/other.sh\"\n    interval 1\n    user daemon\n}}\n\
-         vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 92\n    \
-         priority 100\n    advert_int 1\n    virtual_ipaddress {{\n        198.51.100.92/32\n    \
-         }}\n    track_script {{\n        own\n        other\n    }}\n}}\n"
-    );
-    let conf_path = dir.join("vrrpd.conf");
-    std::fs::write(&conf_path, conf).unwrap();
+    let conf_path = scripts_as_users(dir, &out);
     let caps = "+net_admin,+net_raw,+setuid,+setgid";
     let vrrpd = a
         .spawn(
@@ -283,6 +292,13 @@ fn scripts_of_a_vrrpd_that_is_not_root_run_without_its_capabilities() {
     );
     // The scripts ran once more since they first wrote (their files are whole).
     std::thread::sleep(Duration::from_millis(1500));
+    // A vrrpd that is not root makes no script root.
+    assert!(!out.join("root.user").exists(), "a script ran as root");
+    assert!(
+        (vrrpd.log().lines()).any(|l| l.contains("vrrp_script root: runs as root")),
+        "{}",
+        vrrpd.log()
+    );
     for (name, user) in [("own", "nobody"), ("other", "daemon")] {
         let who = std::fs::read_to_string(out.join(format!("{name}.user"))).unwrap();
         assert_eq!(who.trim(), user, "{name}\n{}", vrrpd.log());

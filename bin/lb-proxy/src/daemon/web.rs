@@ -123,7 +123,11 @@ fn authorized(stats: &crate::config::model::Stats, header: Option<&str>) -> bool
     if stats.auth.is_empty() {
         return true;
     }
-    let Some(given) = header.and_then(|h| h.strip_prefix("Basic ")) else {
+    // The scheme's name is case-insensitive (RFC 7235 2.1), as haproxy reads it.
+    let given = header
+        .and_then(|h| h.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"));
+    let Some((_, given)) = given else {
         return false;
     };
     let given = given.trim().as_bytes();
@@ -207,6 +211,10 @@ mod tests {
         }
         assert!(!authorized(&s, None));
         assert!(!authorized(&s, Some("Bearer YWRtaW46c2VjcmV0")));
+        assert!(
+            authorized(&s, Some("basic YWRtaW46c2VjcmV0")),
+            "the scheme's case"
+        );
         assert!(authorized(&stats_with(&[]), None), "no accounts: no login");
     }
 }

@@ -98,6 +98,16 @@ pub fn admit(c: &Config) -> Result<Admitted, UserError> {
 
 /// The program `command` runs, if it may run; else why not, logged.
 fn allowed(what: &str, command: &Command, who: Option<Identity>, enforce: bool) -> Option<PathBuf> {
+    // A vrrpd that is not root holds CAP_SETUID to run scripts as other users, never to make
+    // one root: even without capabilities (the unit's SecureBits=noroot) uid 0 owns the host's
+    // files and processes.
+    if who.is_some_and(|w| w.uid == 0) && !nix::unistd::geteuid().is_root() {
+        tracing::error!(
+            "{what}: runs as root, and vrrpd is not root: a script is never made root \
+             (give it another user): disabled"
+        );
+        return None;
+    }
     let program = match scripts::program(command) {
         Ok(program) => program,
         Err(e) => {
