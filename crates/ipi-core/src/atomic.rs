@@ -193,8 +193,8 @@ fn sweep_once(dir: &Path) {
 const SWEEP_AGE: Duration = Duration::from_secs(60);
 
 /// Removes the temporary files (`.NAME.tmp.PID.SEQ`, regular files only) in `dir` whose writer
-/// is gone and that are older than [`SWEEP_AGE`]; returns them. Best effort: what cannot be
-/// read or removed stays.
+/// is gone and that are older than a minute (`SWEEP_AGE`); returns them. Best effort: what
+/// cannot be read or removed stays.
 pub fn sweep(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
