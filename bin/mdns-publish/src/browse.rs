@@ -65,6 +65,19 @@ pub struct Seen {
     count: usize,
     /// What was refused.
     refused: Refusals,
+    /// How long a unique record is held at most after it was last heard, whatever its TTL
+    /// (`browse --watch` refreshes what it holds within it: a node that died without a goodbye
+    /// leaves within it); none: as long as the TTL says.
+    hold: Option<Duration>,
+}
+
+/// What one response changed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Taken {
+    /// Instances whose SRV the response gave or confirmed.
+    pub srv: Vec<Name>,
+    /// Something was added or removed (not only held longer).
+    pub changed: bool,
 }
 
 /// One record held.
@@ -122,15 +135,30 @@ fn ceiling(kind: RecordType) -> u32 {
 }
 
 impl Seen {
+    /// What holds each unique record at most `hold` after it was last heard.
+    pub fn holding(hold: Duration) -> Seen {
+        Seen {
+            hold: Some(hold),
+            ..Seen::default()
+        }
+    }
+
     /// Takes in the records of a response from `from` heard at `now` (each lasts its TTL,
-    /// clamped, from then; a goodbye removes what it names).
-    pub fn receive_at(&mut self, message: &Message, from: IpAddr, now: Instant) {
+    /// clamped, from then; a goodbye removes what it names); says what it changed.
+    pub fn receive_at(&mut self, message: &Message, from: IpAddr, now: Instant) -> Taken {
+        let mut taken = Taken::default();
         if message.message_type() != MessageType::Response {
-            return;
+            return taken;
         }
         for r in message.answers().iter().chain(message.additionals()) {
-            self.take(r, from, now);
+            let before = self.count;
+            let held = self.take(r, from, now);
+            taken.changed |= self.count != before || r.ttl() == 0;
+            if held && r.record_type() == RecordType::SRV && r.ttl() > 0 {
+                taken.srv.push(r.name().clone());
+            }
         }
+        taken
     }
 
     /// What was refused so far.
@@ -138,7 +166,8 @@ impl Seen {
         self.refused
     }
 
-    fn take(&mut self, r: &Record, from: IpAddr, now: Instant) {
+    /// Takes in one record; true when it is held (given or confirmed).
+    fn take(&mut self, r: &Record, from: IpAddr, now: Instant) -> bool {
         let key = (r.name().clone(), r.record_type());
         let owner = if unique(r.record_type()) {
             Some(r.name().clone())
@@ -147,15 +176,25 @@ impl Seen {
             ptr_target(r).filter(|t| self.owners.contains_key(t))
         };
         let by_owner = owner.as_ref().is_none_or(|o| self.speaks_for(o, from));
-        let until = now + Duration::from_secs(u64::from(r.ttl().min(ceiling(r.record_type()))));
+        let mut life = Duration::from_secs(u64::from(r.ttl().min(ceiling(r.record_type()))));
+        if let Some(hold) = self.hold.filter(|_| unique(r.record_type())) {
+            life = life.min(hold);
+        }
+        let until = now + life;
         let held = (self.records.get_mut(&key))
             .and_then(|h| h.iter_mut().find(|k| k.record.data() == r.data()));
         match (r.ttl(), held) {
             // Another source confirming what is held keeps it, and changes nothing else.
             (1.., Some(h)) => h.until = h.until.max(until),
-            (0, _) | (_, None) if !by_owner => self.refused.not_owner += 1,
+            (0, _) | (_, None) if !by_owner => {
+                self.refused.not_owner += 1;
+                return false;
+            }
             (0, _) => self.forget(&key, r.data()),
-            (_, None) if self.count >= MAX_RECORDS => self.refused.full += 1,
+            (_, None) if self.count >= MAX_RECORDS => {
+                self.refused.full += 1;
+                return false;
+            }
             (_, None) => {
                 let held = self.records.entry(key).or_default();
                 // An instance has one SRV and one TXT: its owner's new one replaces the old
@@ -175,6 +214,7 @@ impl Seen {
                 }
             }
         }
+        true
     }
 
     /// Whether `from` may change what is held for `owner`: nobody owns it yet, or `from` is
@@ -212,16 +252,115 @@ impl Seen {
     /// Drops what has outlived its TTL at `now`. What a browser heard lasts as long as its
     /// TTL says, as in an mDNS cache (RFC 6762 10), rather than only until a round in which
     /// its owner was silent (a publisher restarting, an answer lost).
-    pub fn expire(&mut self, now: Instant) {
-        for held in self.records.values_mut() {
-            held.retain(|h| h.until > now);
+    ///
+    /// When holding ([`Seen::holding`]), an instance's pointers and TXT go too once it has had
+    /// no SRV for twice the hold (it left without a goodbye; its SRV was asked for meanwhile).
+    /// True when anything went.
+    pub fn expire(&mut self, now: Instant) -> bool {
+        let before = self.count;
+        if self.records.values().flatten().any(|h| h.until <= now) {
+            for held in self.records.values_mut() {
+                held.retain(|h| h.until > now);
+            }
+        }
+        if let Some(hold) = self.hold {
+            self.orphans_expire(now, hold * 2);
         }
         self.records.retain(|_, held| !held.is_empty());
         self.count = self.records.values().map(Vec::len).sum();
+        if self.count == before {
+            return false;
+        }
         let owners: Vec<Name> = self.owners.keys().cloned().collect();
         for o in owners {
             self.release(&o);
         }
+        true
+    }
+
+    /// Drops the pointers to, and the TXT of, instances without an SRV, first heard more than
+    /// `after` ago.
+    fn orphans_expire(&mut self, now: Instant, after: Duration) {
+        let old = |h: &Held| now.saturating_duration_since(h.since) > after;
+        let mut orphans: Vec<((Name, RecordType), Name)> = Vec::new();
+        for ((owner, kind), held) in &self.records {
+            for h in held.iter().filter(|h| old(h)) {
+                let instance = match kind {
+                    RecordType::PTR => ptr_target(&h.record),
+                    RecordType::TXT => Some(owner.clone()),
+                    _ => None,
+                };
+                if let Some(i) = instance {
+                    if !self.records.contains_key(&(i.clone(), RecordType::SRV)) {
+                        orphans.push(((owner.clone(), *kind), i));
+                    }
+                }
+            }
+        }
+        for (key, instance) in orphans {
+            if let Some(held) = self.records.get_mut(&key) {
+                held.retain(|h| match key.1 {
+                    RecordType::PTR => ptr_target(&h.record).as_ref() != Some(&instance),
+                    _ => false,
+                });
+            }
+        }
+    }
+
+    /// Forgets an instance at once (RFC 6762 10.5, passive observation of failures: its SRV
+    /// was asked for twice and nobody answered): its SRV, its TXT and the pointers to it.
+    pub fn flush(&mut self, instance: &Name) {
+        for kind in [RecordType::SRV, RecordType::TXT] {
+            self.records.remove(&(instance.clone(), kind));
+        }
+        for ((_, kind), held) in &mut self.records {
+            if *kind == RecordType::PTR {
+                held.retain(|h| ptr_target(&h.record).as_ref() != Some(instance));
+            }
+        }
+        self.records.retain(|_, held| !held.is_empty());
+        self.count = self.records.values().map(Vec::len).sum();
+        self.release(instance);
+    }
+
+    /// When the instance's SRV runs out, if one is held.
+    pub fn srv_until(&self, instance: &Name) -> Option<Instant> {
+        self.held(instance, RecordType::SRV).map(|h| h.until).max()
+    }
+
+    /// When the next record runs out.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        self.records.values().flatten().map(|h| h.until).min()
+    }
+
+    /// The pointers to instances of `kind` held with at least half their TTL left at `now`,
+    /// with the TTL left: a query's known answers (RFC 6762 7.1).
+    pub fn known_pointers(&self, kind: &Name, now: Instant) -> Vec<Record> {
+        self.held(kind, RecordType::PTR)
+            .filter_map(|h| {
+                let left = h.until.saturating_duration_since(now).as_secs();
+                let left = u32::try_from(left).ok()?;
+                (left > 0 && left >= h.record.ttl() / 2).then(|| {
+                    let mut r = h.record.clone();
+                    r.set_ttl(left);
+                    r
+                })
+            })
+            .collect()
+    }
+
+    /// The instances of `kind` whose names contain `filter`, and the addresses of each's host.
+    pub fn instances_with_addresses(&self, kind: &Name, filter: &str) -> Vec<(Name, Vec<IpAddr>)> {
+        self.instances(kind, filter)
+            .into_iter()
+            .map(|i| {
+                let a = self
+                    .target(&i)
+                    .map(|t| self.addresses(&t))
+                    .unwrap_or_default();
+                (i, a)
+            })
+            .collect()
     }
 
     fn held(&self, owner: &Name, kind: RecordType) -> impl Iterator<Item = &Held> {

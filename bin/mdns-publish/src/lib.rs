@@ -22,3 +22,4 @@ pub mod publish;
 pub mod records;
 pub mod responder;
 pub mod tally;
+pub mod watch;

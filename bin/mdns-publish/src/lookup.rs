@@ -1,5 +1,6 @@
 //! `mdns-publish browse`: rounds of one-shot queries and the inventory they give, once or
-//! round after round.
+//! round after round; with `--watch --bind`, continuous querying ([`crate::watch`]) on the
+//! wire.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,8 @@ use crate::link::{Arrival, Link};
 use crate::net::{self, Interface, NetError};
 use crate::records::{name, NameError};
 use crate::tally::{Round, Tally};
+use crate::watch::Watcher;
+use ipi_core::Inventory;
 
 /// A browse that failed.
 #[derive(Debug, thiserror::Error)]
@@ -269,6 +272,9 @@ pub struct Output {
 /// after round until writing fails. A round that fails ends a single browse; with `watch` it
 /// is logged and the next round follows.
 pub async fn browse(b: &Browse, out: &Output) -> Result<bool, BrowseError> {
+    if let (true, Some(bind)) = (out.watch, b.bind) {
+        return follow(b, out, bind).await;
+    }
     let mut last: Option<String> = None;
     let mut ready = false;
     // With --watch, what earlier rounds heard, held for its TTL.
@@ -341,5 +347,210 @@ pub async fn browse(b: &Browse, out: &Output) -> Result<bool, BrowseError> {
         if !out.watch {
             return Ok(!found.inventory.nodes().is_empty());
         }
+    }
+}
+
+/// The sockets of `browse --watch --bind`, on the interface that holds the address.
+struct Sockets {
+    link: Link,
+    v4: Option<UdpSocket>,
+    v6: Option<(UdpSocket, u32)>,
+}
+
+impl Sockets {
+    fn open(bind: IpAddr) -> Result<Sockets, BrowseError> {
+        let iface = net::interface(bind, None)?;
+        let (v4, v6) = net::group_sockets(&iface)?;
+        Ok(Sockets {
+            link: iface.link.clone(),
+            v4,
+            v6: v6.map(|s| (s, iface.index)),
+        })
+    }
+
+    /// Sends on the family of the address browsed from.
+    async fn send(&self, packets: &[Vec<u8>], v6: bool) {
+        for p in packets {
+            let sent = match (&self.v4, &self.v6) {
+                (Some(s), _) if !v6 => s.send_to(p, net::group(false, 0)).await,
+                (_, Some((s, index))) if v6 => s.send_to(p, net::group(true, *index)).await,
+                _ => continue,
+            };
+            if let Err(e) = sent {
+                tracing::debug!("send a query: {e}");
+            }
+        }
+    }
+}
+
+/// How long after a change the inventory is written: a burst of answers makes one write.
+const WRITE_AFTER: Duration = Duration::from_millis(100);
+/// The watcher is polled at least this often.
+const POLL_AT_LEAST: Duration = Duration::from_millis(500);
+
+/// What `browse --watch` has written and counted.
+struct Written {
+    last: Option<String>,
+    ready: bool,
+    tally: Tally,
+    /// The refusals counted into the tally so far.
+    refused: Refusals,
+    off_link: u64,
+    counted_off_link: u64,
+}
+
+impl Written {
+    /// Writes the inventory if it changed; tells systemd once the first is written.
+    fn inventory(&mut self, b: &Browse, out: &Output, seen: &Seen) -> Result<(), BrowseError> {
+        let found = match found(b, seen) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("mdns-publish browse: {e}");
+                return Ok(());
+            }
+        };
+        let text = render(&found, out.json);
+        if self.last.as_deref() != Some(text.as_str()) {
+            for d in &found.dropped {
+                tracing::warn!("left out of the inventory: {d}");
+            }
+            eprintln!(
+                "mdns-publish browse: {} instance(s) of {}, {} node(s)",
+                found.instances,
+                b.kind,
+                found.inventory.nodes().len()
+            );
+            match &out.file {
+                Some(path) => {
+                    write(path, &text)?;
+                }
+                None => print!("{text}"),
+            }
+            self.last = Some(text);
+        }
+        self.tally.nodes = found.inventory.nodes().len() as u64;
+        self.tally.left_out = found.dropped.len() as u64;
+        if !self.ready {
+            self.ready = true;
+            ipi_core::service::notify_systemd("READY=1");
+        }
+        Ok(())
+    }
+
+    /// Counts a round of the metrics (what was refused since the last) and writes them.
+    fn metrics(&mut self, out: &Output, seen: &Seen) -> Result<(), BrowseError> {
+        let now = seen.refused();
+        let refused = Refusals {
+            not_owner: now.not_owner - self.refused.not_owner,
+            full: now.full - self.refused.full,
+        };
+        let off_link = self.off_link - self.counted_off_link;
+        report(
+            &Found {
+                inventory: Inventory::default(),
+                etcd: Vec::new(),
+                instances: 0,
+                dropped: Vec::new(),
+            },
+            off_link,
+            refused,
+        );
+        self.tally.add(Round {
+            nodes: self.tally.nodes as usize,
+            left_out: self.tally.left_out as usize,
+            off_link,
+            refused,
+            overflow: 0,
+        });
+        (self.refused, self.counted_off_link) = (now, self.off_link);
+        match &out.metrics {
+            Some(path) => write(path, &self.tally.text()).map(drop),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `browse --watch --bind`: runs until writing fails. The first inventory is written a round
+/// (`--timeout`) after the start, then whenever it changes; the metrics every round. A link or
+/// address change opens the sockets again; an interface not there yet is waited for.
+async fn follow(b: &Browse, out: &Output, bind: IpAddr) -> Result<bool, BrowseError> {
+    let kinds = vec![
+        name(&format!("{}.local.", b.kind))?,
+        name(&format!("{ETCD_TYPE}.local."))?,
+    ];
+    let start = Instant::now();
+    let seed = u64::from(std::process::id())
+        ^ (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64));
+    let mut w = Watcher::new(kinds, &b.filter, bind, start.into_std(), seed);
+    let link_watch = net::link_watch()?;
+    let mut sockets: Option<Sockets> = None;
+    let mut written = Written {
+        last: None,
+        ready: false,
+        tally: Tally::default(),
+        refused: Refusals::default(),
+        off_link: 0,
+        counted_off_link: 0,
+    };
+    let (mut write_at, mut metrics_at, mut poll_at) =
+        (Some(start + b.round), start + b.round, start);
+    let (mut buf, mut buf6) = (vec![0u8; 9000], vec![0u8; 9000]);
+    loop {
+        let Some(s) = &sockets else {
+            match Sockets::open(bind) {
+                Ok(s) => sockets = Some(s),
+                Err(e) => {
+                    eprintln!("mdns-publish browse: {e}");
+                    tokio::time::sleep(b.round).await;
+                }
+            }
+            continue;
+        };
+        let wake = write_at.map_or(poll_at, |t| t.min(poll_at)).min(metrics_at);
+        let mut heard = None;
+        tokio::select! {
+            r = recv4(&s.v4, &mut buf) => heard = r.ok().map(|(n, a)| (buf[..n].to_vec(), a)),
+            r = recv6(&s.v6, &mut buf6) => heard = r.ok().map(|(n, a)| (buf6[..n].to_vec(), a)),
+            () = tokio::time::sleep_until(wake) => {}
+            () = net::link_changed(&link_watch) => {
+                sockets = None;
+                continue;
+            }
+        }
+        if let Some((bytes, arrival)) = heard {
+            match Message::from_vec(&bytes) {
+                Ok(m) if s.link.admit(&m, &arrival).is_ok() => {
+                    w.receive(&m, &arrival, Instant::now().into_std());
+                }
+                Ok(_) => written.off_link += 1,
+                Err(_) => {}
+            }
+        }
+        let now = Instant::now();
+        if now >= poll_at {
+            let packets = w.poll(now.into_std());
+            s.send(&packets, bind.is_ipv6()).await;
+            poll_at = Instant::from_std(w.next_timeout()).min(now + POLL_AT_LEAST);
+        }
+        if w.take_changed() && write_at.is_none() {
+            write_at = Some(now + WRITE_AFTER);
+        }
+        if write_at.is_some_and(|t| now >= t) {
+            write_at = None;
+            written.inventory(b, out, w.seen())?;
+        }
+        if now >= metrics_at {
+            metrics_at = now + b.round;
+            written.metrics(out, w.seen())?;
+        }
+    }
+}
+
+async fn recv4(s: &Option<UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usize, Arrival)> {
+    match s {
+        Some(s) => net::recv(s, buf).await,
+        None => std::future::pending().await,
     }
 }

@@ -144,6 +144,23 @@ fn ip_of(i: &nix::ifaddrs::InterfaceAddress) -> Option<IpAddr> {
 /// The mDNS sockets of one interface: port 5353, both groups joined where the interface has
 /// an address of the family, TTL / hop limit 255.
 pub fn mdns_sockets(iface: &Interface) -> Result<(Option<UdpSocket>, Option<UdpSocket>), NetError> {
+    sockets_at(iface, false)
+}
+
+/// Sockets like [`mdns_sockets`] but bound to the groups themselves, for `browse --watch`: they
+/// hear what is multicast on the link and send from port 5353 (so that answers to them are
+/// multicast), and no unicast sent to port 5353 (a legacy query for the node's publisher) is
+/// given to them instead of the publisher's socket.
+pub fn group_sockets(
+    iface: &Interface,
+) -> Result<(Option<UdpSocket>, Option<UdpSocket>), NetError> {
+    sockets_at(iface, true)
+}
+
+fn sockets_at(
+    iface: &Interface,
+    on_group: bool,
+) -> Result<(Option<UdpSocket>, Option<UdpSocket>), NetError> {
     let v4 = iface.addresses.iter().find_map(|a| match a {
         IpAddr::V4(v4) => Some(*v4),
         IpAddr::V6(_) => None,
@@ -157,7 +174,12 @@ pub fn mdns_sockets(iface: &Interface) -> Result<(Option<UdpSocket>, Option<UdpS
         None => None,
         Some(local) => {
             let s = socket(Domain::IPV4).map_err(at)?;
-            s.bind(&SocketAddr::from((Ipv4Addr::UNSPECIFIED, PORT)).into())
+            let address = if on_group {
+                GROUP_V4
+            } else {
+                Ipv4Addr::UNSPECIFIED
+            };
+            s.bind(&SocketAddr::from((address, PORT)).into())
                 .map_err(at)?;
             s.join_multicast_v4(&GROUP_V4, &local).map_err(at)?;
             s.set_multicast_if_v4(&local).map_err(at)?;
@@ -169,8 +191,12 @@ pub fn mdns_sockets(iface: &Interface) -> Result<(Option<UdpSocket>, Option<UdpS
     let s6 = if has_v6 {
         let s = socket(Domain::IPV6).map_err(at)?;
         s.set_only_v6(true).map_err(at)?;
-        s.bind(&SocketAddr::from((Ipv6Addr::UNSPECIFIED, PORT)).into())
-            .map_err(at)?;
+        let address = if on_group {
+            SocketAddr::V6(SocketAddrV6::new(GROUP_V6, PORT, 0, iface.index))
+        } else {
+            SocketAddr::from((Ipv6Addr::UNSPECIFIED, PORT))
+        };
+        s.bind(&address.into()).map_err(at)?;
         s.join_multicast_v6(&GROUP_V6, iface.index).map_err(at)?;
         s.set_multicast_if_v6(iface.index).map_err(at)?;
         s.set_multicast_hops_v6(255).map_err(at)?;

@@ -95,8 +95,9 @@ impl Wire {
             Err(e) => return tracing::error!("cannot encode a message: {e}"),
         };
         let targets: Vec<(SocketAddr, &UdpSocket)> = match &out.to {
-            To::Multicast => [(false, &self.v4), (true, &self.v6)]
+            To::Multicast | To::Group { .. } => [(false, &self.v4), (true, &self.v6)]
                 .into_iter()
+                .filter(|(v6, _)| out.to == To::Multicast || out.to == To::Group { v6: *v6 })
                 .filter_map(|(v6, s)| Some((net::group(v6, self.index), s.as_ref()?)))
                 .collect(),
             To::Unicast(a) => {

@@ -40,11 +40,26 @@ const UNICAST_PER_SECOND: u32 = 100;
 /// the second of the others is over).
 const QUERIERS: usize = 4096;
 
+/// How long a query whose known answers go on in more packets (TC) waits for them, at most
+/// (RFC 6762 7.2: 400-500 ms).
+const GATHER_WAIT: Duration = Duration::from_millis(400);
+/// Queriers whose known answers are gathered at once, at most (past it a truncated query is
+/// answered at once, as if whole).
+const GATHERING: usize = 256;
+/// Known answers gathered from one querier at most.
+const GATHERED_RECORDS: usize = 4096;
+
 /// Where a message goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum To {
-    /// The mDNS group of the interface (224.0.0.251 / ff02::fb, port 5353).
+    /// The mDNS groups of the interface (224.0.0.251 and ff02::fb, port 5353).
     Multicast,
+    /// The mDNS group of one family (`v6`): an answer goes to the family its query came in on,
+    /// as avahi answers.
+    Group {
+        /// IPv6 (ff02::fb) rather than IPv4 (224.0.0.251).
+        v6: bool,
+    },
     /// One querier.
     Unicast(SocketAddr),
 }
@@ -80,6 +95,9 @@ pub struct Responder {
     random: u64,
     /// Unicast answers per querier in the current second: (the second's start, answers).
     unicast: HashMap<IpAddr, (Instant, u32)>,
+    /// Truncated queries whose known answers are still coming, by querier: when to answer at
+    /// the latest, and the query so far.
+    gathering: HashMap<SocketAddr, (Instant, Message)>,
     /// Conflicts that sent an established name back to probing, and unicast answers not
     /// sent over the rate limit.
     counts: Counts,
@@ -109,6 +127,7 @@ impl Responder {
             delayed: Vec::new(),
             random: seed | 1,
             unicast: HashMap::new(),
+            gathering: HashMap::new(),
             counts: Counts::default(),
         };
         r.reindex();
@@ -175,7 +194,9 @@ impl Responder {
             Phase::Probing { next, .. } | Phase::Announcing { next, .. } => Some(*next),
             _ => None,
         };
-        let delayed = self.delayed.iter().map(|(t, _)| *t).min();
+        let delayed = (self.delayed.iter().map(|(t, _)| *t))
+            .chain(self.gathering.values().map(|(t, _)| *t))
+            .min();
         match (phase, delayed) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -214,6 +235,15 @@ impl Responder {
         let (due, later): (Vec<_>, Vec<_>) = self.delayed.drain(..).partition(|(t, _)| *t <= now);
         self.delayed = later;
         out.extend(due.into_iter().map(|(_, o)| o));
+        let gathered: Vec<SocketAddr> = (self.gathering.iter())
+            .filter(|(_, (t, _))| *t <= now)
+            .map(|(from, _)| *from)
+            .collect();
+        for from in gathered {
+            if let Some((_, m)) = self.gathering.remove(&from) {
+                out.extend(self.answer(&m, from, now));
+            }
+        }
         out
     }
 
@@ -241,8 +271,43 @@ impl Responder {
                     self.tiebreak(message, now);
                     return Vec::new();
                 }
-                self.answer(message, arrival.from, now)
+                match self.gather(message, arrival.from, now) {
+                    Gathered::Whole => self.answer(message, arrival.from, now),
+                    Gathered::Waiting => Vec::new(),
+                    Gathered::Done(m) => self.answer(&m, arrival.from, now),
+                }
             }
+        }
+    }
+
+    /// RFC 6762 7.2: a query with the TC bit has more known answers in the packets that follow
+    /// from the same querier (without questions); it is answered once the last (without TC)
+    /// is in, or [`GATHER_WAIT`] after it began.
+    fn gather(&mut self, message: &Message, from: SocketAddr, now: Instant) -> Gathered {
+        let continues = message.queries().is_empty() && self.gathering.contains_key(&from);
+        if !continues && !message.truncated() {
+            return Gathered::Whole;
+        }
+        if !continues {
+            if self.gathering.len() >= GATHERING {
+                return Gathered::Whole;
+            }
+            // A new query from a querier replaces what it had not finished.
+            let wait = GATHER_WAIT + self.random_duration(Duration::from_millis(100));
+            self.gathering.insert(from, (now + wait, message.clone()));
+        } else if let Some((_, m)) = self.gathering.get_mut(&from) {
+            for r in message.answers() {
+                if m.answers().len() < GATHERED_RECORDS {
+                    m.add_answer(r.clone());
+                }
+            }
+        }
+        if message.truncated() {
+            return Gathered::Waiting;
+        }
+        match self.gathering.remove(&from) {
+            Some((_, m)) => Gathered::Done(m),
+            None => Gathered::Whole,
         }
     }
 
@@ -482,7 +547,7 @@ impl Responder {
         let to = if unicast {
             To::Unicast(from)
         } else {
-            To::Multicast
+            To::Group { v6: from.is_ipv6() }
         };
         let out = Outgoing { to, message: m };
         if shared_only && !legacy && !unicast {
@@ -534,6 +599,16 @@ impl Responder {
         }
         out
     }
+}
+
+/// What [`Responder::gather`] made of a query packet.
+enum Gathered {
+    /// Not part of a truncated query: answer it as it is.
+    Whole,
+    /// More known answers are coming.
+    Waiting,
+    /// The last packet came: the query with every known answer.
+    Done(Message),
 }
 
 /// Known-answer suppression (RFC 6762 7.1): the querier already has it with at least half

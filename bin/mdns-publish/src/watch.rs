@@ -1,0 +1,451 @@
+//! `browse --watch` as plain data, driven by the caller's clock: continuous multicast querying
+//! (RFC 6762 5.2) from port 5353, so that every answer is multicast and serves every browser on
+//! the link at once (no unicast answers, no ARP for them, traffic that grows with the nodes and
+//! not with their square).
+//!
+//! - The pointers of the node types are asked for at 1 s, then at intervals doubling to
+//!   [`PTR_INTERVAL_MAX`], with the pointers held as known answers (7.1) spread over as many
+//!   packets as they take with the TC bit (7.2); a query of another browser whose known answers
+//!   hold none that this one lacks counts as this one's own (7.3).
+//! - What a node's instances say is held at most [`HOLD`] after it was last heard, and
+//!   refreshed within it: one browser, the node before it in address order, asks at half the
+//!   hold; every other asks only when that answer did not come, at a random point later.
+//!   Every browser hears the question and the multicast answer, so a node costs about one
+//!   question and one answer per [`HOLD`]/2 however many browse.
+//! - A node that died without a goodbye: its instance is forgotten once two questions for it
+//!   went unanswered for a second (10.5, passive observation of failures), and at the latest
+//!   when the hold runs out.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+use hickory_proto::serialize::binary::BinEncodable;
+
+use crate::browse::Seen;
+use crate::link::{Arrival, PORT};
+use crate::responder::MAX_PACKET;
+
+/// How long an instance and its host's addresses are held after they were last heard: what
+/// bounds how long a node that died without a goodbye stays in the inventory.
+pub const HOLD: Duration = Duration::from_secs(8);
+/// The longest interval between two queries for the pointers.
+pub const PTR_INTERVAL_MAX: Duration = Duration::from_secs(60);
+/// An unanswered question is given up on after this (a responder multicasts a record at most
+/// once a second, RFC 6762 6).
+const ANSWER_WAIT: Duration = Duration::from_secs(1);
+/// Other queriers whose truncated queries are followed at once, at most.
+const OVERHEARD: usize = 256;
+/// The first query goes out this long after the start: the socket is listening by then.
+const FIRST_QUERY: Duration = Duration::from_millis(20);
+
+/// One instance's refresh.
+#[derive(Debug, Clone)]
+struct Refresh {
+    /// When its SRV was last heard.
+    answered: Instant,
+    /// Questions for it heard since, that its responder would have answered (two at most).
+    asked: Vec<Instant>,
+    /// When this browser last asked.
+    sent: Option<Instant>,
+    /// Where in the hold this browser asks when the designated one did not get an answer:
+    /// the fraction of the hold still left, drawn anew for each answer.
+    fallback: f64,
+}
+
+/// A truncated query of another querier, followed until its last packet.
+#[derive(Debug)]
+struct Overheard {
+    began: Instant,
+    /// It asks for the pointers of one of our types.
+    pointers: bool,
+    /// Its known answers' pointers: (type, instance).
+    known: HashSet<(Name, Name)>,
+}
+
+/// The browse's state.
+#[derive(Debug)]
+pub struct Watcher {
+    seen: Seen,
+    kinds: Vec<Name>,
+    filter: String,
+    /// The address browsed from: who this browser is in the ring of refreshers.
+    me: IpAddr,
+    ptr_next: Instant,
+    ptr_interval: Duration,
+    open_next: Instant,
+    refresh: HashMap<Name, Refresh>,
+    overheard: HashMap<SocketAddr, Overheard>,
+    random: u64,
+    /// Something in the inventory may have changed since [`Watcher::take_changed`].
+    changed: bool,
+    /// What follows from what is held, kept until it changes: the instances this browser
+    /// refreshes first, and whether questions are open.
+    derived: Option<Derived>,
+}
+
+#[derive(Debug)]
+struct Derived {
+    designated: HashSet<Name>,
+    open: Vec<Query>,
+}
+
+impl Watcher {
+    /// A browse from `me` for the instances of `kinds` whose names contain `filter`.
+    pub fn new(kinds: Vec<Name>, filter: &str, me: IpAddr, now: Instant, seed: u64) -> Watcher {
+        Watcher {
+            seen: Seen::holding(HOLD),
+            kinds,
+            filter: filter.to_string(),
+            me,
+            ptr_next: now + FIRST_QUERY,
+            ptr_interval: Duration::from_secs(1),
+            open_next: now,
+            refresh: HashMap::new(),
+            overheard: HashMap::new(),
+            random: seed | 1,
+            changed: true,
+            derived: None,
+        }
+    }
+
+    /// What was heard.
+    pub fn seen(&self) -> &Seen {
+        &self.seen
+    }
+
+    /// Whether the inventory may have changed since the last call.
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Takes in a message the link admitted.
+    pub fn receive(&mut self, m: &Message, arrival: &Arrival, now: Instant) {
+        match m.message_type() {
+            MessageType::Response => {
+                let taken = self.seen.receive_at(m, arrival.from.ip(), now);
+                self.note(taken.changed);
+                for i in taken.srv {
+                    let fallback = self.fallback();
+                    let r = self.refresh.entry(i).or_insert_with(|| Refresh {
+                        answered: now,
+                        asked: Vec::new(),
+                        sent: None,
+                        fallback,
+                    });
+                    (r.answered, r.fallback) = (now, fallback);
+                    r.asked.clear();
+                }
+            }
+            MessageType::Query => self.overhear(m, arrival.from, now),
+        }
+    }
+
+    /// A query on the link: a question for an instance its responder would answer by
+    /// multicast, and a pointer query that makes ours needless.
+    fn overhear(&mut self, m: &Message, from: SocketAddr, now: Instant) {
+        // Probes, and legacy queriers (answered by unicast), say nothing of what all hear.
+        if !m.name_servers().is_empty() || from.port() != PORT {
+            return;
+        }
+        for q in m.queries() {
+            let srv = matches!(q.query_type(), RecordType::SRV | RecordType::ANY);
+            if q.mdns_unicast_response() || !srv {
+                continue;
+            }
+            let Some(r) = self.refresh.get_mut(q.name()) else {
+                continue;
+            };
+            let known = m
+                .answers()
+                .iter()
+                .any(|k| k.name() == q.name() && k.record_type() == RecordType::SRV && k.ttl() > 0);
+            if !known && now >= r.answered + ANSWER_WAIT && r.asked.len() < 2 {
+                r.asked.push(now);
+            }
+        }
+        if from.ip() != self.me {
+            self.follow(m, from, now);
+        }
+    }
+
+    /// Follows another querier's pointer query over its packets; once its last is in, and its
+    /// known answers hold none that ours would not, ours is as good as sent (RFC 6762 7.3).
+    fn follow(&mut self, m: &Message, from: SocketAddr, now: Instant) {
+        let pointers = m
+            .queries()
+            .iter()
+            .any(|q| q.query_type() == RecordType::PTR && self.kinds.contains(q.name()));
+        if !m.queries().is_empty() {
+            self.overheard.remove(&from);
+            if !pointers {
+                return;
+            }
+            self.overheard
+                .retain(|_, o| now.duration_since(o.began) < ANSWER_WAIT);
+            if self.overheard.len() >= OVERHEARD {
+                return;
+            }
+            let o = Overheard {
+                began: now,
+                pointers,
+                known: HashSet::new(),
+            };
+            self.overheard.insert(from, o);
+        }
+        let Some(o) = self.overheard.get_mut(&from) else {
+            return;
+        };
+        o.known.extend(m.answers().iter().filter_map(pointer));
+        if m.truncated() {
+            return;
+        }
+        let Some(o) = self.overheard.remove(&from) else {
+            return;
+        };
+        let ours: HashSet<(Name, Name)> = (self.kinds.iter())
+            .flat_map(|k| self.seen.known_pointers(k, now))
+            .filter_map(|r| pointer(&r))
+            .collect();
+        if o.pointers && o.known.is_subset(&ours) && now + ANSWER_WAIT >= self.ptr_next {
+            self.pointers_asked(now);
+        }
+    }
+
+    fn pointers_asked(&mut self, now: Instant) {
+        // Up to a fifth later, so that browsers started together drift apart.
+        let spread = self.ptr_interval.mul_f64((self.fallback() - 0.15) * 1.0);
+        self.ptr_next = now + self.ptr_interval + spread;
+        self.ptr_interval = (self.ptr_interval * 2).min(PTR_INTERVAL_MAX);
+    }
+
+    fn fallback(&mut self) -> f64 {
+        // xorshift64: enough to spread the browsers over the window, no more.
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        0.15 + 0.2 * ((self.random % 1000) as f64 / 1000.0)
+    }
+
+    /// What is due at `now`: forgetting what ran out or went unanswered, and the queries to
+    /// send, as datagrams.
+    pub fn poll(&mut self, now: Instant) -> Vec<Vec<u8>> {
+        let expired = self.seen.expire(now);
+        self.note(expired);
+        self.forget_unanswered(now);
+        self.derive();
+        let mut out = self.refreshes(now);
+        if now >= self.ptr_next {
+            self.pointers_asked(now);
+            out.extend(self.pointer_query(now));
+        }
+        if now >= self.open_next {
+            self.open_next = now + ANSWER_WAIT;
+            out.extend(self.open_questions());
+        }
+        out
+    }
+
+    /// Instances asked for twice without an answer for a second are forgotten; what has no
+    /// SRV held any more is no longer refreshed.
+    fn forget_unanswered(&mut self, now: Instant) {
+        let gone: Vec<Name> = (self.refresh.iter())
+            .filter(|(_, r)| r.asked.get(1).is_some_and(|t| now >= *t + ANSWER_WAIT))
+            .map(|(i, _)| i.clone())
+            .collect();
+        for i in &gone {
+            tracing::debug!("{i}: asked for twice, no answer: forgotten");
+            self.seen.flush(i);
+            self.note(true);
+        }
+        let seen = &self.seen;
+        self.refresh.retain(|i, _| seen.srv_until(i).is_some());
+    }
+
+    /// The instances to refresh now, as query datagrams (their SRV and TXT: the answer brings
+    /// the host's addresses along).
+    fn refreshes(&mut self, now: Instant) -> Vec<Vec<u8>> {
+        let none = HashSet::new();
+        let designated = self.derived.as_ref().map_or(&none, |d| &d.designated);
+        let mut questions = Vec::new();
+        for (i, r) in &mut self.refresh {
+            let Some(until) = self.seen.srv_until(i) else {
+                continue;
+            };
+            if due(r, until, designated.contains(i)).is_some_and(|t| now >= t) {
+                r.sent = Some(now);
+                questions.push(Query::query(i.clone(), RecordType::SRV));
+                questions.push(Query::query(i.clone(), RecordType::TXT));
+            }
+        }
+        query_packets(questions, Vec::new())
+    }
+
+    /// The instances this browser refreshes first: those whose host's address comes next
+    /// after ours in address order (the last's go to the first), among the hosts of every
+    /// instance held. Each host so has one designated refresher, whichever node it is.
+    fn designated(&self) -> HashSet<Name> {
+        let held: Vec<(Name, Vec<IpAddr>)> = (self.kinds.iter())
+            .flat_map(|k| self.seen.instances_with_addresses(k, &self.filter))
+            .collect();
+        let family = |a: &IpAddr| a.is_ipv4() == self.me.is_ipv4();
+        let first = |a: &[IpAddr]| a.iter().copied().find(family);
+        let ring: BTreeSet<IpAddr> = (held.iter().filter_map(|(_, a)| first(a)))
+            .chain([self.me])
+            .collect();
+        let next = ring
+            .range((
+                std::ops::Bound::Excluded(self.me),
+                std::ops::Bound::Unbounded,
+            ))
+            .next()
+            .or_else(|| ring.iter().next())
+            .copied();
+        held.into_iter()
+            .filter(|(_, a)| next.is_some() && first(a) == next && next != Some(self.me))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// The pointer query, with what is held as known answers.
+    fn pointer_query(&self, now: Instant) -> Vec<Vec<u8>> {
+        let questions = self
+            .kinds
+            .iter()
+            .map(|k| Query::query(k.clone(), RecordType::PTR))
+            .collect();
+        let known = (self.kinds.iter())
+            .flat_map(|k| self.seen.known_pointers(k, now))
+            .collect();
+        query_packets(questions, known)
+    }
+
+    /// Questions for what is still missing: the SRV and TXT of instances known only by their
+    /// pointer, the addresses of hosts known only by an SRV.
+    fn open_questions(&self) -> Vec<Vec<u8>> {
+        let open = self.derived.as_ref().map(|d| d.open.clone());
+        query_packets(open.unwrap_or_default(), Vec::new())
+    }
+
+    /// Something held changed (or not): what follows from it is worked out again at the next
+    /// poll.
+    fn note(&mut self, changed: bool) {
+        if changed {
+            self.changed = true;
+            self.derived = None;
+        }
+    }
+
+    fn derive(&mut self) {
+        if self.derived.is_none() {
+            let all = self.seen.query(&self.kinds);
+            let open = (all.queries().iter())
+                .filter(|q| q.query_type() != RecordType::PTR)
+                .cloned()
+                .collect();
+            self.derived = Some(Derived {
+                designated: self.designated(),
+                open,
+            });
+        }
+    }
+
+    /// When [`Watcher::poll`] next has something to do.
+    pub fn next_timeout(&self) -> Instant {
+        let none = HashSet::new();
+        let designated = self.derived.as_ref().map_or(&none, |d| &d.designated);
+        let refresh = self.refresh.iter().filter_map(|(i, r)| {
+            let until = self.seen.srv_until(i)?;
+            let due = due(r, until, designated.contains(i));
+            let forget = r.asked.get(1).map(|t| *t + ANSWER_WAIT);
+            match (due, forget) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        });
+        let open = (self.derived.as_ref())
+            .is_some_and(|d| !d.open.is_empty())
+            .then_some(self.open_next);
+        refresh
+            .chain(self.seen.next_expiry())
+            .chain(open)
+            .fold(self.ptr_next, Instant::min)
+    }
+}
+
+/// A pointer record as (its name, what it points at).
+fn pointer(r: &Record) -> Option<(Name, Name)> {
+    match r.data() {
+        RData::PTR(p) => Some((r.name().clone(), p.0.clone())),
+        _ => None,
+    }
+}
+
+/// When this browser asks for an instance whose SRV runs out at `until`: the designated
+/// refresher at half the hold, every other at its fallback point, and nobody within a second of
+/// a question (its own or another's) that has not been answered yet.
+fn due(r: &Refresh, until: Instant, designated: bool) -> Option<Instant> {
+    let quiet = (r.sent.into_iter())
+        .chain(r.asked.last().copied())
+        .max()
+        .filter(|t| *t >= r.answered)
+        .map(|t| t + ANSWER_WAIT);
+    let at = if designated && r.asked.is_empty() {
+        until.checked_sub(HOLD / 2)?
+    } else {
+        until.checked_sub(HOLD.mul_f64(r.fallback))?
+    };
+    Some(quiet.map_or(at, |q| at.max(q)))
+}
+
+/// A query as datagrams of at most [`MAX_PACKET`] bytes: the questions, then the known answers
+/// where there is room and in the packets after, each but the last with the TC bit (RFC 6762
+/// 7.2). None when there is nothing to ask.
+pub fn query_packets(questions: Vec<Query>, known: Vec<Record>) -> Vec<Vec<u8>> {
+    if questions.is_empty() {
+        return Vec::new();
+    }
+    let fresh = || {
+        let mut m = Message::new();
+        m.set_message_type(MessageType::Query)
+            .set_op_code(OpCode::Query);
+        m
+    };
+    // Questions by their plain size: a packet only shrinks when compressed.
+    let len = |b: Result<Vec<u8>, _>| b.map_or(MAX_PACKET, |b: Vec<u8>| b.len());
+    let mut packets = vec![fresh()];
+    let mut used = 12;
+    for q in questions {
+        let size = len(q.to_bytes());
+        if used + size > MAX_PACKET && !packets[packets.len() - 1].queries().is_empty() {
+            packets.push(fresh());
+            used = 12;
+        }
+        if let Some(m) = packets.last_mut() {
+            m.add_query(q);
+        }
+        used += size;
+    }
+    // The known answers, measured as they encode (name compression makes a pointer record a
+    // third of its plain size): a packet takes records until the next would not fit.
+    let mut fitted = 0;
+    for r in known {
+        if let Some(m) = packets.last_mut() {
+            m.add_answer(r);
+            fitted += 1;
+            if fitted > 1 && m.to_vec().map_or(usize::MAX, |b| b.len()) > MAX_PACKET {
+                let mut answers = m.take_answers();
+                let last = answers.pop();
+                m.insert_answers(answers);
+                m.set_truncated(true);
+                let mut next = fresh();
+                next.add_answers(last);
+                packets.push(next);
+                fitted = 1;
+            }
+        }
+    }
+    packets.iter().filter_map(|m| m.to_vec().ok()).collect()
+}
