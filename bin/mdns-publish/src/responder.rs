@@ -571,20 +571,33 @@ impl Responder {
     }
 
     /// RFC 6763 12: with a PTR, the instance's SRV and TXT and the target's addresses; with an
-    /// SRV, the target's addresses.
+    /// SRV, the target's addresses, and the pointers to its instance (a browser that missed
+    /// our announcements learns the instance from the refresh another browser asked for).
     fn additionals(&self, chosen: &[usize]) -> Vec<usize> {
         use hickory_proto::rr::RData;
         let mut taken = vec![false; self.records.len()];
         let mut names: Vec<Name> = Vec::new();
+        let mut out: Vec<usize> = Vec::new();
         for &i in chosen {
             taken[i] = true;
+        }
+        for &i in chosen {
             match self.records[i].record.data() {
                 RData::PTR(p) => names.push(p.0.clone()),
-                RData::SRV(s) => names.push(s.target().clone()),
+                RData::SRV(s) => {
+                    names.push(s.target().clone());
+                    let instance = self.records[i].record.name();
+                    let pointers = (self.records.iter().enumerate()).filter(|(k, o)| {
+                        !taken[*k] && matches!(o.record.data(), RData::PTR(p) if p.0 == *instance)
+                    });
+                    out.extend(pointers.map(|(k, _)| k).collect::<Vec<_>>());
+                }
                 _ => {}
             }
+            for &k in &out {
+                taken[k] = true;
+            }
         }
-        let mut out: Vec<usize> = Vec::new();
         let mut k = 0;
         while k < names.len() {
             let found: Vec<usize> = self.named(&names[k]).filter(|&i| !taken[i]).collect();

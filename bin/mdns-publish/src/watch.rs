@@ -36,6 +36,10 @@ pub const PTR_INTERVAL_MAX: Duration = Duration::from_secs(60);
 /// An unanswered question is given up on after this (a responder multicasts a record at most
 /// once a second, RFC 6762 6).
 const ANSWER_WAIT: Duration = Duration::from_secs(1);
+/// Instances asked for in one poll when their designated refresher did not get an answer, at
+/// most: when many are, the link or this host is overloaded, and more questions would make it
+/// worse (the rest wait for the next poll, or run out).
+const FALLBACKS: usize = 8;
 /// Other queriers whose truncated queries are followed at once, at most.
 const OVERHEARD: usize = 256;
 /// The first query goes out this long after the start: the socket is listening by then.
@@ -209,7 +213,10 @@ impl Watcher {
             .flat_map(|k| self.seen.known_pointers(k, now))
             .filter_map(|r| pointer(&r))
             .collect();
-        if o.pointers && o.known.is_subset(&ours) && now + ANSWER_WAIT >= self.ptr_next {
+        // Beyond the first query, any other browser's will do: what its known answers keep
+        // from us comes with the refreshes (an SRV's answer brings its pointer along).
+        let first = self.ptr_interval <= Duration::from_secs(1);
+        if o.pointers && (!first || o.known.is_subset(&ours)) {
             self.pointers_asked(now);
         }
     }
@@ -270,11 +277,17 @@ impl Watcher {
         let none = HashSet::new();
         let designated = self.derived.as_ref().map_or(&none, |d| &d.designated);
         let mut questions = Vec::new();
+        let mut fallbacks = 0;
         for (i, r) in &mut self.refresh {
             let Some(until) = self.seen.srv_until(i) else {
                 continue;
             };
+            let first = designated.contains(i) && r.asked.is_empty();
+            if !first && fallbacks >= FALLBACKS {
+                continue;
+            }
             if due(r, until, designated.contains(i)).is_some_and(|t| now >= t) {
+                fallbacks += usize::from(!first);
                 r.sent = Some(now);
                 questions.push(Query::query(i.clone(), RecordType::SRV));
                 questions.push(Query::query(i.clone(), RecordType::TXT));
@@ -448,4 +461,251 @@ pub fn query_packets(questions: Vec<Query>, known: Vec<Record>) -> Vec<Vec<u8>> 
         }
     }
     packets.iter().filter_map(|m| m.to_vec().ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::records::name;
+    use hickory_proto::rr::rdata::{PTR, SRV, TXT};
+
+    const KIND: &str = "_workstation._tcp.local.";
+
+    fn ip(a: &str) -> IpAddr {
+        a.parse().unwrap()
+    }
+
+    fn instance(n: u8) -> Name {
+        name(&format!("lab-node-{n}.{KIND}")).unwrap()
+    }
+
+    /// Node `n` (192.0.2.n) answering as its publisher does: pointer, SRV, TXT, address.
+    fn answer(n: u8) -> (Message, Arrival) {
+        let host = name(&format!("node-{n}.local.")).unwrap();
+        let mut m = Message::new();
+        m.set_message_type(MessageType::Response);
+        let kind = name(KIND).unwrap();
+        let records = [
+            Record::from_rdata(kind, 4500, RData::PTR(PTR(instance(n)))),
+            Record::from_rdata(
+                instance(n),
+                120,
+                RData::SRV(SRV::new(0, 0, 42424, host.clone())),
+            ),
+            Record::from_rdata(instance(n), 4500, RData::TXT(TXT::new(vec![]))),
+            Record::from_rdata(host, 120, RData::from(ip(&format!("192.0.2.{n}")))),
+        ];
+        for r in records {
+            m.add_answer(r);
+        }
+        (m, from(n))
+    }
+
+    fn from(n: u8) -> Arrival {
+        Arrival {
+            from: SocketAddr::new(ip(&format!("192.0.2.{n}")), PORT),
+            to: Some(ip("224.0.0.251")),
+            ttl: Some(255),
+        }
+    }
+
+    fn refresh_query(n: u8) -> Message {
+        let mut m = Message::new();
+        m.set_message_type(MessageType::Query);
+        m.add_query(Query::query(instance(n), RecordType::SRV));
+        m
+    }
+
+    fn watcher(me: u8, t0: Instant) -> Watcher {
+        let kinds = vec![name(KIND).unwrap()];
+        Watcher::new(kinds, "lab", ip(&format!("192.0.2.{me}")), t0, 7)
+    }
+
+    fn asked(packets: &[Vec<u8>]) -> Vec<Name> {
+        (packets.iter())
+            .flat_map(|p| Message::from_vec(p).unwrap().queries().to_vec())
+            .filter(|q| q.query_type() == RecordType::SRV)
+            .map(|q| q.name().clone())
+            .collect()
+    }
+
+    fn nodes(w: &Watcher) -> usize {
+        let kind = name(KIND).unwrap();
+        (w.seen()
+            .found(&kind, "lab", 0, None, std::time::SystemTime::now()))
+        .unwrap()
+        .inventory
+        .nodes()
+        .len()
+    }
+
+    /// Polls every 100 ms from `from` to `to`; what was asked for, and when.
+    fn run(w: &mut Watcher, from: Instant, to: Instant) -> Vec<(Instant, Name)> {
+        let mut out = Vec::new();
+        let mut t = from;
+        while t < to {
+            out.extend(asked(&w.poll(t)).into_iter().map(|n| (t, n)));
+            t += Duration::from_millis(100);
+        }
+        out
+    }
+
+    #[test]
+    fn the_node_after_us_is_ours_to_refresh_at_half_the_hold_and_others_only_when_it_fails() {
+        let t0 = Instant::now();
+        let mut w = watcher(2, t0);
+        for n in [1, 2, 3, 9] {
+            let (m, a) = answer(n);
+            w.receive(&m, &a, t0);
+        }
+        assert_eq!(nodes(&w), 4);
+        // 192.0.2.3 follows us: asked for at half the hold, and nothing else before.
+        let asks = run(&mut w, t0, t0 + HOLD / 2 + Duration::from_millis(150));
+        assert_eq!(asks.len(), 1, "{asks:?}");
+        assert_eq!(asks[0].1, instance(3));
+        assert!(asks[0].0 >= t0 + HOLD / 2);
+        // Its answer comes: nothing more for a while; node-1 and node-9 are refreshed by
+        // others, whose questions and answers we hear.
+        let (m, a) = answer(3);
+        let t1 = t0 + HOLD / 2 + Duration::from_millis(200);
+        w.receive(&m, &a, t1);
+        for n in [1, 2, 9] {
+            w.receive(&refresh_query(n), &from(n - 1), t1);
+            let (m, a) = answer(n);
+            w.receive(&m, &a, t1);
+        }
+        let asks = run(&mut w, t1, t1 + HOLD / 2 - Duration::from_millis(100));
+        assert!(asks.is_empty(), "{asks:?}");
+        // With nobody refreshing node-9 any more (its refresher is gone), we ask in its last
+        // third, before it runs out.
+        let (m, a) = answer(3);
+        w.receive(&m, &a, t1 + HOLD / 2);
+        let asks = run(&mut w, t1 + HOLD / 2, t1 + HOLD);
+        let nine: Vec<_> = asks.iter().filter(|(_, n)| *n == instance(9)).collect();
+        assert!(!nine.is_empty(), "{asks:?}");
+        assert!(nine[0].0 >= t1 + HOLD.mul_f64(0.6), "{asks:?}");
+        // Unanswered, asked again a second later, not sooner.
+        assert!(nine.windows(2).all(|w| w[1].0 - w[0].0 >= ANSWER_WAIT), "{asks:?}");
+    }
+
+    #[test]
+    fn two_unanswered_questions_forget_a_node_within_a_second() {
+        let t0 = Instant::now();
+        let mut w = watcher(2, t0);
+        for n in [1, 2, 5] {
+            let (m, a) = answer(n);
+            w.receive(&m, &a, t0);
+        }
+        assert_eq!(nodes(&w), 3);
+        let t1 = t0 + Duration::from_secs(3);
+        w.receive(&refresh_query(5), &from(4), t1);
+        w.poll(t1 + Duration::from_millis(1500));
+        assert_eq!(nodes(&w), 3, "one unanswered question is not enough");
+        let t2 = t1 + Duration::from_secs(2);
+        w.receive(&refresh_query(5), &from(1), t2);
+        w.poll(t2 + Duration::from_millis(900));
+        assert_eq!(nodes(&w), 3, "not before a second");
+        w.poll(t2 + Duration::from_millis(1000));
+        assert_eq!(nodes(&w), 2);
+        assert!(w.take_changed());
+    }
+
+    #[test]
+    fn questions_its_responder_would_not_answer_forget_nothing() {
+        let t0 = Instant::now();
+        let mut w = watcher(2, t0);
+        for n in [1, 2, 5] {
+            let (m, a) = answer(n);
+            w.receive(&m, &a, t0);
+        }
+        let t1 = t0 + Duration::from_millis(300);
+        // Within a second of its answer (the responder's rate limit), as QU, with the SRV as a
+        // known answer, from a legacy port: none counts.
+        w.receive(&refresh_query(5), &from(4), t1);
+        let mut qu = refresh_query(5);
+        qu.queries_mut()[0].set_mdns_unicast_response(true);
+        let mut known = refresh_query(5);
+        known.add_answer(answer(5).0.answers()[1].clone());
+        let mut legacy = from(4);
+        legacy.from.set_port(40000);
+        let t2 = t0 + Duration::from_secs(2);
+        w.receive(&qu, &from(4), t2);
+        w.receive(&known, &from(4), t2);
+        w.receive(&known, &from(1), t2);
+        w.receive(&refresh_query(5), &legacy, t2);
+        w.receive(&refresh_query(5), &legacy, t2);
+        w.poll(t2 + Duration::from_secs(2));
+        assert_eq!(nodes(&w), 3);
+        for n in [1, 2] {
+            let (m, a) = answer(n);
+            w.receive(&m, &a, t0 + Duration::from_secs(5));
+        }
+        // Past the hold with no answer at all: gone (the control).
+        w.poll(t0 + HOLD + Duration::from_millis(1));
+        assert_eq!(nodes(&w), 2);
+    }
+
+    #[test]
+    fn known_answers_go_on_in_packets_with_the_tc_bit() {
+        let kind = name(KIND).unwrap();
+        let known: Vec<Record> = (0..200)
+            .map(|n| Record::from_rdata(kind.clone(), 4500, RData::PTR(PTR(instance(n)))))
+            .collect();
+        let packets = query_packets(vec![Query::query(kind.clone(), RecordType::PTR)], known);
+        assert!(packets.len() >= 3, "{}", packets.len());
+        let messages: Vec<Message> = (packets.iter())
+            .map(|p| Message::from_vec(p).unwrap())
+            .collect();
+        let last = messages.len() - 1;
+        for (i, m) in messages.iter().enumerate() {
+            assert!(packets[i].len() <= MAX_PACKET);
+            assert_eq!(m.truncated(), i < last, "packet {i}");
+            assert_eq!(m.queries().len(), usize::from(i == 0));
+        }
+        let total: usize = messages.iter().map(|m| m.answers().len()).sum();
+        assert_eq!(total, 200);
+        // Compressed: far fewer packets than the records' plain size would take.
+        assert!(packets.len() <= 6, "{}", packets.len());
+    }
+
+    #[test]
+    fn another_browsers_pointer_query_that_knows_no_more_stands_for_ours() {
+        let t0 = Instant::now();
+        let mut w = watcher(2, t0);
+        let (m, a) = answer(1);
+        w.receive(&m, &a, t0);
+        let kind = name(KIND).unwrap();
+        let theirs = |known: Vec<Record>| {
+            let packets = query_packets(vec![Query::query(kind.clone(), RecordType::PTR)], known);
+            (packets.iter())
+                .map(|p| Message::from_vec(p).unwrap())
+                .collect::<Vec<_>>()
+        };
+        let t1 = t0 + Duration::from_millis(10);
+        let pointers = |w: &mut Watcher, t: Instant| {
+            (w.poll(t).iter().map(|p| Message::from_vec(p).unwrap()))
+                .filter(|m| {
+                    m.queries()
+                        .iter()
+                        .any(|q| q.query_type() == RecordType::PTR)
+                })
+                .count()
+        };
+        // One that knows node-7, which we do not: ours still goes.
+        let unknown = Record::from_rdata(kind.clone(), 4500, RData::PTR(PTR(instance(7))));
+        for m in theirs(vec![unknown]) {
+            w.receive(&m, &from(3), t1);
+        }
+        assert_eq!(pointers(&mut w, t0 + FIRST_QUERY), 1);
+        // One that knows only what we know: ours, due next, is not sent.
+        let next = t0 + FIRST_QUERY + Duration::from_millis(900);
+        for m in theirs(w.seen().known_pointers(&kind, next)) {
+            w.receive(&m, &from(3), next);
+        }
+        assert_eq!(
+            pointers(&mut w, t0 + FIRST_QUERY + Duration::from_millis(1300)),
+            0
+        );
+    }
 }
