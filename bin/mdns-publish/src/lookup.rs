@@ -391,6 +391,8 @@ const POLL_AT_LEAST: Duration = Duration::from_millis(500);
 /// What `browse --watch` has written and counted.
 struct Written {
     last: Option<String>,
+    /// The nodes left out that were warned of (again only once they were back in).
+    warned: std::collections::HashSet<String>,
     ready: bool,
     tally: Tally,
     /// The refusals counted into the tally so far.
@@ -409,11 +411,14 @@ impl Written {
                 return Ok(());
             }
         };
-        let text = render(&found, out.json);
-        if self.last.as_deref() != Some(text.as_str()) {
-            for d in &found.dropped {
+        for d in &found.dropped {
+            if !self.warned.contains(d) {
                 tracing::warn!("left out of the inventory: {d}");
             }
+        }
+        self.warned = found.dropped.iter().cloned().collect();
+        let text = render(&found, out.json);
+        if self.last.as_deref() != Some(text.as_str()) {
             eprintln!(
                 "mdns-publish browse: {} instance(s) of {}, {} node(s)",
                 found.instances,
@@ -488,6 +493,7 @@ async fn follow(b: &Browse, out: &Output, bind: IpAddr) -> Result<bool, BrowseEr
     let mut sockets: Option<Sockets> = None;
     let mut written = Written {
         last: None,
+        warned: std::collections::HashSet::new(),
         ready: false,
         tally: Tally::default(),
         refused: Refusals::default(),

@@ -49,6 +49,9 @@ const GATHERING: usize = 256;
 /// Known answers gathered from one querier at most.
 const GATHERED_RECORDS: usize = 4096;
 
+/// An established name is probed again after a claim at most this often.
+pub const REPROBE_GAP: Duration = Duration::from_secs(10);
+
 /// Where a message goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum To {
@@ -98,6 +101,8 @@ pub struct Responder {
     /// Truncated queries whose known answers are still coming, by querier: when to answer at
     /// the latest, and the query so far.
     gathering: HashMap<SocketAddr, (Instant, Message)>,
+    /// When an established name was last probed again after a claim.
+    reprobed: Option<Instant>,
     /// Conflicts that sent an established name back to probing, and unicast answers not
     /// sent over the rate limit.
     counts: Counts,
@@ -112,6 +117,9 @@ pub struct Counts {
     pub unicast_claims: u64,
     /// Unicast answers not sent (the querier's rate limit).
     pub rate_limited: u64,
+    /// Claims on an established name within [`REPROBE_GAP`] of the last probe again: not
+    /// probed again for.
+    pub reprobes_held: u64,
 }
 
 impl Responder {
@@ -128,6 +136,7 @@ impl Responder {
             random: seed | 1,
             unicast: HashMap::new(),
             gathering: HashMap::new(),
+            reprobed: None,
             counts: Counts::default(),
         };
         r.reindex();
@@ -327,8 +336,17 @@ impl Responder {
             );
         } else if probing {
             self.phase = Phase::Conflict(why);
+        } else if self
+            .reprobed
+            .is_some_and(|t| now.duration_since(t) < REPROBE_GAP)
+        {
+            // A host that claims our name over and over would keep us probing, and so silent:
+            // the browsers' refreshes go unanswered and the node leaves every inventory.
+            self.counts.reprobes_held += 1;
+            tracing::debug!("{from}: {why}: probed again less than {REPROBE_GAP:?} ago");
         } else {
             self.counts.reprobes += 1;
+            self.reprobed = Some(now);
             tracing::warn!("{from}: {why}: probing again before giving the name up");
             self.delayed.clear();
             self.phase = Phase::Probing { sent: 0, next: now };

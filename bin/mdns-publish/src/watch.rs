@@ -586,7 +586,10 @@ mod tests {
         assert!(!nine.is_empty(), "{asks:?}");
         assert!(nine[0].0 >= t1 + HOLD.mul_f64(0.6), "{asks:?}");
         // Unanswered, asked again a second later, not sooner.
-        assert!(nine.windows(2).all(|w| w[1].0 - w[0].0 >= ANSWER_WAIT), "{asks:?}");
+        assert!(
+            nine.windows(2).all(|w| w[1].0 - w[0].0 >= ANSWER_WAIT),
+            "{asks:?}"
+        );
     }
 
     #[test]

@@ -125,7 +125,11 @@ fn answers_qm_multicast_qu_unicast_legacy_with_short_ttls() {
         now,
     );
     assert_eq!(out.len(), 1);
-    assert_eq!(out[0].to, To::Group { v6: false }, "on the family it was asked on");
+    assert_eq!(
+        out[0].to,
+        To::Group { v6: false },
+        "on the family it was asked on"
+    );
     assert!(out[0].message.answers()[0].mdns_cache_flush());
     // The same question within a second: not multicast again.
     assert!(r
