@@ -93,7 +93,8 @@ pub struct Browse {
     /// Withhold the etcd SRV targets until at least this many are seen.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub min_srv: usize,
-    /// How long to listen for answers (one round with --watch).
+    /// How long to listen for answers (with --watch: one round of one-shot queries, or with
+    /// --bind the time to the first inventory and between two writes of --metrics).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = ipi_core::duration::parse)]
     pub timeout: std::time::Duration,
     /// The inventory as JSON (with the etcd targets).
@@ -103,9 +104,12 @@ pub struct Browse {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Keep browsing; rewrite the output only when the inventory changes (tells systemd it is
-    /// ready once the first inventory is written). A node stays for its records' TTL after it
-    /// last answered (10 s for answers to these one-shot queries, RFC 6762 6.7), or until its
-    /// goodbye: a publisher restarting within it does not leave the inventory.
+    /// ready once the first inventory is written, a --timeout after the start). With --bind,
+    /// continuous multicast querying from port 5353 (RFC 6762 5.2): answers are multicast and
+    /// shared by every browser, each node is refreshed by the node before it in address order
+    /// about every 4 s, and a node that died without a goodbye leaves within 8 s (two questions
+    /// for it unanswered for a second, or 8 s without an answer). Without --bind, rounds of
+    /// one-shot queries, each answer held for its TTL (10 s, RFC 6762 6.7).
     #[arg(long)]
     pub watch: bool,
     /// The address to query from (its interface; default: any).
