@@ -40,6 +40,12 @@ const ANSWER_WAIT: Duration = Duration::from_secs(1);
 /// most: when many are, the link or this host is overloaded, and more questions would make it
 /// worse (the rest wait for the next poll, or run out).
 const FALLBACKS: usize = 8;
+/// Open questions (an instance known only by its pointer, a host only by an SRV) asked in one
+/// second, at most: at the start of a big cluster, or when answers are being lost, hundreds are
+/// open at once, and asking them all from every browser every second is what overloads.
+const OPEN_PER_SECOND: usize = 16;
+/// Questions heard from others remembered at once, at most.
+const HEARD: usize = 4096;
 /// Other queriers whose truncated queries are followed at once, at most.
 const OVERHEARD: usize = 256;
 /// The first query goes out this long after the start: the socket is listening by then.
@@ -82,6 +88,9 @@ pub struct Watcher {
     open_next: Instant,
     refresh: HashMap<Name, Refresh>,
     overheard: HashMap<SocketAddr, Overheard>,
+    /// When each question was last heard on the link (anyone's, ours included): an open
+    /// question somebody asked within a second is not asked again.
+    heard: HashMap<(Name, RecordType), Instant>,
     random: u64,
     /// Something in the inventory may have changed since [`Watcher::take_changed`].
     changed: bool,
@@ -109,6 +118,7 @@ impl Watcher {
             open_next: now,
             refresh: HashMap::new(),
             overheard: HashMap::new(),
+            heard: HashMap::new(),
             random: seed | 1,
             changed: true,
             derived: None,
@@ -153,6 +163,15 @@ impl Watcher {
         // Probes, and legacy queriers (answered by unicast), say nothing of what all hear.
         if !m.name_servers().is_empty() || from.port() != PORT {
             return;
+        }
+        if self.heard.len() >= HEARD {
+            self.heard
+                .retain(|_, t| now.duration_since(*t) < ANSWER_WAIT);
+        }
+        for q in m.queries().iter().filter(|q| !q.mdns_unicast_response()) {
+            if self.heard.len() < HEARD {
+                self.heard.insert((q.name().clone(), q.query_type()), now);
+            }
         }
         for q in m.queries() {
             let srv = matches!(q.query_type(), RecordType::SRV | RecordType::ANY);
@@ -250,7 +269,7 @@ impl Watcher {
         }
         if now >= self.open_next {
             self.open_next = now + ANSWER_WAIT;
-            out.extend(self.open_questions());
+            out.extend(self.open_questions(now));
         }
         out
     }
@@ -337,9 +356,31 @@ impl Watcher {
 
     /// Questions for what is still missing: the SRV and TXT of instances known only by their
     /// pointer, the addresses of hosts known only by an SRV.
-    fn open_questions(&self) -> Vec<Vec<u8>> {
-        let open = self.derived.as_ref().map(|d| d.open.clone());
-        query_packets(open.unwrap_or_default(), Vec::new())
+    ///
+    /// At most [`OPEN_PER_SECOND`], from a random point of the list on, and none that another
+    /// browser asked within a second (its answer is multicast: it serves us too).
+    fn open_questions(&mut self, now: Instant) -> Vec<Vec<u8>> {
+        let Some(open) = self.derived.as_ref().map(|d| d.open.clone()) else {
+            return Vec::new();
+        };
+        let from = self.random_below(open.len().max(1));
+        let heard = &self.heard;
+        let asked: Vec<Query> = (open.iter().cycle().skip(from).take(open.len()))
+            .filter(|q| {
+                let key = (q.name().clone(), q.query_type());
+                heard
+                    .get(&key)
+                    .is_none_or(|t| now.duration_since(*t) >= ANSWER_WAIT)
+            })
+            .take(OPEN_PER_SECOND)
+            .cloned()
+            .collect();
+        query_packets(asked, Vec::new())
+    }
+
+    fn random_below(&mut self, n: usize) -> usize {
+        let f = (self.fallback() - 0.15) / 0.2;
+        ((n as f64) * f) as usize % n.max(1)
     }
 
     /// Something held changed (or not): what follows from it is worked out again at the next

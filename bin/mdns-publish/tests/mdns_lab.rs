@@ -303,6 +303,7 @@ fn watch_rewrites_the_inventory_only_when_it_changes_and_sees_an_address_change(
     let d = publish(&node, "master-0", "master");
     // Its directory is not there yet: browse makes it (as /run/ipi-net/inventory under systemd).
     let out = client.dir().join("run/ipi-net/inventory/nodes");
+    let metrics = client.dir().join("browse.prom");
     let bind = client.ipv4().to_string();
     let watch = client
         .spawn(
@@ -319,6 +320,8 @@ fn watch_rewrites_the_inventory_only_when_it_changes_and_sees_an_address_change(
                 out.to_str().unwrap(),
                 "--bind",
                 &bind,
+                "--metrics",
+                metrics.to_str().unwrap(),
             ],
         )
         .unwrap();
@@ -327,10 +330,20 @@ fn watch_rewrites_the_inventory_only_when_it_changes_and_sees_an_address_change(
         read().contains("master-0 master")
     })
     .unwrap_or_else(|| panic!("{}\n{}", read(), d.log()));
-    // Unchanged rounds (three more of them, counted in the watcher's log) leave the file alone.
+    // Unchanged rounds (three more of them, counted in the watcher's metrics) leave the file
+    // alone.
     let mtime = || std::fs::metadata(&out).unwrap().modified().unwrap();
     let before = mtime();
-    let rounds = || watch.stderr().matches("1 node(s)").count();
+    let rounds = || {
+        let text = std::fs::read_to_string(&metrics).unwrap_or_default();
+        (text.lines())
+            .find_map(|l| {
+                l.strip_prefix("ipi_mdns_browse_rounds_total ")?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0u64)
+    };
     let so_far = rounds();
     wait_for(Duration::from_secs(15), Duration::from_millis(100), || {
         rounds() >= so_far + 3
