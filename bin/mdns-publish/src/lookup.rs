@@ -484,10 +484,7 @@ async fn follow(b: &Browse, out: &Output, bind: IpAddr) -> Result<bool, BrowseEr
         name(&format!("{ETCD_TYPE}.local."))?,
     ];
     let start = Instant::now();
-    let seed = u64::from(std::process::id())
-        ^ (std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64));
+    let seed = crate::publish::seed();
     let mut w = Watcher::new(kinds, &b.filter, bind, start.into_std(), seed);
     let link_watch = net::link_watch()?;
     let mut sockets: Option<Sockets> = None;
@@ -517,7 +514,7 @@ async fn follow(b: &Browse, out: &Output, bind: IpAddr) -> Result<bool, BrowseEr
         let wake = write_at.map_or(poll_at, |t| t.min(poll_at)).min(metrics_at);
         let mut heard = None;
         tokio::select! {
-            r = recv4(&s.v4, &mut buf) => heard = r.ok().map(|(n, a)| (buf[..n].to_vec(), a)),
+            r = net::recv_on(&s.v4, &mut buf) => heard = r.ok().map(|(n, a)| (buf[..n].to_vec(), a)),
             r = recv6(&s.v6, &mut buf6) => heard = r.ok().map(|(n, a)| (buf6[..n].to_vec(), a)),
             () = tokio::time::sleep_until(wake) => {}
             () = net::link_changed(&link_watch) => {
@@ -551,12 +548,5 @@ async fn follow(b: &Browse, out: &Output, bind: IpAddr) -> Result<bool, BrowseEr
             metrics_at = now + b.round;
             written.metrics(out, w.seen())?;
         }
-    }
-}
-
-async fn recv4(s: &Option<UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usize, Arrival)> {
-    match s {
-        Some(s) => net::recv(s, buf).await,
-        None => std::future::pending().await,
     }
 }

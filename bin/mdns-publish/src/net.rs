@@ -244,6 +244,18 @@ pub async fn recv(socket: &UdpSocket, buf: &mut [u8]) -> std::io::Result<(usize,
         .await
 }
 
+/// [`recv`] on a socket that may be missing (a family the interface has no address of): then
+/// it never returns.
+pub async fn recv_on(
+    socket: &Option<UdpSocket>,
+    buf: &mut [u8],
+) -> std::io::Result<(usize, Arrival)> {
+    match socket {
+        Some(s) => recv(s, buf).await,
+        None => std::future::pending().await,
+    }
+}
+
 fn recv_now(fd: RawFd, buf: &mut [u8]) -> std::io::Result<(usize, Arrival)> {
     let mut iov = [IoSliceMut::new(buf)];
     let mut control = nix::cmsg_space!(libc::in6_pktinfo, libc::in_pktinfo, libc::c_int);

@@ -116,15 +116,8 @@ impl Wire {
     }
 }
 
-async fn recv(socket: &Option<UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usize, Arrival)> {
-    match socket {
-        Some(s) => net::recv(s, buf).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// A seed for the responder's random delays that differs between nodes and runs.
-fn seed() -> u64 {
+pub(crate) fn seed() -> u64 {
     u64::from(std::process::id())
         ^ std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -156,8 +149,8 @@ async fn serve(bind: IpAddr, what: &What<'_>, on_conflict: OnConflict) -> Result
             Instant::from_std,
         );
         let datagram = tokio::select! {
-            r = recv(&wire.v4, &mut b4) => r.ok().map(|(n, a)| (b4[..n].to_vec(), a)),
-            r = recv(&wire.v6, &mut b6) => r.ok().map(|(n, a)| (b6[..n].to_vec(), a)),
+            r = net::recv_on(&wire.v4, &mut b4) => r.ok().map(|(n, a)| (b4[..n].to_vec(), a)),
+            r = net::recv_on(&wire.v6, &mut b6) => r.ok().map(|(n, a)| (b6[..n].to_vec(), a)),
             () = tokio::time::sleep_until(wake) => None,
             () = net::link_changed(&watch) => {
                 iface = relink(bind, iface, what, &mut responder, &wire).await?;

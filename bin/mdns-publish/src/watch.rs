@@ -69,8 +69,6 @@ struct Refresh {
 #[derive(Debug)]
 struct Overheard {
     began: Instant,
-    /// It asks for the pointers of one of our types.
-    pointers: bool,
     /// Its known answers' pointers: (type, instance).
     known: HashSet<(Name, Name)>,
 }
@@ -213,7 +211,6 @@ impl Watcher {
             }
             let o = Overheard {
                 began: now,
-                pointers,
                 known: HashSet::new(),
             };
             self.overheard.insert(from, o);
@@ -235,7 +232,7 @@ impl Watcher {
         // Beyond the first query, any other browser's will do: what its known answers keep
         // from us comes with the refreshes (an SRV's answer brings its pointer along).
         let first = self.ptr_interval <= Duration::from_secs(1);
-        if o.pointers && (!first || o.known.is_subset(&ours)) {
+        if !first || o.known.is_subset(&ours) {
             self.pointers_asked(now);
         }
     }
