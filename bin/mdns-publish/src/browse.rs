@@ -69,7 +69,14 @@ pub struct Seen {
     /// (`browse --watch` refreshes what it holds within it: a node that died without a goodbye
     /// leaves within it); none: as long as the TTL says.
     hold: Option<Duration>,
+    /// When [`Seen::expire`] last looked for orphans (at most every [`ORPHANS_EVERY`]: they
+    /// go at twice the hold, so a second late changes nothing, and a look costs a lookup per
+    /// pointer).
+    orphans_at: Option<Instant>,
 }
+
+/// How often [`Seen::expire`] looks for orphaned pointers and TXT.
+const ORPHANS_EVERY: Duration = Duration::from_secs(1);
 
 /// What one response changed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -84,6 +91,9 @@ pub struct Taken {
 #[derive(Debug, Clone)]
 struct Held {
     record: Record,
+    /// [`print`] of its data: a browse of hundreds of nodes holds as many pointers under one
+    /// name, and finds the one a response confirms without comparing hundreds of names.
+    print: u64,
     /// When its TTL (clamped) runs out.
     until: Instant,
     /// When it was first heard: of two nodes that claim one address, the earlier keeps it.
@@ -181,8 +191,11 @@ impl Seen {
             life = life.min(hold);
         }
         let until = now + life;
-        let held = (self.records.get_mut(&key))
-            .and_then(|h| h.iter_mut().find(|k| k.record.data() == r.data()));
+        let print = print(r.data());
+        let held = (self.records.get_mut(&key)).and_then(|h| {
+            h.iter_mut()
+                .find(|k| k.print == print && k.record.data() == r.data())
+        });
         match (r.ttl(), held) {
             // Another source confirming what is held keeps it, and changes nothing else.
             (1.., Some(h)) => h.until = h.until.max(until),
@@ -205,6 +218,7 @@ impl Seen {
                 }
                 held.push(Held {
                     record: r.clone(),
+                    print,
                     until,
                     since: now,
                 });
@@ -263,7 +277,10 @@ impl Seen {
                 held.retain(|h| h.until > now);
             }
         }
-        if let Some(hold) = self.hold {
+        let due =
+            (self.orphans_at).is_none_or(|t| now.saturating_duration_since(t) >= ORPHANS_EVERY);
+        if let Some(hold) = self.hold.filter(|_| due) {
+            self.orphans_at = Some(now);
             self.orphans_expire(now, hold * 2);
         }
         self.records.retain(|_, held| !held.is_empty());
@@ -601,6 +618,20 @@ fn checked(candidates: BTreeMap<String, Candidate>) -> (Vec<Node>, Vec<String>) 
 }
 
 /// What a PTR record points at.
+/// What tells records of one name and type apart at a glance: a hash of a pointer's target
+/// (hashed without case, as names compare); 0 for the others (one or a few per name).
+fn print(data: &RData) -> u64 {
+    use std::hash::{Hash, Hasher};
+    match data {
+        RData::PTR(p) => {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            p.0.hash(&mut h);
+            h.finish()
+        }
+        _ => 0,
+    }
+}
+
 fn ptr_target(r: &Record) -> Option<Name> {
     match r.data() {
         RData::PTR(p) => Some(p.0.clone()),

@@ -387,6 +387,9 @@ impl Sockets {
 const WRITE_AFTER: Duration = Duration::from_millis(100);
 /// The watcher is polled at least this often.
 const POLL_AT_LEAST: Duration = Duration::from_millis(500);
+/// ... and at most this often: its timers (hundreds at hundreds of nodes, each instance's
+/// refresh and expiry) are served together, a poll looking at every instance once.
+const POLL_AT_MOST: Duration = Duration::from_millis(25);
 
 /// What `browse --watch` has written and counted.
 struct Written {
@@ -535,7 +538,8 @@ async fn follow(b: &Browse, out: &Output, bind: IpAddr) -> Result<bool, BrowseEr
         if now >= poll_at {
             let packets = w.poll(now.into_std());
             s.send(&packets, bind.is_ipv6()).await;
-            poll_at = Instant::from_std(w.next_timeout()).min(now + POLL_AT_LEAST);
+            poll_at =
+                Instant::from_std(w.next_timeout()).clamp(now + POLL_AT_MOST, now + POLL_AT_LEAST);
         }
         if w.take_changed() && write_at.is_none() {
             write_at = Some(now + WRITE_AFTER);

@@ -24,6 +24,28 @@ impl Avahi {
     /// Starts avahi-daemon on `host`, publishing the host name `hostname` on eth0, and waits
     /// until its D-Bus API answers.
     pub fn start(host: &Host, hostname: &str) -> Result<Avahi, LabError> {
+        let avahi = Avahi::launch(host, hostname)?;
+        let up = crate::wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
+            avahi
+                .run("avahi-resolve", ["-n", &format!("{hostname}.local")])
+                .is_ok_and(|o| o.success)
+        });
+        if up.is_none() {
+            return Err(LabError::Timeout {
+                what: format!(
+                    "avahi-daemon on {} to answer:\n{}",
+                    host.name(),
+                    avahi.daemon.log()
+                ),
+                seconds: 10.0,
+            });
+        }
+        Ok(avahi)
+    }
+
+    /// Starts avahi-daemon as [`Avahi::start`] does, without waiting for it (for many hosts
+    /// started at once; clients started meanwhile have to retry until its D-Bus answers).
+    pub fn launch(host: &Host, hostname: &str) -> Result<Avahi, LabError> {
         let conf = host.dir().join(format!("avahi-{hostname}.conf"));
         std::fs::write(
             &conf,
@@ -50,23 +72,7 @@ impl Avahi {
             conf.display()
         );
         let daemon = namespace.spawn(&format!("avahi-{hostname}"), "sh", ["-c", &script])?;
-        let avahi = Avahi { daemon, namespace };
-        let up = crate::wait_for(Duration::from_secs(10), Duration::from_millis(100), || {
-            avahi
-                .run("avahi-resolve", ["-n", &format!("{hostname}.local")])
-                .is_ok_and(|o| o.success)
-        });
-        if up.is_none() {
-            return Err(LabError::Timeout {
-                what: format!(
-                    "avahi-daemon on {} to answer:\n{}",
-                    host.name(),
-                    avahi.daemon.log()
-                ),
-                seconds: 10.0,
-            });
-        }
-        Ok(avahi)
+        Ok(Avahi { daemon, namespace })
     }
 
     /// Runs `program` in avahi's network and mount namespaces (so that it reaches this

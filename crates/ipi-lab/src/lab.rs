@@ -24,6 +24,8 @@ pub struct Lab {
     bridge_ns: String,
     v4_base: Ipv4Addr,
     v6_base: Ipv6Addr,
+    /// Whether hosts get an IPv4 address (not after [`Lab::ipv6_only`]).
+    v4: bool,
     hosts: Vec<Host>,
     dir: tempfile::TempDir,
 }
@@ -69,6 +71,7 @@ impl Lab {
             bridge_ns,
             v4_base,
             v6_base,
+            v4: true,
             hosts: Vec::new(),
             dir,
         };
@@ -97,6 +100,13 @@ impl Lab {
         Ok(lab)
     }
 
+    /// The lab with hosts added from now on given an IPv6 address only ([`Host::ipv4`]
+    /// 0.0.0.0): for more than a /24's 254 hosts, or a link without IPv4.
+    pub fn ipv6_only(mut self) -> Lab {
+        self.v4 = false;
+        self
+    }
+
     /// The lab's scratch directory (configs, logs, captures), removed with the lab.
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -108,16 +118,23 @@ impl Lab {
     }
 
     /// Adds a host called `name` (a short word: it goes into namespace names) with the next
-    /// addresses, and waits until its IPv6 link-local address is usable.
+    /// addresses, and waits until its IPv6 link-local address is usable. A /24 holds 254
+    /// hosts: host 255 and those after it have IPv6 only (and [`Host::ipv4`] 0.0.0.0), as
+    /// every host of a lab made [`Lab::ipv6_only`].
     pub fn host(&mut self, name: &str) -> Result<Host, LabError> {
-        let n = u8::try_from(self.hosts.len() + 1).unwrap_or(u8::MAX);
+        let n = u16::try_from(self.hosts.len() + 1).unwrap_or(u16::MAX);
         let netns = format!("{}-{name}", self.id);
         let port = format!("p{n}");
         let dir = self.dir.path().join(name);
         std::fs::create_dir_all(&dir).map_err(LabError::io(format!("create {}", dir.display())))?;
         ip(["netns", "add", &netns])?;
         let o = self.v4_base.octets();
-        let ipv4 = Ipv4Addr::new(o[0], o[1], o[2], n);
+        let ipv4 = u8::try_from(n)
+            .ok()
+            .filter(|&n| n < u8::MAX && self.v4)
+            .map_or(Ipv4Addr::UNSPECIFIED, |n| {
+                Ipv4Addr::new(o[0], o[1], o[2], n)
+            });
         let ipv6 = Ipv6Addr::from(u128::from(self.v6_base) + u128::from(n));
         let mut host = Host {
             name: name.to_string(),
@@ -141,15 +158,17 @@ impl Lab {
         ])?;
         ip(["-n", br, "link", "set", &host.port, "master", "br0", "up"])?;
         ip(["-n", ns, "link", "set", "lo", "up"])?;
-        ip([
-            "-n",
-            ns,
-            "addr",
-            "add",
-            &format!("{ipv4}/24"),
-            "dev",
-            "eth0",
-        ])?;
+        if !ipv4.is_unspecified() {
+            ip([
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{ipv4}/24"),
+                "dev",
+                "eth0",
+            ])?;
+        }
         ip([
             "-n",
             ns,
@@ -161,12 +180,30 @@ impl Lab {
             "nodad",
         ])?;
         ip(["-n", ns, "link", "set", "eth0", "up"])?;
-        ip(["-n", ns, "route", "add", "224.0.0.0/4", "dev", "eth0"])?;
+        if !ipv4.is_unspecified() {
+            ip(["-n", ns, "route", "add", "224.0.0.0/4", "dev", "eth0"])?;
+        }
         host.link_local = wait_link_local(ns)?;
         if let Some(last) = self.hosts.last_mut() {
             *last = host.clone();
         }
         Ok(host)
+    }
+
+    /// What the hosts have sent onto the bridge so far, added up over its ports (the
+    /// ports' receive counters): a rate is the difference of two readings.
+    pub fn sent(&self) -> Result<Traffic, LabError> {
+        let out = ip([
+            "-n",
+            &self.bridge_ns,
+            "-s",
+            "-j",
+            "link",
+            "show",
+            "type",
+            "veth",
+        ])?;
+        Ok(parse_traffic(&out.stdout))
     }
 
     /// Takes `host` off the bridge with its carrier up: it hears nobody and nobody hears it,
@@ -238,7 +275,7 @@ impl Host {
         &self.netns
     }
 
-    /// Its IPv4 address on `eth0`.
+    /// Its IPv4 address on `eth0` (0.0.0.0 past the 254th host and in an IPv6-only lab).
     pub fn ipv4(&self) -> Ipv4Addr {
         self.ipv4
     }
@@ -348,6 +385,27 @@ pub struct Neighbour {
     pub lladdr: Option<String>,
     /// Its states.
     pub state: Vec<String>,
+}
+
+/// Packets and bytes, as a link's counters count them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Packets.
+    pub packets: u64,
+    /// Bytes (Ethernet frames without their checksum).
+    pub bytes: u64,
+}
+
+/// `ip -s -j link` output to the sum of what its links received.
+fn parse_traffic(json: &str) -> Traffic {
+    let Ok(serde_json::Value::Array(links)) = serde_json::from_str(json) else {
+        return Traffic::default();
+    };
+    let count = |link: &serde_json::Value, what: &str| link["stats64"]["rx"][what].as_u64();
+    links.iter().fold(Traffic::default(), |t, link| Traffic {
+        packets: t.packets + count(link, "packets").unwrap_or(0),
+        bytes: t.bytes + count(link, "bytes").unwrap_or(0),
+    })
 }
 
 /// `ip -j neigh show to ADDRESS` output to its one entry.
@@ -487,6 +545,20 @@ pub(crate) fn in_netns<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn traffic_adds_up_what_the_ports_received() {
+        let json = r#"[{"ifname":"p1","stats64":{"rx":{"bytes":100,"packets":2},"tx":{"bytes":9,"packets":9}}},
+            {"ifname":"p2","stats64":{"rx":{"bytes":50,"packets":1},"tx":{"bytes":9,"packets":9}}},{"ifname":"p3"}]"#;
+        assert_eq!(
+            parse_traffic(json),
+            Traffic {
+                packets: 3,
+                bytes: 150
+            }
+        );
+        assert_eq!(parse_traffic("not json"), Traffic::default());
+    }
 
     #[test]
     fn neighbour_from_ip_json() {

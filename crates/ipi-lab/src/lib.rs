@@ -47,7 +47,7 @@ pub mod router;
 
 pub use cmd::{LabError, Output};
 pub use daemon::{Capture, Daemon, Usage};
-pub use lab::{teardown_all, Host, Lab, Neighbour};
+pub use lab::{teardown_all, Host, Lab, Neighbour, Traffic};
 
 use std::time::{Duration, Instant};
 
