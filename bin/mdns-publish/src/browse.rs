@@ -617,7 +617,6 @@ fn checked(candidates: BTreeMap<String, Candidate>) -> (Vec<Node>, Vec<String>) 
     (nodes, dropped)
 }
 
-/// What a PTR record points at.
 /// What tells records of one name and type apart at a glance: a hash of a pointer's target
 /// (hashed without case, as names compare); 0 for the others (one or a few per name).
 fn print(data: &RData) -> u64 {
@@ -632,6 +631,7 @@ fn print(data: &RData) -> u64 {
     }
 }
 
+/// What a PTR record points at.
 fn ptr_target(r: &Record) -> Option<Name> {
     match r.data() {
         RData::PTR(p) => Some(p.0.clone()),
@@ -881,5 +881,22 @@ mod tests {
         seen.expire(t0 + Duration::from_secs(121));
         seen.receive_at(&response(vec![a("master-0", NODE, 120)]), ip(NODE), t0);
         assert_eq!(seen.count, 1);
+    }
+
+    #[test]
+    fn a_pointer_told_again_in_other_case_renews_the_one_held() {
+        let t0 = Instant::now();
+        let mut seen = Seen::default();
+        seen.receive_at(&response(node("master-0", NODE, 120)), ip(NODE), t0);
+        let kind = name("_workstation._tcp.local.").unwrap();
+        let shouted = Name::from_ascii("LAB-MASTER-0._workstation._tcp.local.").unwrap();
+        assert_ne!(shouted.to_string(), shouted.to_lowercase().to_string());
+        let again = Record::from_rdata(kind.clone(), 120, RData::PTR(PTR(shouted)));
+        let later = t0 + Duration::from_secs(100);
+        seen.receive_at(&response(vec![again]), ip(NODE), later);
+        assert_eq!(seen.held(&kind, RecordType::PTR).count(), 1);
+        // Renewed, not added: still held past the first one's TTL.
+        seen.expire(t0 + Duration::from_secs(130));
+        assert_eq!(seen.held(&kind, RecordType::PTR).count(), 1);
     }
 }
