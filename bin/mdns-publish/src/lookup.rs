@@ -18,7 +18,6 @@ use crate::net::{self, Interface, NetError};
 use crate::records::{name, NameError};
 use crate::tally::{Round, Tally};
 use crate::watch::Watcher;
-use ipi_core::Inventory;
 
 /// A browse that failed.
 #[derive(Debug, thiserror::Error)]
@@ -159,7 +158,7 @@ async fn listen(b: &Browse) -> Result<Heard, BrowseError> {
                     heard.take(&link, &buf[..n], &arrival);
                 }
             }
-            r = recv6(&v6, &mut buf6) => {
+            r = net::recv_on(v6.as_ref().map(|(s, _)| s), &mut buf6) => {
                 if let Ok((n, arrival)) = r {
                     heard.take(&link, &buf6[..n], &arrival);
                 }
@@ -205,20 +204,18 @@ fn small_queries(all: &Message) -> Result<Vec<Vec<u8>>, BrowseError> {
         .collect()
 }
 
-async fn recv6(s: &Option<(UdpSocket, u32)>, buf: &mut [u8]) -> std::io::Result<(usize, Arrival)> {
-    match s {
-        Some((s, _)) => net::recv(s, buf).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Says in the log what a round left out: nodes that cannot be in the inventory, datagrams
-/// from off the link, records from a source that does not own their name, records past the
-/// cap.
+/// Says in the log what a round left out: nodes that cannot be in the inventory, and what
+/// [`report_refused`] says.
 fn report(found: &Found, off_link: u64, refused: Refusals) {
     for d in &found.dropped {
         tracing::warn!("left out of the inventory: {d}");
     }
+    report_refused(off_link, refused);
+}
+
+/// Says in the log what was refused: datagrams from off the link, records from a source that
+/// does not own their name, records past the cap.
+fn report_refused(off_link: u64, refused: Refusals) {
     if off_link > 0 {
         tracing::warn!(
             "{off_link} response(s) refused: not from the link (source, IP TTL 255, port 5353)"
@@ -389,7 +386,7 @@ const WRITE_AFTER: Duration = Duration::from_millis(100);
 const POLL_AT_LEAST: Duration = Duration::from_millis(500);
 /// ... and at most this often: its timers (hundreds at hundreds of nodes, each instance's
 /// refresh and expiry) are served together, a poll looking at every instance once.
-const POLL_AT_MOST: Duration = Duration::from_millis(25);
+const POLL_AT_MOST: Duration = Duration::from_millis(100);
 
 /// What `browse --watch` has written and counted.
 struct Written {
@@ -453,16 +450,7 @@ impl Written {
             full: now.full - self.refused.full,
         };
         let off_link = self.off_link - self.counted_off_link;
-        report(
-            &Found {
-                inventory: Inventory::default(),
-                etcd: Vec::new(),
-                instances: 0,
-                dropped: Vec::new(),
-            },
-            off_link,
-            refused,
-        );
+        report_refused(off_link, refused);
         self.tally.add(Round {
             nodes: self.tally.nodes as usize,
             left_out: self.tally.left_out as usize,
@@ -517,8 +505,8 @@ async fn follow(b: &Browse, out: &Output, bind: IpAddr) -> Result<bool, BrowseEr
         let wake = write_at.map_or(poll_at, |t| t.min(poll_at)).min(metrics_at);
         let mut heard = None;
         tokio::select! {
-            r = net::recv_on(&s.v4, &mut buf) => heard = r.ok().map(|(n, a)| (buf[..n].to_vec(), a)),
-            r = recv6(&s.v6, &mut buf6) => heard = r.ok().map(|(n, a)| (buf6[..n].to_vec(), a)),
+            r = net::recv_on(s.v4.as_ref(), &mut buf) => heard = r.ok().map(|(n, a)| (buf[..n].to_vec(), a)),
+            r = net::recv_on(s.v6.as_ref().map(|(s, _)| s), &mut buf6) => heard = r.ok().map(|(n, a)| (buf6[..n].to_vec(), a)),
             () = tokio::time::sleep_until(wake) => {}
             () = net::link_changed(&link_watch) => {
                 sockets = None;

@@ -247,7 +247,7 @@ pub async fn recv(socket: &UdpSocket, buf: &mut [u8]) -> std::io::Result<(usize,
 /// [`recv`] on a socket that may be missing (a family the interface has no address of): then
 /// it never returns.
 pub async fn recv_on(
-    socket: &Option<UdpSocket>,
+    socket: Option<&UdpSocket>,
     buf: &mut [u8],
 ) -> std::io::Result<(usize, Arrival)> {
     match socket {

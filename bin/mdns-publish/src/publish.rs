@@ -149,8 +149,8 @@ async fn serve(bind: IpAddr, what: &What<'_>, on_conflict: OnConflict) -> Result
             Instant::from_std,
         );
         let datagram = tokio::select! {
-            r = net::recv_on(&wire.v4, &mut b4) => r.ok().map(|(n, a)| (b4[..n].to_vec(), a)),
-            r = net::recv_on(&wire.v6, &mut b6) => r.ok().map(|(n, a)| (b6[..n].to_vec(), a)),
+            r = net::recv_on(wire.v4.as_ref(), &mut b4) => r.ok().map(|(n, a)| (b4[..n].to_vec(), a)),
+            r = net::recv_on(wire.v6.as_ref(), &mut b6) => r.ok().map(|(n, a)| (b6[..n].to_vec(), a)),
             () = tokio::time::sleep_until(wake) => None,
             () = net::link_changed(&watch) => {
                 iface = relink(bind, iface, what, &mut responder, &wire).await?;

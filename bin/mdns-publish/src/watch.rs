@@ -56,6 +56,11 @@ const FIRST_QUERY: Duration = Duration::from_millis(20);
 struct Refresh {
     /// When its SRV was last heard.
     answered: Instant,
+    /// When the SRV held runs out ([`Seen::srv_until`] when it was last heard: only an answer
+    /// moves it, and what drops it drops this refresh too).
+    until: Instant,
+    /// Whether this browser is its designated refresher (worked out with [`Derived`]).
+    designated: bool,
     /// Questions for it heard since, that its responder would have answered (two at most).
     asked: Vec<Instant>,
     /// When this browser last asked.
@@ -99,7 +104,6 @@ pub struct Watcher {
 
 #[derive(Debug)]
 struct Derived {
-    designated: HashSet<Name>,
     open: Vec<Query>,
 }
 
@@ -140,14 +144,19 @@ impl Watcher {
                 let taken = self.seen.receive_at(m, arrival.from.ip(), now);
                 self.note(taken.changed);
                 for i in taken.srv {
+                    let Some(until) = self.seen.srv_until(&i) else {
+                        continue;
+                    };
                     let fallback = self.fallback();
                     let r = self.refresh.entry(i).or_insert_with(|| Refresh {
                         answered: now,
+                        until,
+                        designated: false,
                         asked: Vec::new(),
                         sent: None,
                         fallback,
                     });
-                    (r.answered, r.fallback) = (now, fallback);
+                    (r.answered, r.until, r.fallback) = (now, until, fallback);
                     r.asked.clear();
                 }
             }
@@ -271,8 +280,7 @@ impl Watcher {
         out
     }
 
-    /// Instances asked for twice without an answer for a second are forgotten; what has no
-    /// SRV held any more is no longer refreshed.
+    /// Instances asked for twice without an answer for a second are forgotten.
     fn forget_unanswered(&mut self, now: Instant) {
         let gone: Vec<Name> = (self.refresh.iter())
             .filter(|(_, r)| r.asked.get(1).is_some_and(|t| now >= *t + ANSWER_WAIT))
@@ -283,26 +291,19 @@ impl Watcher {
             self.seen.flush(i);
             self.note(true);
         }
-        let seen = &self.seen;
-        self.refresh.retain(|i, _| seen.srv_until(i).is_some());
     }
 
     /// The instances to refresh now, as query datagrams (their SRV and TXT: the answer brings
     /// the host's addresses along).
     fn refreshes(&mut self, now: Instant) -> Vec<Vec<u8>> {
-        let none = HashSet::new();
-        let designated = self.derived.as_ref().map_or(&none, |d| &d.designated);
         let mut questions = Vec::new();
         let mut fallbacks = 0;
         for (i, r) in &mut self.refresh {
-            let Some(until) = self.seen.srv_until(i) else {
-                continue;
-            };
-            let first = designated.contains(i) && r.asked.is_empty();
+            let first = r.designated && r.asked.is_empty();
             if !first && fallbacks >= FALLBACKS {
                 continue;
             }
-            if due(r, until, designated.contains(i)).is_some_and(|t| now >= t) {
+            if due(r).is_some_and(|t| now >= t) {
                 fallbacks += usize::from(!first);
                 r.sent = Some(now);
                 questions.push(Query::query(i.clone(), RecordType::SRV));
@@ -389,27 +390,30 @@ impl Watcher {
         }
     }
 
+    /// What follows from what is held, once it changed: the open questions, the designated
+    /// refreshes, and no refresh of an instance whose SRV went.
     fn derive(&mut self) {
-        if self.derived.is_none() {
-            let all = self.seen.query(&self.kinds);
-            let open = (all.queries().iter())
-                .filter(|q| q.query_type() != RecordType::PTR)
-                .cloned()
-                .collect();
-            self.derived = Some(Derived {
-                designated: self.designated(),
-                open,
-            });
+        if self.derived.is_some() {
+            return;
         }
+        let all = self.seen.query(&self.kinds);
+        let open = (all.queries().iter())
+            .filter(|q| q.query_type() != RecordType::PTR)
+            .cloned()
+            .collect();
+        let designated = self.designated();
+        let seen = &self.seen;
+        self.refresh.retain(|i, r| {
+            r.designated = designated.contains(i);
+            seen.srv_until(i).is_some()
+        });
+        self.derived = Some(Derived { open });
     }
 
     /// When [`Watcher::poll`] next has something to do.
     pub fn next_timeout(&self) -> Instant {
-        let none = HashSet::new();
-        let designated = self.derived.as_ref().map_or(&none, |d| &d.designated);
-        let refresh = self.refresh.iter().filter_map(|(i, r)| {
-            let until = self.seen.srv_until(i)?;
-            let due = due(r, until, designated.contains(i));
+        let refresh = self.refresh.values().filter_map(|r| {
+            let due = due(r);
             let forget = r.asked.get(1).map(|t| *t + ANSWER_WAIT);
             match (due, forget) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -434,19 +438,19 @@ fn pointer(r: &Record) -> Option<(Name, Name)> {
     }
 }
 
-/// When this browser asks for an instance whose SRV runs out at `until`: the designated
+/// When this browser asks for an instance (whose SRV runs out at `r.until`): the designated
 /// refresher at half the hold, every other at its fallback point, and nobody within a second of
 /// a question (its own or another's) that has not been answered yet.
-fn due(r: &Refresh, until: Instant, designated: bool) -> Option<Instant> {
+fn due(r: &Refresh) -> Option<Instant> {
     let quiet = (r.sent.into_iter())
         .chain(r.asked.last().copied())
         .max()
         .filter(|t| *t >= r.answered)
         .map(|t| t + ANSWER_WAIT);
-    let at = if designated && r.asked.is_empty() {
-        until.checked_sub(HOLD / 2)?
+    let at = if r.designated && r.asked.is_empty() {
+        r.until.checked_sub(HOLD / 2)?
     } else {
-        until.checked_sub(HOLD.mul_f64(r.fallback))?
+        r.until.checked_sub(HOLD.mul_f64(r.fallback))?
     };
     Some(quiet.map_or(at, |q| at.max(q)))
 }
