@@ -5,7 +5,8 @@
 //! - at steady state (past the first 20 s after that), the packets and bytes the nodes send
 //!   onto the link a second, in all and per node, and CPU and RSS per node (all its discovery
 //!   processes: mdns-publish's `run` and `browse --watch`; avahi-daemon, its D-Bus daemon,
-//!   avahi-publish and avahi-browse);
+//!   avahi-publish and avahi-browse), the datagrams dropped for full receive buffers, and how
+//!   busy the machine's cores were (what tells the machine's limit from the protocol's);
 //! - the time until a node killed with SIGKILL has left every other inventory.
 //!
 //! `sudo cargo bench -p mdns-publish --bench scale [-- N...] [--avahi-up-to N]`: by default
@@ -59,8 +60,8 @@ fn main() {
             rows.push(row);
         }
     }
-    println!("\n| nodes | stack | every inventory complete | packets/s (per node) | bytes/s (per node) | CPU per node | RSS per node | killed node gone from every inventory |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("\n| nodes | stack | every inventory complete | packets/s (per node) | bytes/s (per node) | CPU per node | RSS per node | dropped, full receive buffers | machine busy | killed node gone from every inventory |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for row in &rows {
         print_row(row);
     }
@@ -129,7 +130,7 @@ fn print_row(r: &Row) {
     let s = &r.steady;
     let n = r.nodes as f64;
     println!(
-        "| {} ({family}) | {stack} | {complete} | {:.0} ({:.2}) | {:.0} ({:.0}) | {:.1} ms/s | {:.1} MiB | {gone} |",
+        "| {} ({family}) | {stack} | {complete} | {:.0} ({:.2}) | {:.0} ({:.0}) | {:.1} ms/s | {:.1} MiB | {:.0}/s | {:.0} % | {gone} |",
         r.nodes,
         s.packets_per_s,
         s.packets_per_node(),
@@ -137,5 +138,7 @@ fn print_row(r: &Row) {
         s.bytes_per_s / n,
         s.cpu_ms_per_s_per_node,
         s.rss_kib_per_node / 1024.0,
+        s.drops_per_s,
+        s.machine_busy * 100.0,
     );
 }

@@ -391,7 +391,8 @@ impl Seen {
         self.held(owner, kind).map(|h| h.record.data())
     }
 
-    fn instances(&self, kind: &Name, filter: &str) -> Vec<Name> {
+    /// The instances of `kind` whose names contain `filter`, by their pointers.
+    pub fn instances(&self, kind: &Name, filter: &str) -> Vec<Name> {
         let mut out: Vec<Name> = self
             .data(kind, RecordType::PTR)
             .filter_map(|d| match d {

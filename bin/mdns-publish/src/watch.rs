@@ -36,14 +36,17 @@ pub const PTR_INTERVAL_MAX: Duration = Duration::from_secs(60);
 /// An unanswered question is given up on after this (a responder multicasts a record at most
 /// once a second, RFC 6762 6).
 const ANSWER_WAIT: Duration = Duration::from_secs(1);
-/// Instances asked for in one poll when their designated refresher did not get an answer, at
-/// most: when many are, the link or this host is overloaded, and more questions would make it
-/// worse (the rest wait for the next poll, or run out).
-const FALLBACKS: usize = 8;
-/// Open questions (an instance known only by its pointer, a host only by an SRV) asked in one
-/// second, at most: at the start of a big cluster, or when answers are being lost, hundreds are
-/// open at once, and asking them all from every browser every second is what overloads.
-const OPEN_PER_SECOND: usize = 16;
+/// Questions a second that all the link's browsers together ask beyond the designated
+/// refreshes: open questions (an instance known only by its pointer, a host only by an SRV)
+/// and fallback refreshes (the designated refresher's answer did not come). Each browser takes
+/// its share, this over the nodes it knows (every node runs a browser). Answers are multicast,
+/// so one question serves every browser that lacks its answer; with a budget per browser only
+/// (16 a second each), 200 nodes that lost answers to an overloaded link asked 3,200 questions
+/// a second, whose answers overloaded it more, and none of them ever completed.
+const LINK_QUESTIONS: f64 = 128.0;
+/// The most questions one browser saves up beyond its designated refreshes: at the start of a
+/// small cluster, or when answers are being lost, many are open at once.
+const BURST: f64 = 16.0;
 /// Questions heard from others remembered at once, at most.
 const HEARD: usize = 4096;
 /// Other queriers whose truncated queries are followed at once, at most.
@@ -89,6 +92,8 @@ pub struct Watcher {
     ptr_next: Instant,
     ptr_interval: Duration,
     open_next: Instant,
+    /// This browser's share of [`LINK_QUESTIONS`].
+    budget: Budget,
     refresh: HashMap<Name, Refresh>,
     overheard: HashMap<SocketAddr, Overheard>,
     /// When each question was last heard on the link (anyone's, ours included): an open
@@ -105,6 +110,35 @@ pub struct Watcher {
 #[derive(Debug)]
 struct Derived {
     open: Vec<Query>,
+    /// The nodes whose instances are known by their pointers: how many browsers share the
+    /// link's questions.
+    browsers: usize,
+}
+
+/// A browser's share of the link's questions, as a token bucket.
+#[derive(Debug)]
+struct Budget {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Budget {
+    /// Adds this browser's share of [`LINK_QUESTIONS`] since the last fill, up to [`BURST`].
+    fn fill(&mut self, now: Instant, browsers: usize) {
+        let rate = LINK_QUESTIONS / browsers.max(1) as f64;
+        let secs = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + rate * secs).min(BURST);
+        self.at = now;
+    }
+
+    /// How many questions may be asked now.
+    fn left(&self) -> usize {
+        self.tokens.max(0.0) as usize
+    }
+
+    fn spend(&mut self, questions: usize) {
+        self.tokens -= questions as f64;
+    }
 }
 
 impl Watcher {
@@ -118,6 +152,10 @@ impl Watcher {
             ptr_next: now + FIRST_QUERY,
             ptr_interval: Duration::from_secs(1),
             open_next: now,
+            budget: Budget {
+                tokens: BURST,
+                at: now,
+            },
             refresh: HashMap::new(),
             overheard: HashMap::new(),
             heard: HashMap::new(),
@@ -268,6 +306,8 @@ impl Watcher {
         self.note(expired);
         self.forget_unanswered(now);
         self.derive();
+        let browsers = self.derived.as_ref().map_or(1, |d| d.browsers);
+        self.budget.fill(now, browsers);
         let mut out = self.refreshes(now);
         if now >= self.ptr_next {
             self.pointers_asked(now);
@@ -297,14 +337,17 @@ impl Watcher {
     /// the host's addresses along).
     fn refreshes(&mut self, now: Instant) -> Vec<Vec<u8>> {
         let mut questions = Vec::new();
-        let mut fallbacks = 0;
+        let mut fallbacks = self.budget.left();
         for (i, r) in &mut self.refresh {
             let first = r.designated && r.asked.is_empty();
-            if !first && fallbacks >= FALLBACKS {
+            if !first && fallbacks == 0 {
                 continue;
             }
             if due(r).is_some_and(|t| now >= t) {
-                fallbacks += usize::from(!first);
+                if !first {
+                    fallbacks -= 1;
+                    self.budget.spend(1);
+                }
                 r.sent = Some(now);
                 questions.push(Query::query(i.clone(), RecordType::SRV));
                 questions.push(Query::query(i.clone(), RecordType::TXT));
@@ -355,8 +398,9 @@ impl Watcher {
     /// Questions for what is still missing: the SRV and TXT of instances known only by their
     /// pointer, the addresses of hosts known only by an SRV.
     ///
-    /// At most [`OPEN_PER_SECOND`], from a random point of the list on, and none that another
-    /// browser asked within a second (its answer is multicast: it serves us too).
+    /// As many as this browser's share of [`LINK_QUESTIONS`] allows, from a random point of the
+    /// list on, and none that another browser asked within a second (its answer is multicast:
+    /// it serves us too).
     fn open_questions(&mut self, now: Instant) -> Vec<Vec<u8>> {
         let Some(open) = self.derived.as_ref().map(|d| d.open.clone()) else {
             return Vec::new();
@@ -370,9 +414,10 @@ impl Watcher {
                     .get(&key)
                     .is_none_or(|t| now.duration_since(*t) >= ANSWER_WAIT)
             })
-            .take(OPEN_PER_SECOND)
+            .take(self.budget.left())
             .cloned()
             .collect();
+        self.budget.spend(asked.len());
         query_packets(asked, Vec::new())
     }
 
@@ -402,12 +447,16 @@ impl Watcher {
             .cloned()
             .collect();
         let designated = self.designated();
+        let browsers = (self.kinds.iter())
+            .map(|k| self.seen.instances(k, &self.filter).len())
+            .max()
+            .unwrap_or(0);
         let seen = &self.seen;
         self.refresh.retain(|i, r| {
             r.designated = designated.contains(i);
             seen.srv_until(i).is_some()
         });
-        self.derived = Some(Derived { open });
+        self.derived = Some(Derived { open, browsers });
     }
 
     /// When [`Watcher::poll`] next has something to do.
@@ -591,6 +640,45 @@ mod tests {
             t += Duration::from_millis(100);
         }
         out
+    }
+
+    /// A response of pointers only, to nodes 1..=n: their SRV, TXT and addresses are open.
+    fn pointers_only(n: u8) -> Message {
+        let mut m = Message::new();
+        m.set_message_type(MessageType::Response);
+        for i in 1..=n {
+            let ptr = RData::PTR(PTR(instance(i)));
+            m.add_answer(Record::from_rdata(name(KIND).unwrap(), 4500, ptr));
+        }
+        m
+    }
+
+    /// The questions asked but for the pointers, polling every 100 ms from `from` for `secs`.
+    fn questions(w: &mut Watcher, from: Instant, secs: u64) -> usize {
+        let polls = (0..secs * 10).map(|k| w.poll(from + Duration::from_millis(100 * k)));
+        let all: Vec<Query> = (polls.flatten())
+            .flat_map(|p| Message::from_vec(&p).unwrap().queries().to_vec())
+            .collect();
+        all.iter()
+            .filter(|q| q.query_type() != RecordType::PTR)
+            .count()
+    }
+
+    #[test]
+    fn open_questions_are_a_share_of_the_links_so_that_more_browsers_ask_no_more_in_all() {
+        let t0 = Instant::now();
+        // Four nodes: each of their SRV and TXT is asked for at once.
+        let mut w = watcher(200, t0);
+        w.receive(&pointers_only(4), &from(1), t0);
+        assert_eq!(questions(&mut w, t0, 1), 8);
+        // 150 nodes whose answers were lost: this browser asks its share of the link's
+        // questions and no more, however many are open (it once asked 16 a second, each).
+        let mut w = watcher(200, t0);
+        w.receive(&pointers_only(150), &from(1), t0);
+        // 16 at once, then 128 a second among 150: 42 in 30 s (16 a second would be 480).
+        let asked = questions(&mut w, t0, 30);
+        assert!(asked <= 42, "{asked} questions in 30 s, its share 42");
+        assert!(asked >= 16, "{asked} questions in 30 s");
     }
 
     #[test]

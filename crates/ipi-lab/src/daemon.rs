@@ -147,7 +147,27 @@ impl Daemon {
 
     /// CPU time and RSS of the process and everything it forked.
     pub fn usage(&self) -> Usage {
-        process_tree_usage(self.child.id())
+        process_tree_usage(self.child.id(), &processes())
+    }
+
+    /// [`Daemon::usage`] of each of `daemons`, from one reading of the process table: a lab of
+    /// hundreds of daemons read one at a time reads /proc hundreds of times over, which on a
+    /// machine they keep busy took minutes.
+    pub fn usage_of<'a>(daemons: impl IntoIterator<Item = &'a Daemon>) -> Vec<Usage> {
+        let procs = processes();
+        (daemons.into_iter())
+            .map(|d| process_tree_usage(d.child.id(), &procs))
+            .collect()
+    }
+
+    /// The UDP datagrams the process's network namespace dropped so far because a socket's
+    /// receive buffer was full (IPv4 and IPv6): a rate of them tells a reader that could not
+    /// keep up (a machine out of CPU) from a protocol that lost its packets.
+    pub fn udp_drops(&self) -> u64 {
+        let read = |file: &str| std::fs::read_to_string(format!("/proc/{}/net/{file}", self.pid()));
+        let v4 = read("snmp").ok().and_then(|t| udp_rcvbuf_errors(&t));
+        let v6 = read("snmp6").ok().and_then(|t| udp6_rcvbuf_errors(&t));
+        v4.unwrap_or(0) + v6.unwrap_or(0)
     }
 
     /// The process and everything it forked that still runs, the process first: what a
@@ -223,8 +243,7 @@ fn tree(root: u32, procs: &HashMap<u32, (u32, u64, u64)>) -> Vec<u32> {
     out
 }
 
-fn process_tree_usage(root: u32) -> Usage {
-    let procs = processes();
+fn process_tree_usage(root: u32, procs: &HashMap<u32, (u32, u64, u64)>) -> Usage {
     let ticks = u64::try_from(
         nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
             .ok()
@@ -241,7 +260,7 @@ fn process_tree_usage(root: u32) -> Usage {
     .unwrap_or(4096)
         / 1024;
     let mut usage = Usage::default();
-    for id in tree(root, &procs) {
+    for id in tree(root, procs) {
         let Some(&(_, cpu, rss)) = procs.get(&id) else {
             continue;
         };
@@ -254,6 +273,22 @@ fn process_tree_usage(root: u32) -> Usage {
         usage.rss_kib += rss * page_kib;
     }
     usage
+}
+
+/// `RcvbufErrors` of the `Udp:` lines of /proc/net/snmp (a line of names, then one of values).
+fn udp_rcvbuf_errors(snmp: &str) -> Option<u64> {
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
+    let (names, values) = (udp.next()?, udp.next()?);
+    let at = names.split_whitespace().position(|n| n == "RcvbufErrors")?;
+    values.split_whitespace().nth(at)?.parse().ok()
+}
+
+/// `Udp6RcvbufErrors` of /proc/net/snmp6 (a name and a value a line).
+fn udp6_rcvbuf_errors(snmp6: &str) -> Option<u64> {
+    snmp6.lines().find_map(|l| {
+        let (name, value) = l.split_once(char::is_whitespace)?;
+        (name == "Udp6RcvbufErrors").then(|| value.trim().parse().ok())?
+    })
 }
 
 /// Time on a CPU of every thread of process `id`, from /proc/ID/task/*/schedstat.
@@ -340,8 +375,23 @@ mod tests {
     }
 
     #[test]
+    fn udp_receive_buffer_drops_of_either_family() {
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+                    Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n\
+                    Udp: 18776 0 13810 83 13809 0\n\
+                    UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\n\
+                    UdpLite: 0 0 0 0 7\n";
+        assert_eq!(udp_rcvbuf_errors(snmp), Some(13809));
+        assert_eq!(udp_rcvbuf_errors("Udp: InDatagrams\n"), None);
+        let snmp6 = "Udp6InDatagrams                 \t52\nUdp6RcvbufErrors                \t31\n\
+                     UdpLite6RcvbufErrors            \t5\n";
+        assert_eq!(udp6_rcvbuf_errors(snmp6), Some(31));
+        assert_eq!(udp6_rcvbuf_errors("Udp6InDatagrams 52\n"), None);
+    }
+
+    #[test]
     fn the_usage_of_this_process_is_counted() {
-        let usage = process_tree_usage(std::process::id());
+        let usage = process_tree_usage(std::process::id(), &processes());
         assert!(usage.processes >= 1);
         assert!(usage.rss_kib > 0);
     }

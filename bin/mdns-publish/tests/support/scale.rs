@@ -61,22 +61,20 @@ impl Node {
         }
     }
 
-    fn usage(&self) -> (Duration, u64) {
-        let mut all = self.daemons.iter().map(Daemon::usage).collect::<Vec<_>>();
-        all.extend(self.avahi.iter().map(|a| a.daemon().usage()));
-        (
-            all.iter().map(|u| u.cpu).sum(),
-            all.iter().map(|u| u.rss_kib).sum(),
-        )
+    /// Everything the node runs.
+    fn daemons(&self) -> impl Iterator<Item = &Daemon> {
+        (self.daemons.iter()).chain(self.avahi.iter().map(Avahi::daemon))
+    }
+
+    /// The datagrams the node's namespace dropped so far for full receive buffers.
+    fn drops(&self) -> u64 {
+        let avahi = self.avahi.as_ref().map(Avahi::daemon);
+        avahi.or(self.daemons.first()).map_or(0, Daemon::udp_drops)
     }
 
     /// SIGKILL for everything the node runs: it dies without a goodbye.
     fn kill(&mut self) {
-        for d in self
-            .daemons
-            .iter()
-            .chain(self.avahi.iter().map(Avahi::daemon))
-        {
+        for d in self.daemons() {
             for pid in d.pids() {
                 let pid = nix::unistd::Pid::from_raw(pid as i32);
                 let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
@@ -180,11 +178,34 @@ impl Cluster {
 
     /// What the link carried and the nodes used over `window`.
     pub fn steady(&self, window: Duration) -> Steady {
-        let usage = |nodes: &[Node]| nodes.iter().map(Node::usage).collect::<Vec<_>>();
-        let (t0, u0) = (self.lab.sent().unwrap(), usage(&self.nodes));
+        // Each node's CPU and RSS, all its processes added up, from one reading of /proc.
+        let usage = |nodes: &[Node]| {
+            let mut all = Daemon::usage_of(nodes.iter().flat_map(Node::daemons)).into_iter();
+            (nodes.iter())
+                .map(|n| {
+                    let mine: Vec<_> = all.by_ref().take(n.daemons().count()).collect();
+                    (
+                        mine.iter().map(|u| u.cpu).sum(),
+                        mine.iter().map(|u| u.rss_kib).sum(),
+                    )
+                })
+                .collect::<Vec<(Duration, u64)>>()
+        };
+        let drops = |nodes: &[Node]| nodes.iter().map(Node::drops).sum::<u64>();
+        let (t0, u0, d0, c0) = (
+            self.lab.sent().unwrap(),
+            usage(&self.nodes),
+            drops(&self.nodes),
+            machine_cpu(),
+        );
         let at = Instant::now();
         std::thread::sleep(window);
-        let (t1, u1) = (self.lab.sent().unwrap(), usage(&self.nodes));
+        let (t1, u1, d1, c1) = (
+            self.lab.sent().unwrap(),
+            usage(&self.nodes),
+            drops(&self.nodes),
+            machine_cpu(),
+        );
         let secs = at.elapsed().as_secs_f64();
         let n = self.nodes.len() as f64;
         let cpu: Duration = u0
@@ -198,6 +219,8 @@ impl Cluster {
             bytes_per_s: rate(|t| t.bytes),
             cpu_ms_per_s_per_node: cpu.as_secs_f64() * 1000.0 / secs / n,
             rss_kib_per_node: u1.iter().map(|u| u.1).sum::<u64>() as f64 / n,
+            drops_per_s: d1.saturating_sub(d0) as f64 / secs,
+            machine_busy: (c1.0 - c0.0) as f64 / ((c1.1 - c0.1) as f64).max(1.0),
             nodes: self.nodes.len(),
         }
     }
@@ -248,6 +271,12 @@ pub struct Steady {
     pub cpu_ms_per_s_per_node: f64,
     /// Their RSS, on average.
     pub rss_kib_per_node: f64,
+    /// Datagrams the nodes' namespaces dropped a second, in all, for full receive buffers: a
+    /// reader that did not keep up.
+    pub drops_per_s: f64,
+    /// How busy the machine's cores were (0 to 1; interrupts and the kernel's packet work
+    /// included): near 1, the machine, not the protocol, is what a failure says.
+    pub machine_busy: f64,
     /// How many nodes were measured.
     pub nodes: usize,
 }
@@ -257,6 +286,19 @@ impl Steady {
     pub fn packets_per_node(&self) -> f64 {
         self.packets_per_s / self.nodes as f64
     }
+}
+
+/// The machine's CPU time so far, busy and in all, in clock ticks (the `cpu` line of
+/// /proc/stat: idle and iowait are not busy).
+fn machine_cpu() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = (stat.lines().next().unwrap_or_default().split_whitespace())
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let total = ticks.iter().take(8).sum::<u64>();
+    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+    (total - idle, total)
 }
 
 fn ours(host: Host, name: String, cluster: &std::path::Path, ipv6: bool) -> Node {
