@@ -48,7 +48,11 @@ fn main() {
         eprintln!("scale: needs CAP_NET_ADMIN (run as root)");
         return;
     }
-    let (sizes, avahi_up_to) = arguments();
+    let (sizes, mut avahi_up_to) = arguments();
+    if ipi_lab::avahi::Avahi::missing() {
+        eprintln!("scale: avahi-daemon and avahi-utils are not installed: no avahi rows");
+        avahi_up_to = 0;
+    }
     let mut rows = Vec::new();
     for &n in &sizes {
         for stack in [Stack::Ours, Stack::Avahi] {

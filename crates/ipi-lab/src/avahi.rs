@@ -21,6 +21,18 @@ pub struct Avahi {
 }
 
 impl Avahi {
+    /// Whether avahi-daemon or the avahi-utils clients are not installed (a benchmark then says
+    /// so rather than measuring a stack that never started).
+    pub fn missing() -> bool {
+        [
+            "/usr/sbin/avahi-daemon",
+            "/usr/bin/avahi-publish",
+            "/usr/bin/avahi-browse",
+        ]
+        .iter()
+        .any(|p| !std::path::Path::new(p).exists())
+    }
+
     /// Starts avahi-daemon on `host`, publishing the host name `hostname` on eth0, and waits
     /// until its D-Bus API answers.
     pub fn start(host: &Host, hostname: &str) -> Result<Avahi, LabError> {
