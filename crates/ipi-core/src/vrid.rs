@@ -74,8 +74,14 @@ mod tests {
 
     #[test]
     fn sums_wrap_in_eight_bits() {
-        // 0xFF bytes make sum_a + byte overflow u8 before the modulo: must not panic.
-        let s = "\u{FF}".repeat(40);
-        let _ = fletcher8(&s);
+        // Go's uint8 additions (baremetal-runtimecfg's FletcherChecksum8) wrap before the
+        // modulo. "h" leaves sum_a at 104 % 15 = 14 and sum_b at 14; U+10FFFF is the bytes
+        // F4 8F BF BF, and 14 + 0xF4 = 258 wraps to 2 (not 258 % 15 = 3). By hand, wrapping:
+        //   F4: a = 2,  b = (14 + 2) % 15 = 1
+        //   8F: a = (2 + 143) % 15 = 10,  b = 11
+        //   BF: a = (10 + 191) % 15 = 6,  b = 17 % 15 = 2
+        //   BF: a = (6 + 191) % 15 = 2,   b = 4          -> 0x42
+        // Without the wrap the same steps end at a = 3, b = 8: 0x83.
+        assert_eq!(fletcher8("h\u{10FFFF}"), 0x42);
     }
 }
