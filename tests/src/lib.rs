@@ -10,6 +10,7 @@
 //!   (dig, an HTTP GET) is in `probe`.
 //! - [`pool`]: vrrpd's pool mode: nodes holding a MetalLB pool's reserved addresses, the
 //!   store on files or etcd.
+//! - [`rfc`]: the VRRP timers as the RFCs write them, for expected times.
 //! - [`nspawn`]: the same cluster under a real systemd: a Debian root (mmdebstrap) with our
 //!   `.deb` packages, one `systemd-nspawn` container per node in its lab host's namespace.
 
@@ -21,6 +22,7 @@ pub mod nspawn;
 pub mod pool;
 mod probe;
 pub mod restart;
+pub mod rfc;
 mod supervisor;
 pub mod units;
 pub mod upstream;

@@ -6,9 +6,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ipi_core::vrrp::timers;
 use ipi_core::vrrp::Version;
 use ipi_lab::{Daemon, Host, LabError};
+
+use crate::rfc;
 
 /// Which program speaks VRRP on a host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,13 +100,7 @@ impl Group {
     /// RFC 5798 6.1 / RFC 3768 6.1: how long a backup of `priority` waits without adverts
     /// before it takes over.
     pub fn master_down_interval(&self, priority: u8) -> Duration {
-        Duration::from_millis(
-            u64::from(timers::master_down_interval(
-                self.version,
-                priority,
-                self.advert_int_cs,
-            )) * 10,
-        )
+        rfc::master_down_interval(self.version, priority, rfc::centis(self.advert_int_cs))
     }
 
     /// keepalived.conf for `host` at `priority`.
@@ -416,13 +411,7 @@ impl Many {
 
     /// RFC 5798 6.1: the Master_Down_Interval of a backup at `priority`.
     pub fn master_down_interval(&self, priority: u8) -> Duration {
-        Duration::from_millis(
-            u64::from(timers::master_down_interval(
-                Version::V3,
-                priority,
-                self.advert_int_cs,
-            )) * 10,
-        )
+        rfc::master_down_interval(Version::V3, priority, rfc::centis(self.advert_int_cs))
     }
 
     /// keepalived.conf for `me` at `priority`; `routers` are every router of the group (the

@@ -4,8 +4,11 @@
 //! the Ingress VIP's router). Asserted are the invariants, not times: no client request failed
 //! or was answered wrongly during the faults that need no outage (reloads, a backup's faults,
 //! a killed mdns daemon), apart from the asked node's own DNS server while that node is
-//! powered off or unpublished; after the split brain heals one node holds the API VIP and the
-//! API client is answered within one advert interval (plus a margin for a loaded machine);
+//! powered off or unpublished; each fault was felt (its proof read while it was held); the
+//! protocol's invariants per fault class hold (moves, time with two holders and with none,
+//! each client's outage: [`broken_invariants`]); after the split brain heals one node holds
+//! the API VIP and the API client's ARP entry holds that node's MAC within one advert interval
+//! (plus a margin for a loaded machine);
 //! every daemon a unit restarts is running at the end; no rendered file is half-written. The
 //! table of what the clients saw per fault class is printed.
 
@@ -16,7 +19,9 @@ use std::time::{Duration, Instant};
 use ipi_net_tests::chaos::clients::Outcome;
 use ipi_net_tests::chaos::schedule::{Kind, Schedule};
 use ipi_net_tests::chaos::{self, report, Budget, Run};
-use ipi_net_tests::cluster::{build_programs, Options, ADVERT_CS};
+use ipi_core::vrrp::Version;
+use ipi_net_tests::cluster::{build_programs, Options, ADVERT_CS, MASTER_API, WORKER_INGRESS};
+use ipi_net_tests::rfc;
 
 /// The fixed seed of the short run.
 const SEED: u64 = 17;
@@ -53,6 +58,60 @@ fn needless_failures(run: &Run) -> Vec<String> {
                     r.outcome
                 ));
             }
+        }
+    }
+    out
+}
+
+/// The protocol's invariants per fault class, from the rows of the report and each client's
+/// outages; what broke them, one line each. With T the advert interval (1 s) and MDI the
+/// longest Master_Down_Interval of the cluster (the workers' Ingress priority, RFC 3768 6.1):
+/// - a VIP moves only when the fault justifies it, and then once. A link flap of the Ingress
+///   holder may move it twice: measured once (seed 17), not yet explained, named in the note
+///   of issue 30;
+/// - time with two holders: for a fault that silences a holder without taking its address
+///   (a VRRP partition, a SIGSTOPped daemon) from the backup's takeover (MDI) until the heal
+///   plus one advert, at most `hold - MDI + T + MARGIN`; for every other fault at most
+///   `T + MARGIN` (a backup that took over after lost adverts, until the master's answer);
+/// - time with no holder: none unless the fault justifies a move, then at most
+///   `MDI + MARGIN` (the backup's timer runs from the last advert heard);
+/// - each client's longest outage in a fault that needs one (its own node's DNS server left
+///   out: that server is what the fault takes away): at most `MDI + MARGIN`.
+fn broken_invariants(run: &Run) -> Vec<String> {
+    let t = rfc::centis(ADVERT_CS);
+    let mdi = [MASTER_API, WORKER_INGRESS]
+        .map(|p| rfc::master_down_interval(Version::V2, p, t))
+        .into_iter()
+        .max()
+        .unwrap_or_default();
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let mut out = Vec::new();
+    for (kind, row) in report::rows(run) {
+        let moves_allowed = usize::from(kind == Kind::LinkFlap);
+        if row.needless > moves_allowed {
+            out.push(format!("{}: {} needless moves", kind.label(), row.needless));
+        }
+        let two = match kind {
+            Kind::SplitBrain | Kind::StopVipHolder => kind.hold().saturating_sub(mdi) + t + MARGIN,
+            _ => t + MARGIN,
+        };
+        if row.two_ms > ms(two) {
+            out.push(format!("{}: {} ms with two holders (at most {two:?})", kind.label(), row.two_ms));
+        }
+        let justified = run.windows.iter().any(|w| w.kind == kind && w.justifies.is_some());
+        let none = if justified { mdi + MARGIN } else { Duration::ZERO };
+        if row.none_ms > ms(none) {
+            out.push(format!("{}: {} ms with no holder (at most {none:?})", kind.label(), row.none_ms));
+        }
+    }
+    for (w, client, outage) in report::longest_outages(run) {
+        if w.kind.needs_outage() && outage > ms(mdi + MARGIN) {
+            out.push(format!(
+                "{} on {}: {client} failed for {outage} ms (at most {:?})",
+                w.kind.label(),
+                w.target,
+                mdi + MARGIN
+            ));
         }
     }
     out
@@ -123,18 +182,31 @@ fn chaos_short_run() {
         proxy.faults == 1 && proxy.failed_ms < 2000,
         "lb-proxy killed on the holder: {proxy:?}"
     );
-    let advert = Duration::from_millis(u64::from(ADVERT_CS) * 10);
-    for (single, answered) in report::heals(&run) {
+    let broken = broken_invariants(&run);
+    assert!(
+        broken.is_empty(),
+        "invariants broken:\n{}",
+        broken.join("\n")
+    );
+    let advert = rfc::centis(ADVERT_CS);
+    let heals = report::heals(&run);
+    assert_eq!(heals.len(), 1, "one split brain in the run");
+    for (single, arp) in heals {
         let single = single.unwrap_or(Duration::MAX);
-        let answered = answered.unwrap_or(Duration::MAX);
-        say(&format!("split brain healed: one holder after {single:?}, the API client answered after {answered:?}"));
+        let arp = arp.unwrap_or(Duration::MAX);
+        say(&format!(
+            "split brain healed: one holder after {single:?}, the API client's ARP entry on it \
+             after {arp:?}"
+        ));
         assert!(
             single <= advert + MARGIN,
             "one API VIP holder {single:?} after the heal"
         );
+        // The router that stepped down answers no more for the VIP: a client left with its MAC
+        // is cut off until its ARP entry expires, unless the winner re-announces the VIP.
         assert!(
-            answered <= advert + MARGIN,
-            "the API client answered {answered:?} after the heal"
+            arp <= advert + MARGIN,
+            "the API client's ARP entry held the one holder's MAC only {arp:?} after the heal"
         );
     }
     say("done");

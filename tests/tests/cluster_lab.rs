@@ -16,7 +16,8 @@
 
 use std::time::{Duration, Instant};
 
-use ipi_core::vrrp::{timers, Version};
+use ipi_core::vrrp::Version;
+use ipi_net_tests::rfc;
 use ipi_net_tests::cluster::{
     build_programs, Cluster, Move, Options, Role, Stack, ADVERT_CS, API_VIP, CHK_INGRESS_CS,
     DOMAIN, INGRESS_VIP, MASTER_API, WORKER_INGRESS,
@@ -27,10 +28,6 @@ use ipi_net_tests::cluster::{
 /// SYNs are lost).
 const MARGIN: Duration = Duration::from_secs(3);
 
-fn cs(centiseconds: u32) -> Duration {
-    Duration::from_millis(u64::from(centiseconds) * 10)
-}
-
 /// When two candidates became master at once (equal priorities, the same Master_Down_Timer)
 /// and the client heard the loser's gratuitous ARPs last: the holder that stays re-announces
 /// the VIP as soon as it hears the loser's advert, which the loser sends with its own burst
@@ -38,7 +35,7 @@ fn cs(centiseconds: u32) -> Duration {
 /// 1 s) covers a loser whose first advert was lost; before vrrpd did this, only the holder's
 /// second burst, garp_master_delay (5 s) later, moved the client.
 fn lower_prio_answer() -> Duration {
-    cs(100)
+    Duration::from_secs(1)
 }
 
 /// Asserts that the client was served through the VIP by a new holder within `bound` of the
@@ -174,7 +171,7 @@ fn at_rest(cluster: &Cluster, say: &dyn Fn(&str)) {
 /// served by a new holder in time, then the requests spread over the API servers left.
 fn api_moves(cluster: &mut Cluster, masters: &[String], say: &dyn Fn(&str)) {
     // The masters become master Skew_Time after the bootstrap's priority-0 advert.
-    let bound = cs(timers::skew_time(Version::V2, MASTER_API, ADVERT_CS)) + MARGIN;
+    let bound = rfc::skew_time(Version::V2, MASTER_API, rfc::centis(ADVERT_CS)) + MARGIN;
     let m = cluster.remove_bootstrap().unwrap_or_else(|e| panic!("{e}"));
     say_move(say, "bootstrap removed: API VIP", &m, bound);
     assert!(masters.contains(&m.to), "{m:?}");
@@ -190,11 +187,7 @@ fn api_moves(cluster: &mut Cluster, masters: &[String], say: &dyn Fn(&str)) {
 
     // The master's last advert came before the cut: the others take over within one
     // Master_Down_Interval of it.
-    let bound = cs(timers::master_down_interval(
-        Version::V2,
-        MASTER_API,
-        ADVERT_CS,
-    )) + MARGIN;
+    let bound = rfc::master_down_interval(Version::V2, MASTER_API, rfc::centis(ADVERT_CS)) + MARGIN;
     let k = cluster.kill_api_master().unwrap_or_else(|e| panic!("{e}"));
     say_move(say, &format!("{} killed: API VIP", k.from), &k, bound);
     assert_eq!(k.from, m.to);
@@ -212,8 +205,8 @@ fn api_moves(cluster: &mut Cluster, masters: &[String], say: &dyn Fn(&str)) {
 fn ingress_move(cluster: &mut Cluster, holder: &str, say: &dyn Fn(&str)) {
     // chk_ingress fails within an interval; the other worker takes over a Master_Down_Interval
     // after the holder's last advert at full priority.
-    let bound = cs(u32::from(CHK_INGRESS_CS)
-        + timers::master_down_interval(Version::V2, WORKER_INGRESS, ADVERT_CS))
+    let bound = rfc::centis(CHK_INGRESS_CS)
+        + rfc::master_down_interval(Version::V2, WORKER_INGRESS, rfc::centis(ADVERT_CS))
         + MARGIN;
     let i = cluster
         .stop_ingress_router()

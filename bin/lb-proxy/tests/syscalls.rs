@@ -81,6 +81,13 @@ fn a_new_connection_costs_no_wakeup_of_the_proxys_own_loop() {
     });
     let per = |name: &str| calls.get(name).copied().unwrap_or(0) as f64 / CONNECTIONS as f64;
     eprintln!("system calls per connection: {calls:?} / {CONNECTIONS}");
+    // What follows is per connection only if strace saw them all: an attach that missed the
+    // accepting thread would count none of them, and every ratio below would pass.
+    let accepted = calls.get("accept4").copied().unwrap_or(0);
+    assert!(
+        accepted >= CONNECTIONS as u64,
+        "strace saw {accepted} accept4(2) of {CONNECTIONS} connections: {calls:?}"
+    );
     // tokio's timer wheel wrote to its eventfd whenever a connection armed its connect timeout
     // (1.0 per connection) until the heartbeat kept a timer due earlier.
     assert!(

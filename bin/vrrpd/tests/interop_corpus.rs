@@ -15,6 +15,10 @@ use std::time::Duration;
 
 use ipi_lab::wait_for;
 use ipi_net_tests::vrrp::{Router, Speaker};
+use support::Wire;
+
+#[allow(dead_code, reason = "this test uses a few of the shared helpers")]
+mod support;
 
 fn corpus_file(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -25,7 +29,10 @@ fn corpus_file(name: &str) -> String {
 
 #[test]
 fn kubeadms_file_behaves_the_same_under_keepalived_and_vrrpd() {
-    if !ipi_lab::available() || !ipi_lab::tool("keepalived", "keepalived") {
+    if !ipi_lab::available()
+        || !ipi_lab::tool("keepalived", "keepalived")
+        || !ipi_lab::tool("tshark", "tshark")
+    {
         return;
     }
     let text = corpus_file("kubeadm-ha-considerations.conf");
@@ -45,8 +52,24 @@ fn kubeadms_file_behaves_the_same_under_keepalived_and_vrrpd() {
         .unwrap_or_else(|| panic!("{case}: b never held the VIP\n{}", rb.daemon.log()));
         let ra = Router::start_with(&a, on_a, &text, 101, Some(&vrrpd)).unwrap();
         let logs = || format!("{}\n{}", ra.daemon.log(), rb.daemon.log());
-        // a waits its Master_Down_Interval (3.6 s) hearing b's adverts of its own priority.
+        // a waits its Master_Down_Interval (3.6 s) hearing b's adverts of its own priority,
+        // and stays backup all along: judged on the wire, where a backup sends nothing. A
+        // takeover undone at once would still have sent an advert and gratuitous ARPs from a.
+        let wire = Wire::start(&lab, "stays");
         std::thread::sleep(Duration::from_secs(5));
+        let seen = wire.stop();
+        let a_ip = a.ipv4().to_string();
+        let a_mac = a.mac().unwrap();
+        assert!(
+            seen.adverts_from(&a_ip).next().is_none()
+                && seen.garps(vip).iter().all(|g| g.eth_src != a_mac),
+            "{case}: a advertised or announced the VIP\n{seen}\n{}",
+            logs()
+        );
+        assert!(
+            seen.adverts_from(&b.ipv4().to_string()).count() >= 4,
+            "{case}: b's adverts (1 s) not on the wire\n{seen}"
+        );
         assert!(
             b.has_address(vip) && !a.has_address(vip),
             "{case}: the VIP moved\n{}",

@@ -16,7 +16,7 @@ use std::time::Duration;
 use ipi_core::vrid::Vrids;
 use ipi_lab::{wait_for, Daemon, Host, Lab};
 use ipi_net_tests::vrrp::{Router, Speaker};
-use support::{answers, status, Responder};
+use support::{answers, status, Responder, Wire};
 
 #[allow(
     dead_code,
@@ -68,7 +68,10 @@ fn cluster_name(prefix: &str, ok: impl Fn(Vrids) -> bool) -> String {
 // One scenario read top to bottom: the clash from the log, status, watch and survey.
 #[allow(clippy::too_many_lines)]
 fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
-    if !ipi_lab::available() || !ipi_lab::tool("keepalived", "keepalived") {
+    if !ipi_lab::available()
+        || !ipi_lab::tool("keepalived", "keepalived")
+        || !ipi_lab::tool("tshark", "tshark")
+    {
         return;
     }
     let mut lab = Lab::new().unwrap();
@@ -122,8 +125,21 @@ fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
     eprintln!("a named the foreign router {took:?} after keepalived started");
 
     // Two seconds later (keepalived advertised several times): still one warning, every
-    // advert counted.
+    // advert counted; and a master all along, judged on the wire: its adverts (0.5 s) without
+    // a gap a step down would leave, and no announcement of its VIP, which taking it back
+    // after one would send.
+    let wire = Wire::start(&lab, "clash");
     std::thread::sleep(Duration::from_secs(2));
+    let seen = wire.stop();
+    let ours: Vec<Duration> = seen
+        .adverts_from(&a_ip)
+        .filter(|x| x.vrid == VRID && x.priority == 100)
+        .map(|x| x.at)
+        .collect();
+    assert!(ours.len() >= 3, "a's adverts:\n{seen}");
+    let gap = ours.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+    assert!(gap < Duration::from_millis(1100), "a's adverts paused {gap:?}:\n{seen}");
+    assert!(seen.garps(vip).is_empty(), "a announced its VIP again:\n{seen}");
     let s = status(&a);
     let i = &s["instances"][0];
     let adverts = i["foreign_routers"][0]["adverts"].as_u64().unwrap();

@@ -17,11 +17,11 @@ fn files(program: &str) -> [(Shell, String); 3] {
 }
 
 /// Compares the bash, zsh and fish completions of `top` in `dir` with what clap_complete
-/// generates; with `UPDATE_COMPLETIONS` set in the environment, writes them instead. Returns the
-/// stale files (empty when all match).
+/// generates; with `UPDATE_COMPLETIONS` set in the environment (not under CI:
+/// [`crate::updating`]), writes them instead. Returns the stale files (empty when all match).
 pub fn check(top: &clap::Command, dir: &Path) -> Vec<String> {
     let program = top.get_name().to_string();
-    let update = std::env::var_os("UPDATE_COMPLETIONS").is_some();
+    let update = crate::updating("UPDATE_COMPLETIONS");
     let mut stale = Vec::new();
     for (shell, file) in files(&program) {
         let mut rendered = Vec::new();

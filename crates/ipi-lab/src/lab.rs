@@ -315,6 +315,17 @@ impl Host {
         cmd::output(&mut self.command(program, args))
     }
 
+    /// Runs a program in the host to completion; a non-zero exit is an error naming the
+    /// command and what it said on stderr (a lab fault that did not load must not pass as
+    /// applied).
+    pub fn run_ok<I, S>(&self, program: &str, args: I) -> Result<Output, LabError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        cmd::check(&mut self.command(program, args))
+    }
+
     /// Starts a long-running program in the host; its stdout and stderr go to
     /// `NAME.out` / `NAME.err` in the host's directory. It is stopped when the [`Daemon`] is
     /// dropped.

@@ -65,12 +65,24 @@ pub fn available() -> bool {
 /// Whether this is a CI run: `CI` set to anything but empty, `0`, `false`, `no` or `off` (CI
 /// services set `true`, some `1`; `.ci/run` sets it itself).
 pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| {
+    ci_says(std::env::var("CI").ok().as_deref())
+}
+
+/// Whether a value of `CI` (None: unset) says this is a CI run.
+fn ci_says(value: Option<&str>) -> bool {
+    value.is_some_and(|v| {
         !matches!(
             v.trim().to_ascii_lowercase().as_str(),
             "" | "0" | "false" | "no" | "off"
         )
     })
+}
+
+/// Whether a test of generated files (man pages, completions) should write them instead of
+/// comparing: `variable` set, and not under CI. Under CI they are always compared, so that a
+/// variable left in the environment cannot turn the check into a write that passes.
+pub fn updating(variable: &str) -> bool {
+    std::env::var_os(variable).is_some() && !in_ci()
 }
 
 /// A test cannot run, for `reason` (a tool missing, no privileges): under CI that fails the
@@ -191,6 +203,17 @@ pub fn tshark_fields(pcap: &std::path::Path, filter: &str, fields: &[&str]) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ci_is_any_value_of_ci_but_the_ones_that_say_no() {
+        for yes in ["true", "1", "yes", " TRUE ", "github-actions"] {
+            assert!(ci_says(Some(yes)), "{yes:?}");
+        }
+        for no in ["", "0", "false", "No", " off\n"] {
+            assert!(!ci_says(Some(no)), "{no:?}");
+        }
+        assert!(!ci_says(None));
+    }
 
     #[test]
     fn capabilities_from_proc_status() {

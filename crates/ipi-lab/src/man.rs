@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-/// Compares `man/PROGRAM.1` and `man/PROGRAM-SUBCOMMAND[-SUBCOMMAND...].1` with what clap_mangen renders from
-/// `top`; with `UPDATE_MAN` set in the environment, writes them instead. Returns the stale
-/// pages (empty when all match).
+/// Compares `man/PROGRAM.1` and `man/PROGRAM-SUBCOMMAND[-SUBCOMMAND...].1` with what
+/// clap_mangen renders from `top`; with `UPDATE_MAN` set in the environment (not under CI:
+/// [`crate::updating`]), writes them instead. Returns the stale pages (empty when all match).
 pub fn check(top: &clap::Command, man_dir: &Path) -> Vec<String> {
     let program = top.get_name().to_string();
     let version = top.get_version().unwrap_or_default().to_owned();
@@ -21,7 +21,7 @@ pub fn check(top: &clap::Command, man_dir: &Path) -> Vec<String> {
             todo.push((sub_name, sub.clone()));
         }
     }
-    let update = std::env::var_os("UPDATE_MAN").is_some();
+    let update = crate::updating("UPDATE_MAN");
     let mut stale = Vec::new();
     for (name, command) in pages {
         let mut rendered = Vec::new();

@@ -65,6 +65,8 @@ pub struct Clients {
     stop: Arc<AtomicBool>,
     clients: Vec<Recorder>,
     sampler: Option<JoinHandle<Vec<Sample>>>,
+    /// The host of the `api` and `stream` clients (whose ARP entries are judged too).
+    pub api_host: Host,
     /// The start of the run.
     pub t0: Instant,
 }
@@ -143,6 +145,7 @@ impl Clients {
             stop,
             clients,
             sampler: Some(sampler),
+            api_host: api,
             t0,
         })
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
+use super::proof;
 use super::schedule::{Kind, Planned};
 use crate::cluster::{Cluster, ClusterError, Node, Role};
 
@@ -31,10 +32,12 @@ pub struct Active {
     pub justifies: Option<Vip>,
     /// For a kill: how many times the unit had ended by itself before it.
     pub ends: usize,
+    /// For a reload: how many units' `ExecReload=` ran (and exited 0).
+    pub reloaded: usize,
 }
 
 const DNSMASQ: &str = "ipi-dnsmasq.service";
-const PUBLISH: &str = "ipi-mdns-publish.service";
+pub(super) const PUBLISH: &str = "ipi-mdns-publish.service";
 const BROWSE: &str = "ipi-mdns-browse.service";
 /// The nftables table of the VRRP faults (a node's own namespace).
 const TABLE: &str = "ipi_chaos";
@@ -55,6 +58,7 @@ pub fn apply(c: &mut Cluster, p: Planned) -> Result<Active, ClusterError> {
         peer: None,
         justifies: None,
         ends: 0,
+        reloaded: 0,
     };
     match p.kind {
         Kind::KillVipHolder | Kind::KillProxyHolder | Kind::StopVipHolder => {
@@ -108,23 +112,23 @@ fn apply_more(
                 Kind::PowerOffBackup => c.power_off(backup)?,
                 Kind::ApiFailing => api_ready(c, backup, false)?,
                 Kind::ReloadPeers => node(c, backup)?.stop_unit(PUBLISH),
-                _ => vrrp_filter(c, backup, "numgen random mod 100 < 40 drop")?,
+                _ => vrrp_filter(c, backup, "numgen random mod 100 < 40 counter drop")?,
             }
         }
         Kind::LinkFlap | Kind::RouterDown => {
             let ingress = one(&c.holders().ingress, p.pick, "the Ingress VIP")?;
             if p.kind == Kind::LinkFlap {
                 c.lab().link_down(&node(c, &ingress)?.host)?;
-            } else {
-                c.router_down(&ingress)?;
+            } else if !c.router_down(&ingress)? {
+                return Err(ClusterError::Step(format!("no router on {ingress}")));
             }
             a.target = ingress;
             a.justifies = Some(Vip::Ingress);
         }
         Kind::SplitBrain => {
             let (h, b) = (address(c, &holder)?, address(c, backup)?);
-            vrrp_filter(c, &holder, &format!("ip saddr {b} drop"))?;
-            vrrp_filter(c, backup, &format!("ip saddr {h} drop"))?;
+            vrrp_filter(c, &holder, &format!("ip saddr {b} counter drop"))?;
+            vrrp_filter(c, backup, &format!("ip saddr {h} counter drop"))?;
             a.peer = Some(backup.to_string());
         }
         Kind::ReloadUnchanged => {
@@ -133,6 +137,7 @@ fn apply_more(
                 for unit in n.unit_names() {
                     if n.runs(&unit) {
                         n.reload(&unit)?;
+                        a.reloaded += 1;
                     }
                 }
             }
@@ -146,8 +151,22 @@ fn apply_more(
     Ok(a)
 }
 
-/// Undoes what [`apply`] did (a kill is not undone: its unit's `Restart=` is what is tested).
-pub fn undo(c: &mut Cluster, a: &Active) -> Result<(), ClusterError> {
+/// Undoes what [`apply`] did (a kill is not undone: its unit's `Restart=` is what is tested),
+/// once what shows that it took effect has been read ([`proof::held`]; for a kill, its unit
+/// ending): that proof, or an error when the fault was not felt.
+pub fn undo(c: &mut Cluster, a: &Active) -> Result<String, ClusterError> {
+    let unit = match a.kind {
+        Kind::KillVipHolder | Kind::KillVipBackup => Some(c.vip_unit()),
+        Kind::KillProxyHolder | Kind::KillProxyBackup => Some(c.proxy_unit()),
+        Kind::KillMdnsPublish => Some(PUBLISH),
+        Kind::KillMdnsBrowse => Some(BROWSE),
+        Kind::KillDnsmasq => Some(DNSMASQ),
+        _ => None,
+    };
+    if let Some(unit) = unit {
+        return restarted(c, a, unit);
+    }
+    let felt = proof::held(c, a, TABLE)?;
     match a.kind {
         Kind::StopVipHolder => {
             let unit = c.vip_unit();
@@ -162,17 +181,12 @@ pub fn undo(c: &mut Cluster, a: &Active) -> Result<(), ClusterError> {
             for n in std::iter::once(&a.target).chain(&a.peer) {
                 node(c, n)?
                     .host
-                    .run("nft", ["delete", "table", "inet", TABLE])?;
+                    .run_ok("nft", ["delete", "table", "inet", TABLE])?;
             }
         }
-        Kind::KillVipHolder | Kind::KillVipBackup => restarted(c, a, c.vip_unit()),
-        Kind::KillProxyHolder | Kind::KillProxyBackup => restarted(c, a, c.proxy_unit()),
-        Kind::KillMdnsPublish => restarted(c, a, PUBLISH),
-        Kind::KillMdnsBrowse => restarted(c, a, BROWSE),
-        Kind::KillDnsmasq => restarted(c, a, DNSMASQ),
-        Kind::ReloadUnchanged => {}
+        _ => {}
     }
-    Ok(())
+    Ok(felt)
 }
 
 /// How long a killed daemon's unit gets to start it again (`RestartSec=` up to 10 s, then
@@ -181,14 +195,22 @@ const RESTARTED: Duration = Duration::from_secs(30);
 
 /// Waits (up to [`RESTARTED`]) until the supervisor has seen `unit` on `name` end (its poll
 /// runs every 100 ms) and then runs it again: a kill is held until its unit's `Restart=`
-/// brought the daemon back, so that what follows is a fault of its own.
-fn restarted(c: &Cluster, a: &Active, unit: &str) {
-    let Some(n) = c.node(&a.target) else {
-        return;
-    };
-    ipi_lab::wait_for(RESTARTED, Duration::from_millis(100), || {
+/// brought the daemon back, so that what follows is a fault of its own. An error when the
+/// unit never ended (the signal reached nothing); one that ended and is not back is the run
+/// end's to report.
+fn restarted(c: &Cluster, a: &Active, unit: &str) -> Result<String, ClusterError> {
+    let n = node(c, &a.target)?;
+    let back = ipi_lab::wait_for(RESTARTED, Duration::from_millis(100), || {
         ends(n, unit) > a.ends && n.runs(unit)
     });
+    match (ends(n, unit) > a.ends, back) {
+        (true, Some(t)) => Ok(format!("{unit} ended, back after {:.1} s", t.as_secs_f64())),
+        (true, None) => Ok(format!("{unit} ended, not back after {RESTARTED:?}")),
+        (false, _) => Err(ClusterError::Step(format!(
+            "{unit} on {} never ended after the signal",
+            n.name
+        ))),
+    }
 }
 
 /// How many times `unit` on `n` ended by itself so far.
@@ -216,14 +238,14 @@ fn api_ready(c: &mut Cluster, name: &str, ready: bool) -> Result<(), ClusterErro
 /// Drops the VRRP packets `name` receives that match `rule` (nftables, before everything).
 fn vrrp_filter(c: &Cluster, name: &str, rule: &str) -> Result<(), ClusterError> {
     let host = &node(c, name)?.host;
-    host.run("nft", ["add", "table", "inet", TABLE])?;
-    host.run(
+    host.run_ok("nft", ["add", "table", "inet", TABLE])?;
+    host.run_ok(
         "nft",
         [&format!(
             "add chain inet {TABLE} input {{ type filter hook input priority -300 ; }}"
         )],
     )?;
-    host.run(
+    host.run_ok(
         "nft",
         [&format!(
             "add rule inet {TABLE} input ip protocol vrrp {rule}"
@@ -244,7 +266,7 @@ fn kill(c: &Cluster, name: &str, unit: &str, signal: Signal) -> Result<usize, Cl
     }
 }
 
-fn node<'a>(c: &'a Cluster, name: &str) -> Result<&'a Node, ClusterError> {
+pub(super) fn node<'a>(c: &'a Cluster, name: &str) -> Result<&'a Node, ClusterError> {
     c.node(name)
         .ok_or_else(|| ClusterError::Step(format!("no node {name}")))
 }

@@ -8,6 +8,7 @@
 
 pub mod clients;
 pub mod faults;
+pub mod proof;
 pub mod report;
 pub mod schedule;
 
@@ -18,7 +19,9 @@ use clients::{Clients, Seen};
 use faults::{Active, Vip};
 use schedule::{Kind, Planned, Schedule};
 
-use crate::cluster::{Cluster, ClusterError, Options, Role, Stack};
+use ipi_lab::Host;
+
+use crate::cluster::{Cluster, ClusterError, Options, Role, Stack, API_VIP};
 
 /// One fault as it happened: from its start to the start of the next (its quiet time
 /// included), when it was undone, and what it justified.
@@ -36,7 +39,18 @@ pub struct Window {
     pub undone: Duration,
     /// When its quiet time ended.
     pub end: Duration,
+    /// What showed that it took effect ([`faults::undo`]).
+    pub felt: String,
+    /// For a split brain: how long after the heal until the API VIP had one holder and the
+    /// API client's ARP entry for it held that holder's MAC (None: not within
+    /// [`HEAL_LIMIT`], or another kind of fault).
+    pub arp: Option<Duration>,
 }
+
+/// How long a split brain's heal is watched for the client to follow the one holder left: a
+/// client stranded on the MAC of the router that stepped down would follow only when its ARP
+/// entry expires (about 25 s: base_reachable_time 30 s halved at random, delay and probes).
+pub const HEAL_LIMIT: Duration = Duration::from_secs(10);
 
 /// A whole run: what was done, and what was seen.
 #[derive(Debug, Clone)]
@@ -117,14 +131,15 @@ pub fn run(
             t0.elapsed().as_secs_f64(),
             p.kind.label()
         ));
-        match one(c, p, t0) {
+        match one(c, p, t0, &clients.api_host) {
             Ok(w) => {
                 say(&format!(
-                    "{:>7.1} s  {:<36} {} (undone at {:.1} s)",
+                    "{:>7.1} s  {:<36} {} (undone at {:.1} s; {})",
                     w.start.as_secs_f64(),
                     p.kind.label(),
                     w.target,
-                    w.undone.as_secs_f64()
+                    w.undone.as_secs_f64(),
+                    w.felt
                 ));
                 windows.push(w);
             }
@@ -152,15 +167,19 @@ pub fn run(
     })
 }
 
-/// One fault: applied, held, undone, quiet.
-fn one(c: &mut Cluster, p: Planned, t0: Instant) -> Result<Window, ClusterError> {
+/// One fault: applied, held, proved felt and undone, quiet (a split brain's heal watched
+/// from `client`).
+fn one(c: &mut Cluster, p: Planned, t0: Instant, client: &Host) -> Result<Window, ClusterError> {
     let start = t0.elapsed();
     let applied = Instant::now();
     let a: Active = faults::apply(c, p)?;
     std::thread::sleep(p.kind.hold().saturating_sub(applied.elapsed()));
-    faults::undo(c, &a)?;
+    let felt = faults::undo(c, &a)?;
     let undone = t0.elapsed();
-    std::thread::sleep(p.quiet);
+    let arp = (p.kind == Kind::SplitBrain)
+        .then(|| proof::client_follows(c, client, API_VIP, HEAL_LIMIT))
+        .flatten();
+    std::thread::sleep(p.quiet.saturating_sub(t0.elapsed() - undone));
     let target = match &a.peer {
         Some(peer) => format!("{} and {peer}", a.target),
         None => a.target.clone(),
@@ -172,6 +191,8 @@ fn one(c: &mut Cluster, p: Planned, t0: Instant) -> Result<Window, ClusterError>
         start,
         undone,
         end: t0.elapsed(),
+        felt,
+        arp,
     })
 }
 

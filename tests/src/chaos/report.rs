@@ -146,6 +146,29 @@ fn holders(row: &mut Row, w: &Window, samples: &[Sample]) {
     }
 }
 
+/// Per fault, per client: the longest outage ([`outages`]) that began in the fault's window,
+/// in ms, as (fault, client, ms); the client of the fault's own node's DNS server is left out
+/// (that server is what the fault takes away).
+pub fn longest_outages(run: &Run) -> Vec<(&Window, &str, u64)> {
+    let mut out = Vec::new();
+    for w in &run.windows {
+        for (client, requests) in &run.seen.requests {
+            if client == &format!("dns@{}", w.target) {
+                continue;
+            }
+            let longest = outages(requests)
+                .into_iter()
+                .filter(|(at, _)| w.start <= *at && *at < w.end)
+                .map(|(_, ms)| ms)
+                .max();
+            if let Some(ms) = longest {
+                out.push((w, client.as_str(), ms));
+            }
+        }
+    }
+    out
+}
+
 /// Per fault, per client: the requests that failed or were answered wrongly, and the first
 /// reason (one line each), for a reader looking for what went wrong.
 pub fn failures(run: &Run) -> Vec<String> {
@@ -173,7 +196,8 @@ pub fn failures(run: &Run) -> Vec<String> {
 }
 
 /// The split-brain heals of a run: for each, how long after the heal until one node held
-/// the API VIP again, and until the API client's first answered request (None: never).
+/// the API VIP again, and until the API client's ARP entry for it held that node's MAC
+/// ([`Window::arp`]; None: never).
 pub fn heals(run: &Run) -> Vec<(Option<Duration>, Option<Duration>)> {
     run.windows
         .iter()
@@ -185,12 +209,7 @@ pub fn heals(run: &Run) -> Vec<(Option<Duration>, Option<Duration>)> {
                 .iter()
                 .find(|s| s.at >= w.undone && s.api.len() == 1)
                 .map(|s| s.at - w.undone);
-            let answered = run.seen.requests.get("api").and_then(|rs| {
-                rs.iter()
-                    .find(|r| r.at >= w.undone && r.outcome == Outcome::Ok)
-                    .map(|r| r.at + r.latency - w.undone)
-            });
-            (single, answered)
+            (single, w.arp)
         })
         .collect()
 }

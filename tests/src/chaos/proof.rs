@@ -1,0 +1,163 @@
+//! What shows that a fault took effect, read while it is held: a lab fault that did not load
+//! (an nftables rule refused, a signal to a process already gone, a link left up) must fail
+//! the run rather than pass every judgement of its consequences.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::time::Duration;
+
+use ipi_lab::{router, Host};
+
+use super::faults::{node, Active, PUBLISH};
+use super::schedule::Kind;
+use crate::cluster::{Cluster, ClusterError, Node, API_PORT};
+
+/// The proof of a fault that is held (not a kill: [`super::faults::undo`] proves those by
+/// the unit's end), read before it is undone.
+pub fn held(c: &Cluster, a: &Active, table: &str) -> Result<String, ClusterError> {
+    if a.kind == Kind::ReloadUnchanged {
+        return match a.reloaded {
+            0 => Err(ClusterError::Step("no unit was reloaded".into())),
+            n => Ok(format!("{n} ExecReload= exited 0")),
+        };
+    }
+    let n = node(c, &a.target)?;
+    match a.kind {
+        Kind::StopVipHolder => stopped(n, c.vip_unit()),
+        Kind::PowerOffHolder | Kind::PowerOffBackup | Kind::LinkFlap => no_carrier(n),
+        Kind::SplitBrain | Kind::VrrpLoss => {
+            let mut said = Vec::new();
+            for name in std::iter::once(&a.target).chain(&a.peer) {
+                said.push(dropped(node(c, name)?, table)?);
+            }
+            Ok(said.join(", "))
+        }
+        Kind::ApiFailing => refused(c, n, API_PORT),
+        Kind::RouterDown => refused(c, n, router::PORT),
+        Kind::ReloadPeers if n.runs(PUBLISH) => Err(ClusterError::Step(format!(
+            "{} still runs on {}",
+            PUBLISH,
+            n.name
+        ))),
+        Kind::ReloadPeers => Ok(format!("{} stopped", PUBLISH)),
+        other => Err(ClusterError::Step(format!(
+            "{other:?} is proved when its unit ends"
+        ))),
+    }
+}
+
+/// Every process of `unit` on `n` in state T (stopped), as /proc/PID/stat says.
+fn stopped(n: &Node, unit: &str) -> Result<String, ClusterError> {
+    let pids = n.unit_pids(unit);
+    let states: Vec<(u32, Option<char>)> = pids.iter().map(|p| (*p, state(*p))).collect();
+    if !states.is_empty() && states.iter().all(|(_, s)| *s == Some('T')) {
+        return Ok(format!("{} process(es) of {unit} in state T", states.len()));
+    }
+    Err(ClusterError::Step(format!(
+        "{unit} on {} not stopped: (pid, state) {states:?}",
+        n.name
+    )))
+}
+
+/// A process's state letter, from /proc/PID/stat.
+fn state(pid: u32) -> Option<char> {
+    state_letter(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The state letter of a /proc/PID/stat line: the field after the parenthesised name, which
+/// may itself hold parentheses and spaces.
+fn state_letter(stat: &str) -> Option<char> {
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// The node's eth0 without carrier: its bridge port is down.
+fn no_carrier(n: &Node) -> Result<String, ClusterError> {
+    let out = n.host.run_ok("ip", ["-o", "link", "show", "dev", "eth0"])?;
+    if out.stdout.contains("NO-CARRIER") {
+        Ok("eth0 NO-CARRIER".into())
+    } else {
+        Err(ClusterError::Step(format!(
+            "{}'s eth0 still has its carrier: {}",
+            n.name,
+            out.stdout.trim()
+        )))
+    }
+}
+
+/// Packets the fault's nftables rule on `n` dropped so far (its `counter`): more than none.
+fn dropped(n: &Node, table: &str) -> Result<String, ClusterError> {
+    let out = n.host.run_ok("nft", ["list", "table", "inet", table])?;
+    let packets = counted(&out.stdout);
+    if packets > 0 {
+        Ok(format!("{packets} VRRP packets dropped on {}", n.name))
+    } else {
+        Err(ClusterError::Step(format!(
+            "the VRRP rule on {} dropped nothing:\n{}",
+            n.name, out.stdout
+        )))
+    }
+}
+
+/// The sum of the `counter packets N` of an `nft list` output.
+fn counted(listing: &str) -> u64 {
+    let words: Vec<&str> = listing.split_whitespace().collect();
+    words
+        .windows(3)
+        .filter(|w| w[0] == "counter" && w[1] == "packets")
+        .filter_map(|w| w[2].parse::<u64>().ok())
+        .sum()
+}
+
+/// A connection from the client to the node's `port` refused (RST): the server is down,
+/// not merely slow.
+fn refused(c: &Cluster, n: &Node, port: u16) -> Result<String, ClusterError> {
+    let to = SocketAddr::from((IpAddr::V4(n.host.ipv4()), port));
+    let tried = c
+        .client()
+        .within(move || Ok(TcpStream::connect_timeout(&to, Duration::from_secs(2))));
+    match tried {
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Ok(format!("a connection to {to} refused"))
+        }
+        other => Err(ClusterError::Step(format!(
+            "a connection to {to} from the client was not refused: {other:?}"
+        ))),
+    }
+}
+
+/// After a split brain's heal: how long until the VIP had one holder and `client`'s ARP entry
+/// for it held that holder's MAC (polled every 100 ms; None: not within `limit`). The router
+/// that stepped down answers no more for the VIP, so a client still pointing at it is cut
+/// off until its entry expires: the winner's re-announce is what moves it.
+pub fn client_follows(c: &Cluster, client: &Host, vip: Ipv4Addr, limit: Duration) -> Option<Duration> {
+    ipi_lab::wait_for(limit, Duration::from_millis(100), || {
+        let holders = c.holders().api;
+        let [holder] = holders.as_slice() else {
+            return false;
+        };
+        let mac = c.node(holder).and_then(|n| n.host.mac().ok());
+        let entry = client.neighbour(IpAddr::V4(vip)).and_then(|n| n.lladdr);
+        mac.is_some() && entry == mac
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_summed_over_the_rules_of_a_listing() {
+        let listing = "table inet ipi_chaos {\n\tchain input {\n\t\ttype filter hook input \
+                       priority -300; policy accept;\n\t\tip protocol vrrp ip saddr 192.0.2.11 \
+                       counter packets 7 bytes 280 drop\n\t\tip protocol vrrp counter packets \
+                       5 bytes 200 drop\n\t}\n}\n";
+        assert_eq!(counted(listing), 12);
+        assert_eq!(counted("table inet ipi_chaos {\n}\n"), 0);
+    }
+
+    #[test]
+    fn a_process_state_is_read_past_a_name_with_parentheses() {
+        assert_eq!(state_letter("4242 (vrrpd (x) y) T 1 4242 0"), Some('T'));
+        assert_eq!(state_letter("4242 (vrrpd) S 1"), Some('S'));
+        assert_eq!(state_letter("4242 vrrpd"), None);
+    }
+}
