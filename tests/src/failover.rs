@@ -2,17 +2,27 @@
 //! takes the VIPs; the link comes back and one master remains. The demo prints it, the tests
 //! assert it.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ipi_core::vrrp::{parse_datagram, ChecksumMode, Datagram};
-use ipi_lab::{wait_for, Lab, LabError};
+use ipi_lab::api::ApiServer;
+use ipi_lab::{wait_for, Host, Lab, LabError};
 
 use crate::vrrp::{Group, Router, Speaker};
 
 /// How often VIP ownership is polled while timing a move.
 const POLL: Duration = Duration::from_millis(5);
+
+/// The port each router's host answers on with its name (an [`ApiServer`] on every address,
+/// the VIPs included): what the client asks through the first VIP.
+const ANSWER_PORT: u16 = 8080;
+
+/// How long the client is watched after the fault for an answer through the VIP from the new
+/// master: past the client's ARP (or NDP) entry going stale by itself, so that a takeover
+/// without a gratuitous ARP / unsolicited NA is seen as late, not as missing.
+const CLIENT_LIMIT: Duration = Duration::from_secs(40);
 
 /// How the master is taken away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +62,42 @@ pub struct Outcome {
     pub adverts: Vec<(Duration, Result<Datagram, String>)>,
     /// The capture of every advert, as a pcap file's bytes (the file goes with the lab).
     pub pcap: Vec<u8>,
+    /// How long after the fault a client on the bridge, which talked to the first VIP just
+    /// before it, was answered through it by the new master with its neighbour entry for the
+    /// VIP on the new master's MAC (None: not within 40 s). Only the new master's gratuitous
+    /// ARP or unsolicited NA moves that entry sooner than [`Outcome::client_floor`].
+    pub client: Option<Duration>,
+    /// How long the client's ARP entry keeps the old master's MAC by itself (Linux's
+    /// defaults: 15 s REACHABLE at least, 5 s DELAY, 3 probes): a bound on
+    /// [`Outcome::client`] must stay under it.
+    pub client_floor: Option<Duration>,
+}
+
+/// What the client's own attempts add to a takeover before it is seen answered: a poll every
+/// 20 ms, and an attempt whose SYN went to the old master's MAC waits out its 300 ms.
+pub const CLIENT_COST: Duration = Duration::from_secs(1);
+
+impl Outcome {
+    /// The client was answered through the VIP by the new master, its neighbour entry on that
+    /// router's MAC, within `bound` of the fault; `bound` itself under
+    /// [`Outcome::client_floor`], so that a takeover without a gratuitous ARP (or unsolicited
+    /// NA) fails it. How long it took, or what was wrong.
+    pub fn client_within(&self, bound: Duration) -> Result<Duration, String> {
+        let floor = self.client_floor.ok_or("the client's ARP timers unread")?;
+        if bound >= floor {
+            return Err(format!(
+                "the bound {bound:?} does not tell a gratuitous ARP from the client's entry \
+                 going stale after {floor:?}"
+            ));
+        }
+        match self.client {
+            Some(t) if t <= bound => Ok(t),
+            other => Err(format!(
+                "the client was answered by the new master through the VIP after {other:?}, \
+                 not within {bound:?}"
+            )),
+        }
+    }
 }
 
 /// Runs the scenario: `speakers[0]` at priority 150 and `speakers[1]` at 100, in `group`; the
@@ -79,6 +125,14 @@ pub fn run(
         );
         say(&line);
     }
+    let client = lab.host("client")?;
+    let _answer = hosts
+        .iter()
+        .map(|h| {
+            let at = SocketAddr::from((Ipv6Addr::UNSPECIFIED, ANSWER_PORT));
+            ApiServer::start_in(h, at, h.name()).map_err(|e| ScenarioError::Capture(e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let capture = lab.capture("vrrp", "ip proto 112 or ip6 proto 112")?;
     let mut run = Run {
         group,
@@ -90,8 +144,29 @@ pub fn run(
     run.elect(&hosts, speakers, &mut say)?;
     let (m, o) = (run.master, 1 - run.master);
     // Capture timestamps are wall-clock time: the fault's, to find the takeover after it.
+    let to = SocketAddr::new(group.vips()[0], ANSWER_PORT);
+    let before = wait_for(Duration::from_secs(5), Duration::from_millis(20), || {
+        answered_by(&client, to, &hosts[m])
+    });
+    if before.is_none() {
+        return Err(ScenarioError::no_master(
+            "for the client before the fault",
+            &run.routers,
+        ));
+    }
     let fault_at = wall_clock();
+    let faulted = Instant::now();
     let (failover, mdi) = run.take_master_away(&lab, fault, &mut say)?;
+    let client_seen = wait_for(
+        CLIENT_LIMIT.saturating_sub(faulted.elapsed()),
+        Duration::from_millis(20),
+        || answered_by(&client, to, &hosts[o]),
+    )
+    .map(|_| faulted.elapsed());
+    say(&format!(
+        "the client answered through {to} by {} after {client_seen:?}",
+        hosts[o].name()
+    ));
     let converged = run.bring_it_back(&lab, fault, &mut say)?;
     let final_master = usize::from(!run.routers[0].holds(group));
     std::thread::sleep(Duration::from_millis(u64::from(group.advert_int_cs) * 20));
@@ -131,7 +206,17 @@ pub fn run(
         final_master: hosts[final_master].name().to_string(),
         adverts,
         pcap: std::fs::read(&file).map_err(|e| ScenarioError::Capture(e.to_string()))?,
+        client: client_seen,
+        client_floor: crate::probe::stale_arp_floor(&client),
     })
+}
+
+/// Whether `client` is answered through `to` (a VIP) by `host`, with its neighbour entry for
+/// the VIP on `host`'s MAC (one attempt, 300 ms to connect).
+fn answered_by(client: &Host, to: SocketAddr, host: &Host) -> bool {
+    let got = client.within(|| crate::probe::get(to, Duration::from_millis(300)));
+    let entry = client.neighbour(to.ip()).and_then(|n| n.lladdr);
+    got.is_ok_and(|name| name == host.name()) && entry.is_some() && entry == host.mac().ok()
 }
 
 /// The scenario's routers as it goes: the group they run, and which of them was master first.

@@ -596,6 +596,12 @@ impl SystemdCluster {
         &self.lab
     }
 
+    /// How long the client's ARP cache keeps sending to a VIP's old holder unless a
+    /// gratuitous ARP says otherwise (see [`crate::cluster::Cluster::client_arp_floor`]).
+    pub fn client_arp_floor(&self) -> Option<Duration> {
+        crate::probe::stale_arp_floor(&self.client)
+    }
+
     /// Which nodes that are up hold `vip` now.
     pub fn holders(&self, vip: IpAddr) -> Vec<String> {
         self.nodes

@@ -16,10 +16,10 @@
 
 use std::time::{Duration, Instant};
 
+use ipi_core::vrrp::Version;
 use ipi_net_tests::chaos::clients::Outcome;
 use ipi_net_tests::chaos::schedule::{Kind, Schedule};
 use ipi_net_tests::chaos::{self, report, Budget, Run};
-use ipi_core::vrrp::Version;
 use ipi_net_tests::cluster::{build_programs, Options, ADVERT_CS, MASTER_API, WORKER_INGRESS};
 use ipi_net_tests::rfc;
 
@@ -96,12 +96,27 @@ fn broken_invariants(run: &Run) -> Vec<String> {
             _ => t + MARGIN,
         };
         if row.two_ms > ms(two) {
-            out.push(format!("{}: {} ms with two holders (at most {two:?})", kind.label(), row.two_ms));
+            out.push(format!(
+                "{}: {} ms with two holders (at most {two:?})",
+                kind.label(),
+                row.two_ms
+            ));
         }
-        let justified = run.windows.iter().any(|w| w.kind == kind && w.justifies.is_some());
-        let none = if justified { mdi + MARGIN } else { Duration::ZERO };
+        let justified = run
+            .windows
+            .iter()
+            .any(|w| w.kind == kind && w.justifies.is_some());
+        let none = if justified {
+            mdi + MARGIN
+        } else {
+            Duration::ZERO
+        };
         if row.none_ms > ms(none) {
-            out.push(format!("{}: {} ms with no holder (at most {none:?})", kind.label(), row.none_ms));
+            out.push(format!(
+                "{}: {} ms with no holder (at most {none:?})",
+                kind.label(),
+                row.none_ms
+            ));
         }
     }
     for (w, client, outage) in report::longest_outages(run) {

@@ -17,11 +17,11 @@
 use std::time::{Duration, Instant};
 
 use ipi_core::vrrp::Version;
-use ipi_net_tests::rfc;
 use ipi_net_tests::cluster::{
     build_programs, Cluster, Move, Options, Role, Stack, ADVERT_CS, API_VIP, CHK_INGRESS_CS,
     DOMAIN, INGRESS_VIP, MASTER_API, WORKER_INGRESS,
 };
+use ipi_net_tests::rfc;
 
 /// What a move may take beyond its VRRP timers before the client is served: the vrrpd and
 /// kernel work on a loaded two-core machine, and the client's attempts (300 ms each while its
@@ -44,7 +44,14 @@ fn lower_prio_answer() -> Duration {
 /// (the old holder's MAC, in use just before the fault) takes to fail over by itself.
 fn served_in_time(cluster: &Cluster, m: &Move, candidates: &[String], bound: Duration) {
     let floor = cluster.client_arp_floor().unwrap();
-    let settled_bound = bound + lower_prio_answer();
+    let mut settled_bound = bound + lower_prio_answer();
+    // keepalived's answer to a loser's advert is keepalived's timing, not ours: on a loaded
+    // machine it came 8.4 s after the fault against a 7.7 s bound once (CI). The upstream
+    // stack gets UPSTREAM_SLACK more, which still fails a missing re-announce: the bound stays
+    // below the client's ARP entry going stale by itself (asserted next).
+    if cluster.options().stack == Stack::Upstream {
+        settled_bound += UPSTREAM_SLACK;
+    }
     assert!(
         settled_bound < floor,
         "the bound {settled_bound:?} would not tell a gratuitous ARP from the client's ARP entry \
@@ -63,18 +70,6 @@ fn served_in_time(cluster: &Cluster, m: &Move, candidates: &[String], bound: Dur
         "the client's first answer went to {} (its ARP entry), not a new holder: {m:?}",
         m.via
     );
-    // keepalived's answer to a loser's advert is keepalived's timing, not ours: on a loaded
-    // machine it took 8.4 s against the 7.7 s bound once (CI); the upstream stack's run says
-    // it rather than failing our suite on it.
-    if cluster.options().stack == Stack::Upstream && m.settled > settled_bound {
-        eprintln!(
-            "upstream: served by {} {:.3} s after the fault, beyond the {:.3} s ours must meet",
-            m.to,
-            m.settled.as_secs_f64(),
-            settled_bound.as_secs_f64()
-        );
-        return;
-    }
     assert!(
         m.settled <= settled_bound,
         "the client was served through the VIP by {} {:.3} s after the fault, later than the \
@@ -84,6 +79,10 @@ fn served_in_time(cluster: &Cluster, m: &Move, candidates: &[String], bound: Dur
         settled_bound.as_secs_f64()
     );
 }
+
+/// What keepalived (the upstream stack) may take beyond our bound to answer a loser's advert
+/// on a loaded machine: 0.7 s over was seen once; 3 s leaves room and stays under the floor.
+const UPSTREAM_SLACK: Duration = Duration::from_secs(3);
 
 fn say_move(say: &dyn Fn(&str), what: &str, m: &Move, bound: Duration) {
     say(&format!(

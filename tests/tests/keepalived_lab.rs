@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use ipi_core::vrrp::{Auth, Version};
-use ipi_net_tests::failover::{self, Fault, Outcome};
+use ipi_net_tests::failover::{self, Fault, Outcome, CLIENT_COST};
 use ipi_net_tests::vrrp::{Group, Speaker};
 
 /// How much later than due a timer-driven event may come: keepalived's timer wakes late on a
@@ -82,6 +82,9 @@ fn check_timeline(group: &Group, o: &Outcome) {
         silence <= o.master_down_interval + late(t),
         "silence {silence:?}"
     );
+    // The client follows: the new master's gratuitous ARP / unsolicited NA moved it.
+    o.client_within(o.master_down_interval + late(t) + CLIENT_COST)
+        .unwrap();
 }
 
 /// The first master's adverts of one family (priority 150 is a's only) from when it held the

@@ -20,15 +20,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ipi_lab::wait_for;
-use ipi_net_tests::cluster::{API_VIP, DOMAIN, INGRESS_VIP};
+use ipi_core::vrrp::Version;
+use ipi_lab::{router, wait_for};
+use ipi_net_tests::cluster::{
+    ADVERT_CS, API_PORT, API_VIP, CHK_INGRESS_CS, DOMAIN, INGRESS_VIP, MASTER_API, WORKER_INGRESS,
+};
 use ipi_net_tests::nspawn::{self, Overlay, SystemdCluster};
+use ipi_net_tests::rfc;
+use ipi_net_tests::vrrp::dissect;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -597,19 +602,47 @@ fn reload_moves_nothing(c: &SystemdCluster, t0: Instant) {
         let j = ct.journal(&["ipi-vrrpd.service"]);
         j.contains("reloaded") || j.contains("reload: the configuration did not change")
     });
+    // For 5 s the client is answered through the API VIP by the bootstrap node every 50 ms,
+    // and the wire has the bootstrap node's adverts for it only and no announcement of it: a
+    // VIP dropped and added again, however briefly, is announced when it comes back.
+    let capture = c.client().capture("reload", "arp or ip proto 112").unwrap();
+    let api = SocketAddr::from((API_VIP, 6443));
     let end = Instant::now() + Duration::from_secs(5);
+    let mut answers = 0;
     while Instant::now() < end {
+        let got = c.get(api);
+        assert_eq!(
+            got.as_deref(),
+            Some("bootstrap"),
+            "the client through the API VIP on reload"
+        );
         assert_eq!(
             c.holders(IpAddr::V4(API_VIP)),
             ["bootstrap"],
             "the API VIP moved on reload"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        answers += 1;
+        std::thread::sleep(Duration::from_millis(50));
     }
+    let pcap = capture.stop().unwrap();
+    let bootstrap = c.node("bootstrap").unwrap().host.ipv4().to_string();
+    let (adverts, garps) = api_vip_on_the_wire(&pcap);
+    assert!(
+        !adverts.is_empty() && adverts.iter().all(|src| *src == bootstrap),
+        "adverts for the API VIP during the reload from {adverts:?}, not only {bootstrap}"
+    );
+    assert!(
+        garps.is_empty(),
+        "the API VIP announced again on reload: {garps:?}"
+    );
     assert_eq!(ct.show("ipi-vrrpd.service", "MainPID"), pid);
     step(
         t0,
-        "systemctl reload ipi-vrrpd with a changed file: same process, the API VIP stayed 5 s",
+        &format!(
+            "systemctl reload ipi-vrrpd with a changed file: same process, the API VIP stayed 5 s \
+             ({answers} answers through it, {} adverts from the bootstrap node, no announcement)",
+            adverts.len()
+        ),
     );
 }
 
@@ -831,10 +864,84 @@ fn dns_journals(c: &SystemdCluster, nodes: &[&String]) -> String {
 }
 
 /// The smoke scenario under systemd, then `systemctl stop` leaving nothing behind.
+/// In a capture: the sources of the VRRP adverts that carry the API VIP, and the gratuitous
+/// ARPs for it (sender MACs), as tshark dissects them.
+fn api_vip_on_the_wire(pcap: &Path) -> (Vec<String>, Vec<String>) {
+    let vip = API_VIP.to_string();
+    let adverts = dissect(pcap, "vrrp", &["ip.src", "vrrp.ip_addr"])
+        .unwrap()
+        .into_iter()
+        .filter(|f| f[1].split(',').any(|a| a == vip))
+        .map(|f| f[0].clone())
+        .collect();
+    let garps = dissect(
+        pcap,
+        "arp",
+        &["arp.src.hw_mac", "arp.src.proto_ipv4", "arp.dst.proto_ipv4"],
+    )
+    .unwrap()
+    .into_iter()
+    .filter(|f| f[1] == vip && f[2] == vip)
+    .map(|f| f[0].clone())
+    .collect();
+    (adverts, garps)
+}
+
+/// What a move may take in the systemd lab beyond its VRRP timers before the client follows:
+/// containers under a real systemd on a loaded two-core machine, and the client's attempts.
+const MARGIN: Duration = Duration::from_secs(5);
+
+/// After a move of `vip` to `holder` (the fault at `since`): the client's ARP entry for the VIP
+/// holds the holder's MAC and a request through it at `port` is answered (by `answer` when
+/// given), within `bound`, which must stay under the time the client's entry takes to fail
+/// over by itself (so that a move without a gratuitous ARP fails). The client must have
+/// talked to the VIP just before the fault, so that its entry held the old holder's MAC.
+fn client_follows(
+    c: &SystemdCluster,
+    (vip, port): (Ipv4Addr, u16),
+    holder: &str,
+    answer: Option<&str>,
+    since: Instant,
+    bound: Duration,
+) -> Duration {
+    let floor = c.client_arp_floor().unwrap();
+    assert!(
+        bound < floor,
+        "the bound {bound:?} is not under the client's ARP floor {floor:?}"
+    );
+    let mac = c.node(holder).unwrap().host.mac().unwrap();
+    let to = SocketAddr::from((vip, port));
+    let left = bound.saturating_sub(since.elapsed());
+    wait_for(left, Duration::from_millis(50), || {
+        let entry = c.client().neighbour(IpAddr::V4(vip)).and_then(|n| n.lladdr);
+        let got = c.get(to);
+        entry.as_deref() == Some(mac.as_str())
+            && got.is_some()
+            && answer.is_none_or(|a| got.as_deref() == Some(a))
+    })
+    .map(|_| since.elapsed())
+    .unwrap_or_else(|| {
+        panic!(
+            "the client did not follow {vip} to {holder} ({mac}) within {bound:?}: its entry is \
+             {:?}\n{}",
+            c.client().neighbour(IpAddr::V4(vip)),
+            c.logs()
+        )
+    })
+}
+
 fn smoke(c: &mut SystemdCluster, t0: Instant) {
     let api = IpAddr::V4(API_VIP);
     let ingress = IpAddr::V4(INGRESS_VIP);
-    // The bootstrap node leaves: its vrrpd stopped (resigns), its state directory goes.
+    let api_service = (API_VIP, API_PORT);
+    let advert = rfc::centis(ADVERT_CS);
+    let api_bound = rfc::master_down_interval(Version::V2, MASTER_API, advert) + MARGIN;
+    // The bootstrap node leaves: its vrrpd stopped (resigns), its state directory goes. The
+    // client talked to the VIP just before: its ARP entry holds the bootstrap node's MAC.
+    assert!(
+        c.get(SocketAddr::from(api_service)).is_some(),
+        "the client through the API VIP"
+    );
     let b = &c.node("bootstrap").unwrap().container;
     b.must(&["stop", "ipi-vrrpd.service"]).unwrap();
     let t = Instant::now();
@@ -851,15 +958,22 @@ fn smoke(c: &mut SystemdCluster, t0: Instant) {
         h.len() == 1 && h[0].starts_with("master-")
     });
     let holder = c.holders(api)[0].clone();
+    let followed = client_follows(c, api_service, &holder, None, t, api_bound);
     step(
         t0,
         &format!(
-            "the bootstrap node left: the API VIP on {holder} {:.2} s later",
-            t.elapsed().as_secs_f64()
+            "the bootstrap node left: the API VIP on {holder} {:.2} s later, the client on its \
+             MAC and served after {:.2} s (bound {api_bound:?})",
+            t.elapsed().as_secs_f64(),
+            followed.as_secs_f64()
         ),
     );
 
     // The master holding the API VIP dies (its whole container killed, its link down).
+    assert!(
+        c.get(SocketAddr::from(api_service)).is_some(),
+        "the client through the API VIP"
+    );
     c.kill(&holder).unwrap();
     let t = Instant::now();
     until(c, "the API VIP on another master", 30, || {
@@ -867,11 +981,14 @@ fn smoke(c: &mut SystemdCluster, t0: Instant) {
         h.len() == 1 && h[0] != holder && h[0].starts_with("master-")
     });
     let next = c.holders(api)[0].clone();
+    let followed = client_follows(c, api_service, &next, None, t, api_bound);
     step(
         t0,
         &format!(
-            "{holder} died: the API VIP on {next} {:.2} s later",
-            t.elapsed().as_secs_f64()
+            "{holder} died: the API VIP on {next} {:.2} s later, the client on its MAC and \
+             served after {:.2} s (bound {api_bound:?})",
+            t.elapsed().as_secs_f64(),
+            followed.as_secs_f64()
         ),
     );
 
@@ -881,17 +998,32 @@ fn smoke(c: &mut SystemdCluster, t0: Instant) {
         h.len() == 1 && h[0].starts_with("worker-")
     });
     let w = c.holders(ingress)[0].clone();
+    let ingress_service = (INGRESS_VIP, router::PORT);
+    assert!(
+        c.get(SocketAddr::from(ingress_service)).is_some(),
+        "the client through the Ingress VIP"
+    );
     c.node_mut(&w).unwrap().router.as_mut().unwrap().stop();
     let t = Instant::now();
     until(c, "the Ingress VIP on the other worker", 30, || {
         let h = c.holders(ingress);
         h.len() == 1 && h[0] != w
     });
+    let other = c.holders(ingress)[0].clone();
+    // chk_ingress fails within its interval, then the other worker takes over a
+    // Master_Down_Interval after the holder's last advert at full priority.
+    let bound = rfc::centis(CHK_INGRESS_CS)
+        + rfc::master_down_interval(Version::V2, WORKER_INGRESS, advert)
+        + MARGIN;
+    let answer = format!("router on {other}");
+    let followed = client_follows(c, ingress_service, &other, Some(&answer), t, bound);
     step(
         t0,
         &format!(
-            "the router on {w} stopped: the Ingress VIP moved {:.2} s later",
-            t.elapsed().as_secs_f64()
+            "the router on {w} stopped: the Ingress VIP moved {:.2} s later, the client on \
+             {other}'s MAC and served by its router after {:.2} s (bound {bound:?})",
+            t.elapsed().as_secs_f64(),
+            followed.as_secs_f64()
         ),
     );
 

@@ -42,7 +42,10 @@ fn three_runs(failure: Failure) -> Option<[Tally; 3]> {
             Setup::LbProxy(_) => "lb-proxy tuned",
             Setup::Cluster => "lb-proxy --cluster",
         };
-        eprintln!("{:?}, {name}: {tally} {:?}", failure, tally.errors);
+        eprintln!(
+            "{:?}, {name}: {tally} {:?} (felt: {})",
+            failure, tally.errors, tally.felt
+        );
         if std::env::var_os("FAILOVER_LOGS").is_some() {
             eprintln!("{log}");
         }

@@ -207,7 +207,7 @@ fn three_routers_elect_resign_and_survive_a_crash() {
         silence >= Duration::from_millis(3595) && silence < Duration::from_millis(3600) + LATE,
         "{silence:?}\n{seen}"
     );
-    seen.garp_burst(vip(), &mac(&c), b_last, 5);
+    seen.garp_burst(vip(), &mac(&c), c_first - Duration::from_millis(100), 5);
     let movers: std::collections::BTreeSet<&str> = seen
         .garps(vip())
         .iter()
@@ -221,7 +221,7 @@ fn three_routers_elect_resign_and_survive_a_crash() {
 
 #[test]
 fn track_scripts_move_the_vip_and_notify_scripts_run() {
-    if !ipi_lab::available() {
+    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
         return;
     }
     let mut lab = Lab::new().unwrap();
@@ -259,7 +259,9 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
             .contains("INSTANCE VI_1 MASTER 150")
     });
 
-    // Negative weight: 150 - 60 = 90 < 120, b takes over; back to 150, a preempts.
+    // Negative weight: 150 - 60 = 90 < 120, b takes over; back to 150, a preempts. On the
+    // wire, a's adverts go from 150 to 90 (what made b preempt), then stop.
+    let wire = Wire::start(&lab, "weight");
     std::fs::remove_file(&flag).unwrap();
     until("b to take over", Duration::from_secs(5), &all, || {
         holds(&b) && !holds(&a)
@@ -268,6 +270,13 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
     until("a's priority 90", Duration::from_secs(3), &all, || {
         status(&a)["instances"][0]["priority"] == 90
     });
+    let seen = wire.stop();
+    let a_ip = a.ipv4().to_string();
+    let sent: Vec<u8> = seen.adverts_from(&a_ip).map(|x| x.priority).collect();
+    assert!(
+        sent.contains(&90) && sent.iter().all(|p| [150, 90].contains(p)),
+        "a's priorities on the wire: {sent:?}\n{seen}"
+    );
     std::fs::write(&flag, "").unwrap();
     until("a to preempt", Duration::from_secs(5), &all, || {
         holds(&a) && !holds(&b)
@@ -281,6 +290,9 @@ fn track_scripts_move_the_vip_and_notify_scripts_run() {
     });
     until("b master", Duration::from_secs(5), &all, || holds(&b));
     reach(&client, vip(), "b", &all);
+    // In FAULT a says nothing on the wire.
+    let sent = support::priorities(&lab, &a, 60, Duration::from_millis(500));
+    assert!(sent.is_empty(), "a's adverts in FAULT: {sent:?}");
     std::fs::write(&fault, "").unwrap();
     until("a back", Duration::from_secs(5), &all, || {
         holds(&a) && state(&a) == "MASTER"
@@ -619,7 +631,10 @@ fn the_bootstrap_pivot() {
     let wire = Wire::start(&lab, "pivoted");
     std::thread::sleep(Duration::from_secs(2));
     let seen = wire.stop();
-    let (ip, mac) = (hosts[holder].ipv4().to_string(), hosts[holder].mac().unwrap());
+    let (ip, mac) = (
+        hosts[holder].ipv4().to_string(),
+        hosts[holder].mac().unwrap(),
+    );
     let api: Vec<&support::Advert> = seen
         .adverts
         .iter()

@@ -60,13 +60,18 @@ fn garps(lan: &Lan, node: usize, since: u64) -> Vec<(u64, u32)> {
 /// healed at 10.3 s, after A's advert of 10.218 s and before B's of 10.609 s, so that A hears
 /// B first. Returns the LAN and the two routers.
 fn split_brain(a: InstanceParams, b: InstanceParams) -> (Lan, usize, usize) {
+    split_brain_healed_at(a, b, HEAL)
+}
+
+/// [`split_brain`], healed at `heal` ms.
+fn split_brain_healed_at(a: InstanceParams, b: InstanceParams, heal: u64) -> (Lan, usize, usize) {
     let mut lan = Lan::new();
     let ra = lan.add(addr(1), router(a));
     let rb = lan.add(addr(2), router(b));
     lan.cut(ra, rb);
     lan.start(ra);
     lan.start(rb);
-    lan.run_until(ms(HEAL));
+    lan.run_until(ms(heal));
     assert_eq!(lan.state(ra, VRID), Some(State::Master));
     assert_eq!(lan.state(rb, VRID), Some(State::Master));
     lan.heal(ra, rb);
@@ -94,6 +99,53 @@ fn keepalived_defaults_re_announce_after_a_lower_priority_advert() {
     assert_eq!((at, from, to), (ms(heard), State::Master, State::Backup));
     // A answered with its own advert at the same instant, so B yielded at once.
     assert!(lan.adverts(a, VRID).contains(&(ms(heard), 200)));
+}
+
+#[test]
+fn a_master_that_loses_the_tie_at_a_heal_says_so_and_the_other_re_announces() {
+    // Equal priorities (OpenShift's masters), A at .2 wins the tie; B started half a second
+    // later, so their adverts alternate. Healed after B's advert, so A's next is the first to
+    // cross and B steps down before A has heard anything of it. B's one advert on the way
+    // out is what tells A that its neighbours may hold B's MAC for the VIP: A re-announces
+    // at once. (Without it B left silently, and A, master all along, never announced again.)
+    let mut lan = Lan::new();
+    let a = lan.add(addr(2), router(v3(100, 2)));
+    let b = lan.add(addr(1), router(v3(100, 1)));
+    lan.cut(a, b);
+    lan.start(a);
+    lan.run_until(ms(500));
+    lan.start(b);
+    // B's adverts at 500 + mdi + k s, A's at mdi + k s: heal 100 ms after one of B's.
+    let heal = mdi(100) + 7_600;
+    lan.run_until(ms(heal));
+    assert_eq!(lan.masters(VRID).len(), 2);
+    lan.heal(a, b);
+    lan.run_until(ms(heal + 1_000));
+    let stepped = lan.transitions(b, VRID).last().copied().unwrap();
+    assert_eq!((stepped.1, stepped.2), (State::Master, State::Backup));
+    assert!(
+        lan.adverts(b, VRID).contains(&(stepped.0, 100)),
+        "{:?}",
+        lan.adverts(b, VRID)
+    );
+    assert_eq!(garps(&lan, a, heal), [(stepped.0.as_millis(), 5)]);
+}
+
+#[test]
+fn a_master_preempted_by_a_higher_priority_leaves_without_a_word() {
+    // A higher priority is a preemption as often as a heal, and the preempting master
+    // announces itself: B (100) steps down on A's (200) advert and sends nothing, as
+    // keepalived.
+    let heal = mdi(100) + 7_100;
+    let (mut lan, a, b) = split_brain_healed_at(v3(200, 1), v3(100, 2), heal);
+    let a_next = mdi(200) + 8_000;
+    lan.run_until(ms(a_next + 100));
+    assert_eq!(
+        lan.transitions(b, VRID).last(),
+        Some(&(ms(a_next), State::Master, State::Backup))
+    );
+    assert!(!lan.adverts(b, VRID).iter().any(|(at, _)| *at >= ms(a_next)));
+    assert_eq!(garps(&lan, a, heal), []);
 }
 
 /// A master at priority 200 (1 s adverts), and a priority-100 advert from host `from`.

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ipi_net_tests::failover::{self, Fault, Outcome};
+use ipi_net_tests::failover::{self, Fault, Outcome, CLIENT_COST};
 use ipi_net_tests::vrrp::{dissect, Group, Speaker};
 
 fn scenario(group: &Group, speakers: [Speaker; 2]) -> Option<Outcome> {
@@ -103,6 +103,9 @@ fn check(o: &Outcome, expect: &Expect) {
         silence <= expect.master_down + late(expect.advert),
         "silence {silence:?}"
     );
+    // The client follows: the new master's gratuitous ARP / unsolicited NA moved it.
+    let bound = expect.master_down + late(expect.advert) + CLIENT_COST;
+    o.client_within(bound).unwrap();
     check_on_the_wire(o, expect);
 }
 
@@ -216,6 +219,8 @@ fn check_resign(o: &Outcome) {
             && silence <= Duration::from_millis(609) + LATE,
         "silence {silence:?}"
     );
+    o.client_within(Duration::from_millis(609) + LATE + CLIENT_COST)
+        .unwrap();
     check_on_the_wire(o, &V2_PASS);
     let rows = dissect_priorities(o);
     assert!(rows.contains(&"0".to_string()), "{rows:?}");

@@ -138,8 +138,14 @@ fn a_foreign_router_on_our_vrid_is_named_once_and_surveyed() {
         .collect();
     assert!(ours.len() >= 3, "a's adverts:\n{seen}");
     let gap = ours.windows(2).map(|w| w[1] - w[0]).max().unwrap();
-    assert!(gap < Duration::from_millis(1100), "a's adverts paused {gap:?}:\n{seen}");
-    assert!(seen.garps(vip).is_empty(), "a announced its VIP again:\n{seen}");
+    assert!(
+        gap < Duration::from_millis(1100),
+        "a's adverts paused {gap:?}:\n{seen}"
+    );
+    assert!(
+        seen.garps(vip).is_empty(),
+        "a announced its VIP again:\n{seen}"
+    );
     let s = status(&a);
     let i = &s["instances"][0];
     let adverts = i["foreign_routers"][0]["adverts"].as_u64().unwrap();

@@ -19,7 +19,7 @@ mod support;
 
 #[test]
 fn a_tracked_process_holds_the_instance_in_fault_until_it_runs() {
-    if !ipi_lab::available() {
+    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
         return;
     }
     let mut lab = ipi_lab::Lab::new().unwrap();
@@ -56,6 +56,12 @@ fn a_tracked_process_holds_the_instance_in_fault_until_it_runs() {
         &[&d],
         || state(&a) == "MASTER" && holds(&a, vip) && holds(&a, excluded),
     );
+    // On the wire: master at priority 100, an advert a second.
+    let sent = support::priorities(&lab, &a, 71, Duration::from_millis(2500));
+    assert!(
+        sent.len() >= 2 && sent.iter().all(|p| *p == 100),
+        "{sent:?}"
+    );
     tracked.stop();
     let took = until(
         "FAULT once the process ended",
@@ -64,11 +70,14 @@ fn a_tracked_process_holds_the_instance_in_fault_until_it_runs() {
         || state(&a) == "FAULT" && !holds(&a, vip) && !holds(&a, excluded),
     );
     eprintln!("the process ended; FAULT and both VIPs gone {took:?} later");
+    // In FAULT it says nothing more on the wire.
+    let sent = support::priorities(&lab, &a, 71, Duration::from_millis(2500));
+    assert!(sent.is_empty(), "adverts in FAULT: {sent:?}");
 }
 
 #[test]
 fn a_tracked_file_moves_the_priority_by_its_value_and_faults_below_minus_253() {
-    if !ipi_lab::available() {
+    if !ipi_lab::available() || !ipi_lab::tool("tshark", "tshark") {
         return;
     }
     let mut lab = ipi_lab::Lab::new().unwrap();
@@ -98,10 +107,18 @@ fn a_tracked_file_moves_the_priority_by_its_value_and_faults_below_minus_253() {
     until("MASTER", Duration::from_secs(10), &[&d], || {
         state(&a) == "MASTER"
     });
+    // Its peers see 130: 100 + 3 * 10, on the wire.
+    let sent = support::priorities(&lab, &a, 72, Duration::from_millis(2500));
+    assert!(
+        sent.len() >= 2 && sent.iter().all(|p| *p == 130),
+        "{sent:?}"
+    );
     std::fs::write(&file, "26").unwrap();
     until("FAULT at -260", Duration::from_secs(5), &[&d], || {
         state(&a) == "FAULT"
     });
+    let sent = support::priorities(&lab, &a, 72, Duration::from_millis(2500));
+    assert!(sent.is_empty(), "adverts in FAULT: {sent:?}");
 }
 
 /// A FIFO nobody writes at the tracked path: the blocking read it used to get stalled the one

@@ -36,6 +36,7 @@ struct Shared {
     stopping: AtomicBool,
     requests: AtomicU64,
     readyz: AtomicU64,
+    resets: AtomicU64,
     connections: Mutex<Vec<TcpStream>>,
 }
 
@@ -58,6 +59,7 @@ impl ApiServer {
             stopping: AtomicBool::new(false),
             requests: AtomicU64::new(0),
             readyz: AtomicU64::new(0),
+            resets: AtomicU64::new(0),
             connections: Mutex::new(Vec::new()),
         });
         let mut server = ApiServer {
@@ -109,6 +111,11 @@ impl ApiServer {
     /// Health requests answered (`/readyz`, `/healthz`, `/healthz/ready`).
     pub fn readyz_requests(&self) -> u64 {
         self.shared.readyz.load(Ordering::SeqCst)
+    }
+
+    /// Connections ended with a reset in reset mode ([`ApiServer::set_reset`]).
+    pub fn resets(&self) -> u64 {
+        self.shared.resets.load(Ordering::SeqCst)
     }
 
     /// Stops as a killed process would: the port is closed and every connection cut.
@@ -185,9 +192,13 @@ fn resets(stream: &TcpStream, shared: &Shared) -> bool {
     }
     let peer = stream.peer_addr().ok();
     lock(&shared.connections).retain(|c| c.peer_addr().ok() != peer);
-    socket2::SockRef::from(stream)
+    let reset = socket2::SockRef::from(stream)
         .set_linger(Some(std::time::Duration::ZERO))
-        .is_ok()
+        .is_ok();
+    if reset {
+        shared.resets.fetch_add(1, Ordering::SeqCst);
+    }
+    reset
 }
 
 fn tls_config() -> io::Result<Arc<rustls::ServerConfig>> {

@@ -326,6 +326,13 @@ impl Host {
         cmd::check(&mut self.command(program, args))
     }
 
+    /// The packets counted so far by the `counter` statements of nftables table `table`
+    /// (`inet`) in the host, summed: how much a fault made of rules dropped.
+    pub fn nft_counted(&self, table: &str) -> Result<u64, LabError> {
+        let out = self.run_ok("nft", ["list", "table", "inet", table])?;
+        Ok(counted(&out.stdout))
+    }
+
     /// Starts a long-running program in the host; its stdout and stderr go to
     /// `NAME.out` / `NAME.err` in the host's directory. It is stopped when the [`Daemon`] is
     /// dropped.
@@ -553,9 +560,29 @@ pub(crate) fn in_netns<T: Send>(
     })
 }
 
+/// The sum of the `counter packets N` of an `nft list` output.
+fn counted(listing: &str) -> u64 {
+    let words: Vec<&str> = listing.split_whitespace().collect();
+    words
+        .windows(3)
+        .filter(|w| w[0] == "counter" && w[1] == "packets")
+        .filter_map(|w| w[2].parse::<u64>().ok())
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counters_are_summed_over_the_rules_of_a_listing() {
+        let listing = "table inet ipi_chaos {\n\tchain input {\n\t\ttype filter hook input \
+                       priority -300; policy accept;\n\t\tip protocol vrrp ip saddr 192.0.2.11 \
+                       counter packets 7 bytes 280 drop\n\t\tip protocol vrrp counter packets \
+                       5 bytes 200 drop\n\t}\n}\n";
+        assert_eq!(counted(listing), 12);
+        assert_eq!(counted("table inet ipi_chaos {\n}\n"), 0);
+    }
 
     #[test]
     fn traffic_adds_up_what_the_ports_received() {

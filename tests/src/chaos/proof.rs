@@ -35,8 +35,7 @@ pub fn held(c: &Cluster, a: &Active, table: &str) -> Result<String, ClusterError
         Kind::RouterDown => refused(c, n, router::PORT),
         Kind::ReloadPeers if n.runs(PUBLISH) => Err(ClusterError::Step(format!(
             "{} still runs on {}",
-            PUBLISH,
-            n.name
+            PUBLISH, n.name
         ))),
         Kind::ReloadPeers => Ok(format!("{} stopped", PUBLISH)),
         other => Err(ClusterError::Step(format!(
@@ -85,26 +84,13 @@ fn no_carrier(n: &Node) -> Result<String, ClusterError> {
 
 /// Packets the fault's nftables rule on `n` dropped so far (its `counter`): more than none.
 fn dropped(n: &Node, table: &str) -> Result<String, ClusterError> {
-    let out = n.host.run_ok("nft", ["list", "table", "inet", table])?;
-    let packets = counted(&out.stdout);
-    if packets > 0 {
-        Ok(format!("{packets} VRRP packets dropped on {}", n.name))
-    } else {
-        Err(ClusterError::Step(format!(
-            "the VRRP rule on {} dropped nothing:\n{}",
-            n.name, out.stdout
-        )))
+    match n.host.nft_counted(table)? {
+        0 => Err(ClusterError::Step(format!(
+            "the VRRP rule on {} dropped nothing",
+            n.name
+        ))),
+        packets => Ok(format!("{packets} VRRP packets dropped on {}", n.name)),
     }
-}
-
-/// The sum of the `counter packets N` of an `nft list` output.
-fn counted(listing: &str) -> u64 {
-    let words: Vec<&str> = listing.split_whitespace().collect();
-    words
-        .windows(3)
-        .filter(|w| w[0] == "counter" && w[1] == "packets")
-        .filter_map(|w| w[2].parse::<u64>().ok())
-        .sum()
 }
 
 /// A connection from the client to the node's `port` refused (RST): the server is down,
@@ -128,31 +114,44 @@ fn refused(c: &Cluster, n: &Node, port: u16) -> Result<String, ClusterError> {
 /// for it held that holder's MAC (polled every 100 ms; None: not within `limit`). The router
 /// that stepped down answers no more for the VIP, so a client still pointing at it is cut
 /// off until its entry expires: the winner's re-announce is what moves it.
-pub fn client_follows(c: &Cluster, client: &Host, vip: Ipv4Addr, limit: Duration) -> Option<Duration> {
-    ipi_lab::wait_for(limit, Duration::from_millis(100), || {
+pub fn client_follows(
+    c: &Cluster,
+    client: &Host,
+    vip: Ipv4Addr,
+    limit: Duration,
+) -> Option<Duration> {
+    // What the client and the nodes did meanwhile, each change once, said when it fails.
+    let mut seen: Vec<(Duration, Vec<String>, Option<String>)> = Vec::new();
+    let start = std::time::Instant::now();
+    let followed = ipi_lab::wait_for(limit, Duration::from_millis(100), || {
         let holders = c.holders().api;
+        let entry = client.neighbour(IpAddr::V4(vip)).and_then(|n| n.lladdr);
+        if seen
+            .last()
+            .is_none_or(|(_, h, e)| *h != holders || *e != entry)
+        {
+            seen.push((start.elapsed(), holders.clone(), entry.clone()));
+        }
         let [holder] = holders.as_slice() else {
             return false;
         };
         let mac = c.node(holder).and_then(|n| n.host.mac().ok());
-        let entry = client.neighbour(IpAddr::V4(vip)).and_then(|n| n.lladdr);
         mac.is_some() && entry == mac
-    })
+    });
+    if followed.is_none() {
+        let macs: Vec<(String, Option<String>)> = c
+            .nodes()
+            .iter()
+            .map(|n| (n.name.clone(), n.host.mac().ok()))
+            .collect();
+        eprintln!("the client did not follow {vip}: (since the heal, holders, its entry) {seen:?}; MACs {macs:?}");
+    }
+    followed
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counters_are_summed_over_the_rules_of_a_listing() {
-        let listing = "table inet ipi_chaos {\n\tchain input {\n\t\ttype filter hook input \
-                       priority -300; policy accept;\n\t\tip protocol vrrp ip saddr 192.0.2.11 \
-                       counter packets 7 bytes 280 drop\n\t\tip protocol vrrp counter packets \
-                       5 bytes 200 drop\n\t}\n}\n";
-        assert_eq!(counted(listing), 12);
-        assert_eq!(counted("table inet ipi_chaos {\n}\n"), 0);
-    }
 
     #[test]
     fn a_process_state_is_read_past_a_name_with_parentheses() {

@@ -68,11 +68,11 @@ impl Failure {
     /// The nftables ruleset that makes it, for the kinds that are made by the network.
     fn ruleset(self) -> Option<String> {
         let rules = match self {
-            Failure::Dark => "  chain in { type filter hook input priority -300; iifname \"eth0\" drop; }\n  \
-                 chain out { type filter hook output priority -300; oifname \"eth0\" drop; }\n"
+            Failure::Dark => "  chain in { type filter hook input priority -300; iifname \"eth0\" counter drop; }\n  \
+                 chain out { type filter hook output priority -300; oifname \"eth0\" counter drop; }\n"
                 .to_string(),
             Failure::SlowAccept => format!(
-                "  chain in {{ type filter hook input priority -300; iifname \"eth0\" tcp dport {API} tcp flags & (syn | ack) == syn numgen random mod 100 < 80 drop; }}\n"
+                "  chain in {{ type filter hook input priority -300; iifname \"eth0\" tcp dport {API} tcp flags & (syn | ack) == syn numgen random mod 100 < 80 counter drop; }}\n"
             ),
             Failure::Refused | Failure::NotReady | Failure::Reset => return None,
         };
@@ -117,6 +117,8 @@ pub struct Tally {
     pub last_failure: Option<Duration>,
     /// The first few errors.
     pub errors: Vec<String>,
+    /// What showed that the failure took effect (`Bed::felt`).
+    pub felt: String,
 }
 
 impl std::fmt::Display for Tally {
@@ -280,6 +282,47 @@ impl Bed {
         }
     }
 
+    /// What shows that `failure` took effect on m0 while it is on, read before it is undone
+    /// (`readyz` and `resets`: m0's counts when it began); an error when nothing does. A fault
+    /// that did nothing would leave every judgement of the client green.
+    fn felt(&self, failure: Failure, readyz: u64, resets: u64) -> Result<String, String> {
+        let m0 = &self.servers[0];
+        match failure {
+            Failure::Refused => {
+                let to = m0.address();
+                let tried = self.lb.within(move || {
+                    Ok(std::net::TcpStream::connect_timeout(
+                        &to,
+                        Duration::from_secs(2),
+                    ))
+                });
+                match tried {
+                    Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                        Ok(format!("a connection to {to} refused"))
+                    }
+                    other => Err(format!("a connection to {to} was not refused: {other:?}")),
+                }
+            }
+            Failure::NotReady => match m0.readyz_requests() - readyz {
+                0 => Err("no /readyz reached m0 while it answered 503".into()),
+                n => Ok(format!("m0 answered {n} /readyz with 503")),
+            },
+            Failure::Reset => match m0.resets() - resets {
+                0 => Err("m0 reset no connection".into()),
+                n => Ok(format!("m0 reset {n} connections")),
+            },
+            Failure::Dark | Failure::SlowAccept => {
+                match self.masters[0]
+                    .nft_counted("failure")
+                    .map_err(|e| e.to_string())?
+                {
+                    0 => Err("m0's rules dropped nothing".into()),
+                    n => Ok(format!("m0's rules dropped {n} packets")),
+                }
+            }
+        }
+    }
+
     /// Runs `setup`, lets the client see `before` of normal service, fails m0 for `after`,
     /// and says what the client saw from the failure on. The proxy's log comes with it.
     pub fn run(
@@ -298,13 +341,18 @@ impl Bed {
         let client = Client::start(&self.lb, self.front());
         std::thread::sleep(before);
         let failed_at = Instant::now();
+        let (readyz, resets) = (self.servers[0].readyz_requests(), self.servers[0].resets());
         self.set(failure, true);
         std::thread::sleep(after);
         let samples = client.stop();
+        let felt = self.felt(failure, readyz, resets);
         self.set(failure, false);
         let log = proxy.log();
         proxy.stop();
-        (tally(&samples, failed_at), log)
+        let felt = felt.unwrap_or_else(|e| panic!("{setup:?}: {failure:?} not felt: {e}\n{log}"));
+        let mut tally = tally(&samples, failed_at);
+        tally.felt = felt;
+        (tally, log)
     }
 }
 
@@ -386,5 +434,6 @@ fn tally(samples: &[Sample], failed_at: Instant) -> Tally {
             .take(3)
             .filter_map(|s| s.error.clone())
             .collect(),
+        felt: String::new(),
     }
 }

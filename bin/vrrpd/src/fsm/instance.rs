@@ -702,6 +702,19 @@ impl Instance {
         if priority > local || tie_lost {
             // Higher priority, or equal priority and the greater primary address: step down
             // and time the new master with its own interval.
+            //
+            // A tie lost means two masters at once (a backup never preempts an equal
+            // priority): a two-way partition healing, or two that took over together. Then
+            // one advert of ours on the way out (RFC 5798 sends none; neither does
+            // keepalived): when the other's advert crossed first, it has never heard us, so it
+            // would not re-announce the VIPs (it does on the advert it hears, see below) and
+            // the neighbours that took our announcements would keep our MAC for a VIP we no
+            // longer hold until their entries go stale (15-45 s). A higher priority is a
+            // preemption as often as a heal, and a preempting master announces itself: no
+            // advert then, as keepalived.
+            if tie_lost {
+                self.send_advert(local, out);
+            }
             self.release_master(out);
             self.master_adver_int_cs = if self.params.version == Version::V3 && advert_int_cs != 0 {
                 advert_int_cs

@@ -154,6 +154,20 @@ impl Wire {
     }
 }
 
+/// The priorities of `src`'s adverts for `vrid` on the wire (multicast: the bridge sees
+/// them) during the next `window`, in order: what a router's priority and state are to its
+/// peers, which a status file can only claim. A router in FAULT or BACKUP sends none.
+pub fn priorities(lab: &Lab, src: &Host, vrid: u8, window: Duration) -> Vec<u8> {
+    let wire = Wire::start(lab, &format!("priorities-{vrid}"));
+    std::thread::sleep(window);
+    let seen = wire.stop();
+    let src = src.ipv4().to_string();
+    seen.adverts_from(&src)
+        .filter(|a| a.vrid == vrid)
+        .map(|a| a.priority)
+        .collect()
+}
+
 /// A pcap file's adverts and ARP frames, dissected by tshark.
 pub fn decode(file: &Path) -> Seen {
     use ipi_net_tests::vrrp::dissect;
