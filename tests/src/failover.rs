@@ -113,26 +113,7 @@ pub fn run(
 ) -> Result<Outcome, ScenarioError> {
     let start = Instant::now();
     let mut say = |text: &str| log(start.elapsed(), text);
-    let mut lab = Lab::new()?;
-    let hosts = [lab.host("a")?, lab.host("b")?];
-    for h in &hosts {
-        let line = format!(
-            "host {}: {} {} {}",
-            h.name(),
-            h.ipv4(),
-            h.ipv6(),
-            h.link_local()
-        );
-        say(&line);
-    }
-    let client = lab.host("client")?;
-    let _answer = hosts
-        .iter()
-        .map(|h| {
-            let at = SocketAddr::from((Ipv6Addr::UNSPECIFIED, ANSWER_PORT));
-            ApiServer::start_in(h, at, h.name()).map_err(|e| ScenarioError::Capture(e.to_string()))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let (lab, hosts, client, _answer) = hosts(&mut say)?;
     let capture = lab.capture("vrrp", "ip proto 112 or ip6 proto 112")?;
     let mut run = Run {
         group,
@@ -145,10 +126,7 @@ pub fn run(
     let (m, o) = (run.master, 1 - run.master);
     // Capture timestamps are wall-clock time: the fault's, to find the takeover after it.
     let to = SocketAddr::new(group.vips()[0], ANSWER_PORT);
-    let before = wait_for(Duration::from_secs(5), Duration::from_millis(20), || {
-        answered_by(&client, to, &hosts[m])
-    });
-    if before.is_none() {
+    if !answered_within(&client, to, &hosts[m], Duration::from_secs(5)) {
         return Err(ScenarioError::no_master(
             "for the client before the fault",
             &run.routers,
@@ -157,12 +135,13 @@ pub fn run(
     let fault_at = wall_clock();
     let faulted = Instant::now();
     let (failover, mdi) = run.take_master_away(&lab, fault, &mut say)?;
-    let client_seen = wait_for(
+    let client_seen = answered_within(
+        &client,
+        to,
+        &hosts[o],
         CLIENT_LIMIT.saturating_sub(faulted.elapsed()),
-        Duration::from_millis(20),
-        || answered_by(&client, to, &hosts[o]),
     )
-    .map(|_| faulted.elapsed());
+    .then(|| faulted.elapsed());
     say(&format!(
         "the client answered through {to} by {} after {client_seen:?}",
         hosts[o].name()
@@ -209,6 +188,41 @@ pub fn run(
         client: client_seen,
         client_floor: crate::probe::stale_arp_floor(&client),
     })
+}
+
+/// The lab: the routers' hosts a and b (said), the client host, and on each router's host an
+/// [`ApiServer`] answering with its name.
+fn hosts(
+    say: &mut dyn FnMut(&str),
+) -> Result<(Lab, [Host; 2], Host, Vec<ApiServer>), ScenarioError> {
+    let mut lab = Lab::new()?;
+    let hosts = [lab.host("a")?, lab.host("b")?];
+    for h in &hosts {
+        say(&format!(
+            "host {}: {} {} {}",
+            h.name(),
+            h.ipv4(),
+            h.ipv6(),
+            h.link_local()
+        ));
+    }
+    let client = lab.host("client")?;
+    let answer = hosts
+        .iter()
+        .map(|h| {
+            let at = SocketAddr::from((Ipv6Addr::UNSPECIFIED, ANSWER_PORT));
+            ApiServer::start_in(h, at, h.name()).map_err(|e| ScenarioError::Capture(e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((lab, hosts, client, answer))
+}
+
+/// Whether [`answered_by`] comes true within `limit` (polled every 20 ms).
+fn answered_within(client: &Host, to: SocketAddr, host: &Host, limit: Duration) -> bool {
+    wait_for(limit, Duration::from_millis(20), || {
+        answered_by(client, to, host)
+    })
+    .is_some()
 }
 
 /// Whether `client` is answered through `to` (a VIP) by `host`, with its neighbour entry for
