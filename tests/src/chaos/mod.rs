@@ -174,7 +174,9 @@ fn one(c: &mut Cluster, p: Planned, t0: Instant, client: &Host) -> Result<Window
     let applied = Instant::now();
     let a: Active = faults::apply(c, p)?;
     std::thread::sleep(p.kind.hold().saturating_sub(applied.elapsed()));
-    let felt = faults::undo(c, &a)?;
+    let held = proof::held(c, &a, faults::TABLE)?;
+    let ended = faults::undo(c, &a)?;
+    let felt = held.or(ended).unwrap_or_default();
     let undone = t0.elapsed();
     let arp = (p.kind == Kind::SplitBrain)
         .then(|| proof::client_follows(c, client, API_VIP, HEAL_LIMIT))
