@@ -77,6 +77,18 @@ pub struct Outcome {
 /// 20 ms, and an attempt whose SYN went to the old master's MAC waits out its 300 ms.
 pub const CLIENT_COST: Duration = Duration::from_secs(1);
 
+/// How much later than due a timer-driven event may come: the timer's wake-up on a loaded
+/// 2-core box (a CI run and builds beside the lab), and keepalived's microseconds against
+/// vrrpd's centiseconds (under 10 ms). 250 ms was seen exceeded by 150 ms at load 8. Never a
+/// whole advert interval ([`late`]): a backup that waits one interval too many must fail, at
+/// 1 s (v2) as at 0.5 s (v3).
+pub const LATE: Duration = Duration::from_millis(600);
+
+/// [`LATE`], or 10 ms less than one advert interval when that is shorter (490 ms at 50 cs).
+pub fn late(advert: Duration) -> Duration {
+    LATE.min(advert.saturating_sub(Duration::from_millis(10)))
+}
+
 impl Outcome {
     /// The client was answered through the VIP by the new master, its neighbour entry on that
     /// router's MAC, within `bound` of the fault; `bound` itself under

@@ -36,31 +36,29 @@ mod tests {
 
     #[test]
     fn the_rfcs_examples_by_hand() {
-        // v2, priority 100: 156 / 256 s = 609.4 ms, 600 ms in whole centiseconds; the interval
-        // does not matter.
-        assert_eq!(
-            skew_time(Version::V2, 100, centis(100)),
-            Duration::from_millis(600)
-        );
-        assert_eq!(
-            skew_time(Version::V2, 100, centis(300)),
-            Duration::from_millis(600)
-        );
-        assert_eq!(
-            master_down_interval(Version::V2, 100, centis(100)),
-            Duration::from_millis(3600)
-        );
-        // v3, priority 120, 1 s: 136 * 100 cs / 256 = 53.1 cs; 3 s + 530 ms.
-        assert_eq!(
-            master_down_interval(Version::V3, 120, centis(100)),
-            Duration::from_millis(3530)
-        );
-        // v3, priority 100, 50 cs: 156 * 50 / 256 = 30.5 cs; 1.5 s + 300 ms.
-        assert_eq!(
-            master_down_interval(Version::V3, 100, centis(50)),
-            Duration::from_millis(1800)
-        );
-        // Priority 255 (the address owner): 1 / 256 of an interval, under a centisecond.
-        assert_eq!(skew_time(Version::V3, 255, centis(100)), Duration::ZERO);
+        // (version, priority, interval in cs, Skew_Time and Master_Down_Interval in ms, worked
+        // by hand).
+        let cases = [
+            // v2, priority 100: 156 / 256 s = 609.4 ms, 600 ms in whole centiseconds, whatever
+            // the interval.
+            (Version::V2, 100, 100, 600, 3600),
+            (Version::V2, 100, 300, 600, 9600),
+            // v3, priority 120, 1 s: 136 * 100 cs / 256 = 53.1 cs; 3 s + 530 ms.
+            (Version::V3, 120, 100, 530, 3530),
+            // v3, priority 100, 50 cs: 156 * 50 / 256 = 30.5 cs; 1.5 s + 300 ms.
+            (Version::V3, 100, 50, 300, 1800),
+            // Priority 255 (the address owner): 1 / 256 of an interval, under a centisecond.
+            (Version::V3, 255, 100, 0, 3000),
+        ];
+        for (version, priority, cs, skew, down) in cases {
+            let case = format!("{version:?} priority {priority} at {cs} cs");
+            let ms = |d: Duration| d.as_millis();
+            assert_eq!(ms(skew_time(version, priority, centis(cs))), skew, "{case}");
+            assert_eq!(
+                ms(master_down_interval(version, priority, centis(cs))),
+                down,
+                "{case}"
+            );
+        }
     }
 }

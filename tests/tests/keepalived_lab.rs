@@ -9,19 +9,8 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use ipi_core::vrrp::{Auth, Version};
-use ipi_net_tests::failover::{self, Fault, Outcome, CLIENT_COST};
+use ipi_net_tests::failover::{self, late, Fault, Outcome, CLIENT_COST, LATE};
 use ipi_net_tests::vrrp::{Group, Speaker};
-
-/// How much later than due a timer-driven event may come: keepalived's timer wakes late on a
-/// loaded 2-core box (a CI run and builds beside the lab): 250 ms was seen exceeded by 150 ms
-/// at load 8 (interop_keepalived). Never a whole advert interval ([`late`]): a backup that
-/// waits one interval too many fails, at 1 s (v2) as at 0.5 s (v3).
-const LATE: Duration = Duration::from_millis(600);
-
-/// [`LATE`], or 10 ms less than the advert interval `t` when that is shorter.
-fn late(t: Duration) -> Duration {
-    LATE.min(t - Duration::from_millis(10))
-}
 
 /// How much earlier than due the capture may timestamp an advert: timestamps are taken when
 /// the frame crosses the bridge, in a softirq that a loaded box may run late for one frame and

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ipi_net_tests::failover::{self, Fault, Outcome, CLIENT_COST};
+use ipi_net_tests::failover::{self, late, Fault, Outcome, CLIENT_COST, LATE};
 use ipi_net_tests::vrrp::{dissect, Group, Speaker};
 
 fn scenario(group: &Group, speakers: [Speaker; 2]) -> Option<Outcome> {
@@ -74,18 +74,6 @@ const V3_DUAL: Expect = Expect {
     master_down: Duration::from_millis(1800),
     advert: Duration::from_millis(500),
 };
-
-/// How much later than its Master_Down_Interval the backup's first advert may come: the
-/// timer's wake-up on a loaded 2-core box, and keepalived's microseconds against vrrpd's
-/// centiseconds (under 10 ms). 250 ms was seen exceeded by 150 ms with the box at load 8
-/// (a CI run and builds beside the lab). Never a whole advert interval ([`late`]): a backup
-/// that waits one interval too many must fail.
-const LATE: Duration = Duration::from_millis(600);
-
-/// [`LATE`], or 10 ms less than one advert interval when that is shorter (490 ms at 50 cs).
-fn late(advert: Duration) -> Duration {
-    LATE.min(advert - Duration::from_millis(10))
-}
 
 fn check(o: &Outcome, expect: &Expect) {
     // The higher priority (a, 150) is master, the other takes over, a preempts back.
