@@ -3,7 +3,8 @@
 //! exists waits in FAULT (the rest of its configuration running) and starts once the interface
 //! appears; the address in `unicast_src_ip` taken by a new bridge (as OpenShift's
 //! ovs-configuration does with br-ex) makes the instance FAULT, the other router takes over,
-//! and no advert leaves the node from that address afterwards (a capture on the peer).
+//! and no advert leaves the node from that address afterwards (a capture on the peer); an
+//! interface deleted and made again is followed, as a capture on the new link hears.
 
 // Helpers outside #[test] functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -198,7 +199,12 @@ fn an_interface_deleted_and_created_again_is_followed() {
         &a,
         "ip link add dum0 type veth peer name dum1; ip link set dum1 up; ip link set dum0 up",
     );
+    // What a peer on the new link hears: a capture on dum1, the veth's other end.
+    let wire = a
+        .capture_on("recreated", "dum1", "arp or ip proto 112")
+        .unwrap();
     std::thread::sleep(Duration::from_millis(500));
+    let addressed = wall_clock();
     sh(&a, "ip addr add 203.0.113.1/24 dev dum0");
     until(
         "VI_2 master on the new dum0",
@@ -206,6 +212,10 @@ fn an_interface_deleted_and_created_again_is_followed() {
         &all,
         || on(&a, "dum0", DUMMY_VIP) && instance(&a, "VI_2")["state"] == "MASTER",
     );
+    // A few adverts' worth (0.1 s each) for the capture.
+    std::thread::sleep(Duration::from_millis(500));
+    let seen = support::decode(&wire.stop().unwrap());
+    heard_on_the_new_link(&seen, &support::mac_of(&a, "dum0"), addressed);
     assert!(
         d.stderr()
             .contains("interface dum0 was created again: its instances follow it"),
@@ -215,6 +225,33 @@ fn an_interface_deleted_and_created_again_is_followed() {
 }
 
 /// Unicast VRRPv2, 1 s adverts, from `me` to `peer`.
+/// On the link made again: nothing while dum0 had no address (FAULT sends nothing), then
+/// adverts at priority 150 carrying the VIP from its address and a gratuitous ARP for the VIP
+/// from the new dum0's MAC (an instance left on the old index would send neither there).
+fn heard_on_the_new_link(seen: &support::Seen, mac: &str, addressed: Duration) {
+    let adverts: Vec<_> = seen.adverts.iter().filter(|ad| ad.vrid == 74).collect();
+    assert!(
+        adverts.iter().all(|ad| ad.at >= addressed),
+        "adverts before dum0 had an address\n{seen}"
+    );
+    let master = adverts
+        .iter()
+        .filter(|ad| {
+            ad.src == "203.0.113.1"
+                && ad.priority == 150
+                && ad.addresses.iter().any(|v| v == DUMMY_VIP)
+        })
+        .count();
+    assert!(master >= 2, "{master} adverts of VI_2 as master\n{seen}");
+    let vip = ip(DUMMY_VIP);
+    assert!(
+        seen.garps(vip)
+            .iter()
+            .any(|g| g.eth_src == mac && g.at >= addressed),
+        "no gratuitous ARP for {vip} from {mac}\n{seen}"
+    );
+}
+
 fn unicast(priority: u8, me: &Host, peer: &Host, vip: &str) -> String {
     format!(
         "vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 75\n    priority \

@@ -390,8 +390,14 @@ impl Host {
     /// Records the packets on the host's `eth0` matching `filter` into `name`.pcap in the host's
     /// directory.
     pub fn capture(&self, name: &str, filter: &str) -> Result<Capture, LabError> {
+        self.capture_on(name, "eth0", filter)
+    }
+
+    /// Records the packets on the host's interface `dev` (one the test made in the host, such
+    /// as a veth whose peer stands for a link) matching `filter` into `name`.pcap.
+    pub fn capture_on(&self, name: &str, dev: &str, filter: &str) -> Result<Capture, LabError> {
         let file = self.dir.join(format!("{name}.pcap"));
-        Capture::start(&self.netns, "eth0", filter, file)
+        Capture::start(&self.netns, dev, filter, file)
     }
 }
 

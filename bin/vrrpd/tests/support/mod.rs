@@ -27,9 +27,12 @@ pub fn holds(host: &Host, address: IpAddr) -> bool {
 
 /// The MAC address of `host`'s `eth0`, as tshark writes it (`02:fc:...`).
 pub fn mac(host: &Host) -> String {
-    let out = host
-        .run("ip", ["-j", "link", "show", "dev", "eth0"])
-        .unwrap();
+    mac_of(host, "eth0")
+}
+
+/// The MAC address of `host`'s interface `dev`, as tshark writes it.
+pub fn mac_of(host: &Host, dev: &str) -> String {
+    let out = host.run("ip", ["-j", "link", "show", "dev", dev]).unwrap();
     assert!(out.success, "ip link in {}: {}", host.name(), out.stderr);
     let links: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     links[0]["address"]
