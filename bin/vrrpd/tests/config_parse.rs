@@ -601,11 +601,16 @@ vrrp_instance B {
     }
 }
 ";
-    let errors = config::parse_str(text, "p.conf").unwrap_err().to_string();
+    // A name that is no block: keepalived warns and runs the instance without it; so does
+    // vrrpd.
+    let read = config::read_str(text, "p.conf", &config::LexOptions::default());
     assert_eq!(
-        errors,
-        "p.conf:24: vrrp_instance B: track_process `ghost` names no vrrp_track_process"
+        read.warnings.to_string(),
+        "p.conf:24: vrrp_instance B: track_process `ghost` names no vrrp_track_process: \
+         ignored, as keepalived does (the instance runs without that check)"
     );
+    let c = read.config.unwrap();
+    assert!(c.instance("B").unwrap().track_processes.is_empty());
     let text = text.replace("        ghost\n", "        haproxy\n");
     let c = config::parse_str(&text, "p.conf").unwrap();
     let haproxy = c.process("haproxy").unwrap();
@@ -704,11 +709,17 @@ vrrp_instance A {
         "f.conf:7: `weight` takes a number (`reverse` is not supported by vrrpd)",
         "f.conf:17: `load weight 2 reverse`: only `weight N` may follow the name (`reverse` is \
          not supported by vrrpd)",
-        "f.conf:9: vrrp_instance A: track_file `ghost` names no track_file block",
     ];
     for w in want {
         assert!(errors.contains(w), "missing {w:?} in:\n{errors}");
     }
+    let warnings = config::read_str(&bad, "f.conf", &config::LexOptions::default()).warnings;
+    assert!(
+        warnings.to_string().contains(
+            "f.conf:9: vrrp_instance A: track_file `ghost` names no track_file block: ignored"
+        ),
+        "{warnings}"
+    );
 }
 
 /// keepalived's `virtual_routes`, and render's text reading back the same.
@@ -755,4 +766,107 @@ fn check_config_takes_keepalived_s_config_id() {
     assert!(String::from_utf8(other.stderr)
         .unwrap()
         .contains("ids.conf:5: `priority 0`: must be a whole number from 1 to 255"));
+}
+
+/// What keepalived 2.2.7 reads without refusing it (it is silent or warns, `keepalived -t`
+/// run on each form): vrrpd reads it as keepalived does, with a warning on the line that says
+/// so. Forms keepalived refuses stay refused.
+#[test]
+fn keepalived_leniency_is_read_as_keepalived_reads_it() {
+    let text = "global_defs {
+    vrrp_garp_interval 0
+}
+vrrp_instance VI_1 {
+    interface eth0
+    state MASTER BACKUP
+    virtual_router_id 51
+    priority 120 50
+    advert_int 1 2
+    unicast_src_ip 192.0.2.1/24
+    unicast_peer {
+        192.0.2.2/24
+    }
+    authentication {
+        auth_type PASS;
+        auth_pass secret
+    }
+    virtual_ipaddress {
+        192.0.2.10/24
+    }
+    track_script {
+        chk_nothere
+    }
+}
+";
+    let read = config::read_str(text, "k.conf", &config::LexOptions::default());
+    let warnings = read.warnings.to_string();
+    let c = read.config.unwrap();
+    let i = c.instance("VI_1").unwrap();
+    // The first value, the rest ignored.
+    assert_eq!(i.state, Some(InitialState::Master));
+    assert_eq!(i.priority, 120);
+    assert_eq!(i.advert_int_cs, 100);
+    // The address, its prefix length ignored.
+    assert_eq!(i.unicast_src_ip, Some("192.0.2.1".parse().unwrap()));
+    assert_eq!(
+        i.unicast_peers,
+        ["192.0.2.2".parse::<std::net::IpAddr>().unwrap()]
+    );
+    // `PASS;` is no type keepalived knows: no authentication at all, as keepalived runs it.
+    assert!(i.auth_pass.is_none());
+    assert!(i.track_scripts.is_empty());
+    assert_eq!(c.global.garp_interval_us, 0);
+    for (line, says) in [
+        (
+            2,
+            "`vrrp_garp_interval 0`: keepalived reports 0 as outside its range",
+        ),
+        (
+            6,
+            "`state` takes one value: `MASTER` is read and `BACKUP` ignored",
+        ),
+        (
+            8,
+            "`priority` takes one value: `120` is read and `50` ignored",
+        ),
+        (
+            9,
+            "`advert_int` takes one value: `1` is read and `2` ignored",
+        ),
+        (
+            10,
+            "`unicast_src_ip`: `192.0.2.1/24` is read as the address 192.0.2.1",
+        ),
+        (
+            12,
+            "`unicast_peer`: `192.0.2.2/24` is read as the address 192.0.2.2",
+        ),
+        (
+            15,
+            "`auth_type PASS;`: keepalived reads the type as `PASS;`",
+        ),
+        (
+            4,
+            "vrrp_instance VI_1: track_script `chk_nothere` names no vrrp_script: ignored",
+        ),
+    ] {
+        let want = format!("k.conf:{line}: {says}");
+        assert!(
+            warnings.lines().any(|w| w.starts_with(&want)),
+            "missing {want:?} in:\n{warnings}"
+        );
+    }
+    assert_eq!(warnings.lines().count(), 8, "{warnings}");
+
+    // keepalived refuses these too (an invalid number, a prefix past the family's width).
+    let bad = text
+        .replace("virtual_router_id 51", "virtual_router_id 51;")
+        .replace("192.0.2.1/24", "192.0.2.1/33");
+    let errors = config::parse_str(&bad, "k.conf").unwrap_err().to_string();
+    for want in [
+        "k.conf:7: `virtual_router_id 51;`: must be a whole number from 1 to 255",
+        "k.conf:10: `unicast_src_ip`: `192.0.2.1/33`: the prefix length must be 0 to 32",
+    ] {
+        assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
+    }
 }

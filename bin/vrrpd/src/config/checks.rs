@@ -29,7 +29,7 @@ pub fn check(c: &Config, errors: &mut ConfigErrors) {
     for i in &c.instances {
         vrid(i, &mut vrids, errors);
         families(i, errors);
-        instance(c, i, errors);
+        instance(i, errors);
     }
     groups(c, errors);
 }
@@ -122,35 +122,9 @@ fn families(i: &VrrpInstance, errors: &mut ConfigErrors) {
     }
 }
 
-/// What an instance names elsewhere, and what its priority allows.
-fn instance(c: &Config, i: &VrrpInstance, errors: &mut ConfigErrors) {
+/// What an instance's priority allows.
+fn instance(i: &VrrpInstance, errors: &mut ConfigErrors) {
     let at = &i.location;
-    let missing = i
-        .track_scripts
-        .iter()
-        .filter(|t| c.script(&t.name).is_none())
-        .map(|t| ("track_script", &t.name, "vrrp_script"))
-        .chain(
-            i.track_processes
-                .iter()
-                .filter(|t| c.process(&t.name).is_none())
-                .map(|t| ("track_process", &t.name, "vrrp_track_process")),
-        )
-        .chain(
-            i.track_files
-                .iter()
-                .filter(|t| c.file(&t.name).is_none())
-                .map(|t| ("track_file", &t.name, "track_file block")),
-        );
-    for (keyword, name, block) in missing {
-        errors.push(
-            at,
-            format!(
-                "vrrp_instance {}: {keyword} `{name}` names no {block}",
-                i.name
-            ),
-        );
-    }
     if i.priority == 255 && !i.preempt {
         errors.push(at, format!("vrrp_instance {}: the address owner (priority 255) always preempts: drop `nopreempt`", i.name));
     }

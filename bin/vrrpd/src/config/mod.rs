@@ -44,14 +44,20 @@ pub struct Read {
 
 /// Reads a configuration from `text`; `origin` names it in errors and anchors includes.
 pub fn read_str(text: &str, origin: &str, options: &LexOptions) -> Read {
-    let (mut errors, mut warnings) = (ConfigErrors::default(), ConfigWarnings::default());
-    let nodes = tree::parse(text, origin, options, &mut errors, &mut warnings);
-    let nodes = ignored::set_aside(nodes, &mut warnings);
-    let config = parse::config(&nodes, &mut errors);
-    checks::check(&config, &mut errors);
+    let mut found = error::Found::default();
+    let nodes = tree::parse(
+        text,
+        origin,
+        options,
+        &mut found.errors,
+        &mut found.warnings,
+    );
+    let nodes = ignored::set_aside(nodes, &mut found.warnings);
+    let config = parse::config(&nodes, &mut found);
+    checks::check(&config, &mut found.errors);
     Read {
-        config: errors.into_result(config),
-        warnings,
+        config: found.errors.into_result(config),
+        warnings: found.warnings,
     }
 }
 

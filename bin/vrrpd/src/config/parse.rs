@@ -7,7 +7,7 @@ use std::time::Duration;
 use ipi_core::secret::Secret;
 use ipi_core::vrrp::Version;
 
-use super::error::ConfigErrors;
+use super::error::Found;
 use super::model::{
     Command, Config, FileInit, GlobalDefs, Location, Notify, ParamMatch, SyncGroup, TrackFile,
     TrackProcess, TrackedFile, TrackedInterface, TrackedProcess, TrackedScript, User,
@@ -23,7 +23,7 @@ use crate::fsm::{GarpParams, InitialState};
 const IGNORED_GLOBALS: &[&str] = &["vrrp_skip_check_adv_addr"];
 
 /// Reads the statements of a whole file into a model; problems go to `errors`.
-pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
+pub fn config(nodes: &[Node], errors: &mut Found) -> Config {
     let mut c = Config::default();
     // global_defs first: instances take their defaults from it wherever it is written.
     for node in nodes.iter().filter(|n| n.keyword == "global_defs") {
@@ -50,14 +50,47 @@ pub fn config(nodes: &[Node], errors: &mut ConfigErrors) -> Config {
             },
         }
     }
+    unknown_tracks(&mut c, errors);
     c
+}
+
+/// A `track_script`, `track_process` or `track_file` entry that names no block: keepalived
+/// warns ("not found, ignoring") and runs the instance without it; so does vrrpd, and the
+/// warning says that check is not made.
+fn unknown_tracks(c: &mut Config, errors: &mut Found) {
+    let names = |it: &mut dyn Iterator<Item = String>| it.collect::<Vec<String>>();
+    let scripts = names(&mut c.scripts.iter().map(|s| s.name.clone()));
+    let processes = names(&mut c.processes.iter().map(|p| p.name.clone()));
+    let files = names(&mut c.files.iter().map(|f| f.name.clone()));
+    for i in &mut c.instances {
+        let mut ignored = |keyword: &str, name: &str, known: &[String], block: &str| {
+            let found = known.iter().any(|k| k == name);
+            if !found {
+                errors.warn(
+                    &i.location,
+                    format!(
+                        "vrrp_instance {}: {keyword} `{name}` names no {block}: ignored, as \
+                         keepalived does (the instance runs without that check)",
+                        i.name
+                    ),
+                );
+            }
+            found
+        };
+        i.track_scripts
+            .retain(|t| ignored("track_script", &t.name, &scripts, "vrrp_script"));
+        i.track_processes
+            .retain(|t| ignored("track_process", &t.name, &processes, "vrrp_track_process"));
+        i.track_files
+            .retain(|t| ignored("track_file", &t.name, &files, "track_file block"));
+    }
 }
 
 // ---- argument helpers --------------------------------------------------------------------
 
 /// A keyword vrrpd does not read here: keepalived's (refused, with the reason where there
 /// is one), or unknown to keepalived too.
-fn unknown(node: &Node, within: &str, errors: &mut ConfigErrors) {
+fn unknown(node: &Node, within: &str, errors: &mut Found) {
     let message = match super::known::refusal(&node.keyword) {
         Some(why) => format!("{why} (in {within})"),
         None => format!("unknown keyword `{}` in {within}", node.keyword),
@@ -65,10 +98,22 @@ fn unknown(node: &Node, within: &str, errors: &mut ConfigErrors) {
     errors.push(&node.location, message);
 }
 
-/// The one argument of `node`.
-fn one<'a>(node: &'a Node, errors: &mut ConfigErrors) -> Option<&'a str> {
+/// The one argument of `node`. More are keepalived's to ignore (it reads the first word
+/// after the keyword and no further): vrrpd takes the first too, with a warning.
+fn one<'a>(node: &'a Node, errors: &mut Found) -> Option<&'a str> {
     match node.args.as_slice() {
         [arg] if node.block.is_none() => Some(arg),
+        [arg, rest @ ..] if node.block.is_none() => {
+            errors.warn(
+                &node.location,
+                format!(
+                    "`{}` takes one value: `{arg}` is read and `{}` ignored, as keepalived does",
+                    node.keyword,
+                    rest.join(" ")
+                ),
+            );
+            Some(arg)
+        }
         _ => {
             errors.push(
                 &node.location,
@@ -79,7 +124,7 @@ fn one<'a>(node: &'a Node, errors: &mut ConfigErrors) -> Option<&'a str> {
     }
 }
 
-fn no_args(node: &Node, errors: &mut ConfigErrors) -> bool {
+fn no_args(node: &Node, errors: &mut Found) -> bool {
     if node.args.is_empty() && node.block.is_none() {
         return true;
     }
@@ -87,7 +132,7 @@ fn no_args(node: &Node, errors: &mut ConfigErrors) -> bool {
     false
 }
 
-fn block<'a>(node: &'a Node, errors: &mut ConfigErrors) -> &'a [Node] {
+fn block<'a>(node: &'a Node, errors: &mut Found) -> &'a [Node] {
     match &node.block {
         Some(children) if node.args.is_empty() || node.keyword == "vrrp_script" => children,
         Some(children) => children,
@@ -104,7 +149,7 @@ fn block<'a>(node: &'a Node, errors: &mut ConfigErrors) -> &'a [Node] {
 fn number<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
     node: &Node,
     range: std::ops::RangeInclusive<T>,
-    errors: &mut ConfigErrors,
+    errors: &mut Found,
 ) -> Option<T> {
     let text = one(node, errors)?;
     match text.parse::<T>() {
@@ -160,7 +205,7 @@ fn decimal(text: &str, digits: usize) -> Option<u32> {
         .checked_add(frac)
 }
 
-fn seconds_cs(node: &Node, max_cs: u32, errors: &mut ConfigErrors) -> Option<u32> {
+fn seconds_cs(node: &Node, max_cs: u32, errors: &mut Found) -> Option<u32> {
     let text = one(node, errors)?;
     match centiseconds(text) {
         Some(cs) if cs <= max_cs => Some(cs),
@@ -178,7 +223,32 @@ fn seconds_cs(node: &Node, max_cs: u32, errors: &mut ConfigErrors) -> Option<u32
     }
 }
 
-fn address(node: &Node, text: &str, errors: &mut ConfigErrors) -> Option<IpAddr> {
+/// A router's own or its peer's address (`unicast_src_ip`, `mcast_src_ip`, a unicast peer).
+/// keepalived reads `ADDR/LEN` there as ADDR, silently: vrrpd reads it so too, and says so.
+fn host_address(node: &Node, what: &str, text: &str, errors: &mut Found) -> Option<IpAddr> {
+    let Some((addr, len)) = text.split_once('/') else {
+        return address(node, text, errors);
+    };
+    let a = address(node, addr, errors)?;
+    let max = if a.is_ipv4() { 32 } else { 128 };
+    if !len.parse::<u8>().is_ok_and(|l| l <= max) {
+        errors.push(
+            &node.location,
+            format!("`{what}`: `{text}`: the prefix length must be 0 to {max}"),
+        );
+        return None;
+    }
+    errors.warn(
+        &node.location,
+        format!(
+            "`{what}`: `{text}` is read as the address {a}, its prefix length ignored, as \
+             keepalived does"
+        ),
+    );
+    Some(a)
+}
+
+fn address(node: &Node, text: &str, errors: &mut Found) -> Option<IpAddr> {
     match text.parse() {
         Ok(a) => Some(a),
         Err(_) => {
@@ -196,7 +266,7 @@ fn weight(
     node: &Node,
     args: &[String],
     range: std::ops::RangeInclusive<i32>,
-    errors: &mut ConfigErrors,
+    errors: &mut Found,
 ) -> Option<i32> {
     match args {
         [] => None,
@@ -255,7 +325,7 @@ pub fn command_words(text: &str) -> Result<Vec<String>, CommandError> {
     Ok(words)
 }
 
-fn command(node: &Node, errors: &mut ConfigErrors) -> Option<Command> {
+fn command(node: &Node, errors: &mut Found) -> Option<Command> {
     if node.block.is_some() || node.args.is_empty() {
         errors.push(
             &node.location,
@@ -275,7 +345,7 @@ fn command(node: &Node, errors: &mut ConfigErrors) -> Option<Command> {
     }
 }
 
-fn user(node: &Node, errors: &mut ConfigErrors) -> Option<User> {
+fn user(node: &Node, errors: &mut Found) -> Option<User> {
     match node.args.as_slice() {
         [user] => Some(User {
             user: user.clone(),
@@ -296,7 +366,7 @@ fn user(node: &Node, errors: &mut ConfigErrors) -> Option<User> {
 }
 
 /// The GARP keywords shared by global_defs (`vrrp_` prefix) and instances.
-fn garp(node: &Node, keyword: &str, garp: &mut GarpParams, errors: &mut ConfigErrors) -> bool {
+fn garp(node: &Node, keyword: &str, garp: &mut GarpParams, errors: &mut Found) -> bool {
     match keyword {
         "garp_master_delay" => {
             garp.master_delay_cs = seconds_cs(node, 100_000, errors).unwrap_or(garp.master_delay_cs)
@@ -324,7 +394,7 @@ fn garp(node: &Node, keyword: &str, garp: &mut GarpParams, errors: &mut ConfigEr
     true
 }
 
-fn notify(node: &Node, notify: &mut Notify, errors: &mut ConfigErrors) -> bool {
+fn notify(node: &Node, notify: &mut Notify, errors: &mut Found) -> bool {
     let slot = match node.keyword.as_str() {
         "notify_master" => &mut notify.master,
         "notify_backup" => &mut notify.backup,
@@ -339,7 +409,7 @@ fn notify(node: &Node, notify: &mut Notify, errors: &mut ConfigErrors) -> bool {
 
 // ---- blocks ------------------------------------------------------------------------------
 
-fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) {
+fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut Found) {
     let children = block(node, errors);
     for n in children {
         let kw = n.keyword.as_str();
@@ -377,7 +447,7 @@ fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) {
 }
 
 /// The global VRRP keywords beyond the version and the GARP bursts. False when `n` is none.
-fn global_vrrp(n: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) -> bool {
+fn global_vrrp(n: &Node, g: &mut GlobalDefs, errors: &mut Found) -> bool {
     match n.keyword.as_str() {
         "vrrp_lower_prio_no_advert" => g.lower_prio_no_advert = flag(n, errors),
         "vrrp_startup_delay" => {
@@ -411,12 +481,25 @@ fn global_vrrp(n: &Node, g: &mut GlobalDefs, errors: &mut ConfigErrors) -> bool 
     true
 }
 
-/// Decimal seconds to the microsecond (keepalived's `vrrp_garp_interval`), at least 1 us.
-fn interval_us(n: &Node, errors: &mut ConfigErrors) -> u32 {
+/// Decimal seconds to the microsecond (keepalived's `vrrp_garp_interval`), at least 1 us;
+/// 0 is keepalived's default (no delay), with its warning.
+fn interval_us(n: &Node, errors: &mut Found) -> u32 {
     let text = one(n, errors).unwrap_or("");
     match microseconds(text) {
         Some(us) if us > 0 => us,
-        _ => {
+        Some(_) => {
+            errors.warn(
+                &n.location,
+                format!(
+                    "`{} {text}`: keepalived reports 0 as outside its range (0.000001 to \
+                     4294.967295) and keeps its default, no delay between the packets of a \
+                     burst; vrrpd does the same",
+                    n.keyword
+                ),
+            );
+            0
+        }
+        None => {
             errors.push(
                 &n.location,
                 format!(
@@ -429,7 +512,7 @@ fn interval_us(n: &Node, errors: &mut ConfigErrors) -> u32 {
     }
 }
 
-fn name(node: &Node, errors: &mut ConfigErrors) -> Option<String> {
+fn name(node: &Node, errors: &mut Found) -> Option<String> {
     match node.args.as_slice() {
         [name] => Some(name.clone()),
         _ => {
@@ -442,7 +525,7 @@ fn name(node: &Node, errors: &mut ConfigErrors) -> Option<String> {
     }
 }
 
-fn vrrp_script(node: &Node, errors: &mut ConfigErrors) -> Option<VrrpScript> {
+fn vrrp_script(node: &Node, errors: &mut Found) -> Option<VrrpScript> {
     let name = name(node, errors)?;
     let (mut command_line, mut interval, mut timeout) = (None, 100, None);
     let mut s = VrrpScript {
@@ -492,7 +575,7 @@ fn vrrp_script(node: &Node, errors: &mut ConfigErrors) -> Option<VrrpScript> {
 
 /// `vrrp_track_process NAME { process ...; quorum N; ... }`, keepalived's defaults (weight 1,
 /// quorum 1, no maximum, no delays).
-fn track_process(node: &Node, errors: &mut ConfigErrors) -> Option<TrackProcess> {
+fn track_process(node: &Node, errors: &mut Found) -> Option<TrackProcess> {
     let name = name(node, errors)?;
     let mut p = TrackProcess {
         name,
@@ -568,7 +651,7 @@ fn track_process(node: &Node, errors: &mut ConfigErrors) -> Option<TrackProcess>
 }
 
 /// `track_file NAME { file PATH; weight N; init_file [VALUE] [overwrite] }`.
-fn track_file(node: &Node, errors: &mut ConfigErrors) -> Option<TrackFile> {
+fn track_file(node: &Node, errors: &mut Found) -> Option<TrackFile> {
     let name = name(node, errors)?;
     let (mut path, mut weight, mut init) = (None, 1, None);
     for n in block(node, errors) {
@@ -606,7 +689,7 @@ fn track_file(node: &Node, errors: &mut ConfigErrors) -> Option<TrackFile> {
 }
 
 /// `init_file [VALUE] [overwrite]`: keepalived's value range for VRRP, -254 to 254.
-fn file_init(n: &Node, errors: &mut ConfigErrors) -> Option<FileInit> {
+fn file_init(n: &Node, errors: &mut Found) -> Option<FileInit> {
     let mut init = FileInit {
         value: 0,
         overwrite: false,
@@ -627,11 +710,7 @@ fn file_init(n: &Node, errors: &mut ConfigErrors) -> Option<FileInit> {
     Some(init)
 }
 
-fn vrrp_instance(
-    node: &Node,
-    global: &GlobalDefs,
-    errors: &mut ConfigErrors,
-) -> Option<VrrpInstance> {
+fn vrrp_instance(node: &Node, global: &GlobalDefs, errors: &mut Found) -> Option<VrrpInstance> {
     let name = name(node, errors)?;
     let within = format!("vrrp_instance {name}");
     let mut i = VrrpInstance::new(name, global.garp, node.location.clone());
@@ -670,7 +749,7 @@ fn election(
     n: &Node,
     i: &mut VrrpInstance,
     advert_int_text: &mut Option<(String, Location)>,
-    errors: &mut ConfigErrors,
+    errors: &mut Found,
 ) -> bool {
     match n.keyword.as_str() {
         "state" => i.state = initial_state(n, errors),
@@ -708,7 +787,7 @@ fn election(
     true
 }
 
-fn initial_state(n: &Node, errors: &mut ConfigErrors) -> Option<InitialState> {
+fn initial_state(n: &Node, errors: &mut Found) -> Option<InitialState> {
     match one(n, errors) {
         Some("MASTER") => Some(InitialState::Master),
         Some("BACKUP") => Some(InitialState::Backup),
@@ -725,7 +804,7 @@ fn initial_state(n: &Node, errors: &mut ConfigErrors) -> Option<InitialState> {
 
 /// A switch as keepalived writes `lower_prio_no_advert`: alone it means on, or
 /// true/false/on/off.
-fn flag(n: &Node, errors: &mut ConfigErrors) -> bool {
+fn flag(n: &Node, errors: &mut Found) -> bool {
     match n.args.as_slice() {
         [] if n.block.is_none() => true,
         [v] if n.block.is_none() && (v == "true" || v == "on") => true,
@@ -741,7 +820,7 @@ fn flag(n: &Node, errors: &mut ConfigErrors) -> bool {
 }
 
 /// The addresses: VIPs, advert sources, unicast peers. False when `n` is none of them.
-fn addresses(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool {
+fn addresses(n: &Node, i: &mut VrrpInstance, errors: &mut Found) -> bool {
     match n.keyword.as_str() {
         "virtual_ipaddress" => {
             for v in block(n, errors) {
@@ -772,8 +851,12 @@ fn addresses(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool 
         "track_src_ip" | "check_unicast_src" | "skip_check_adv_addr" => {
             no_args(n, errors);
         }
-        "mcast_src_ip" => i.mcast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),
-        "unicast_src_ip" => i.unicast_src_ip = one(n, errors).and_then(|t| address(n, t, errors)),
+        "mcast_src_ip" => {
+            i.mcast_src_ip = one(n, errors).and_then(|t| host_address(n, &n.keyword, t, errors))
+        }
+        "unicast_src_ip" => {
+            i.unicast_src_ip = one(n, errors).and_then(|t| host_address(n, &n.keyword, t, errors))
+        }
         "unicast_peer" => {
             for p in block(n, errors) {
                 if let Some((peer, ttl)) = unicast_peer(p, errors) {
@@ -795,8 +878,8 @@ fn addresses(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool 
 
 /// A line of `unicast_peer { ... }`: `IP [min_ttl N] [max_ttl M]` (keepalived's options, 0 to
 /// 255 each), the address and the TTL range when one is written.
-fn unicast_peer(p: &Node, errors: &mut ConfigErrors) -> Option<(IpAddr, Option<(u8, u8)>)> {
-    let peer = address(p, &p.keyword, errors)?;
+fn unicast_peer(p: &Node, errors: &mut Found) -> Option<(IpAddr, Option<(u8, u8)>)> {
+    let peer = host_address(p, "unicast_peer", &p.keyword, errors)?;
     let (mut min, mut max, mut ranged) = (0u8, 255u8, false);
     for pair in p.args.chunks(2) {
         let [option, value] = pair else {
@@ -839,7 +922,7 @@ fn unicast_peer(p: &Node, errors: &mut ConfigErrors) -> Option<(IpAddr, Option<(
 }
 
 /// What the instance tracks: scripts and interfaces. False when `n` is none of them.
-fn tracking(n: &Node, i: &mut VrrpInstance, errors: &mut ConfigErrors) -> bool {
+fn tracking(n: &Node, i: &mut VrrpInstance, errors: &mut Found) -> bool {
     match n.keyword.as_str() {
         "track_script" => {
             for t in block(n, errors) {
@@ -886,7 +969,7 @@ fn advert_int(
     global: &GlobalDefs,
     text: &str,
     location: &Location,
-    errors: &mut ConfigErrors,
+    errors: &mut Found,
 ) -> Option<u16> {
     let version = i.effective_version(global);
     let cs = centiseconds(text);
@@ -906,7 +989,7 @@ fn advert_int(
     None
 }
 
-fn authentication(node: &Node, errors: &mut ConfigErrors) -> Option<Secret> {
+fn authentication(node: &Node, errors: &mut Found) -> Option<Secret> {
     let (mut kind, mut pass) = (None, None);
     for n in block(node, errors) {
         match n.keyword.as_str() {
@@ -917,6 +1000,20 @@ fn authentication(node: &Node, errors: &mut ConfigErrors) -> Option<Secret> {
     }
     match (kind, pass) {
         (Some((k, _)), Some(pass)) if k == "PASS" => Some(pass),
+        // `auth_type PASS;`, seen in real files: keepalived reads `PASS;` as a type it does
+        // not know and runs the instance without authentication. vrrpd does the same, so
+        // that the two agree on the wire, and says so loudly.
+        (Some((k, location)), _) if matches!(k.as_str(), "PASS;" | "AH;") => {
+            errors.warn(
+                &location,
+                format!(
+                    "`auth_type {k}`: keepalived reads the type as `{k}`, which it does not \
+                     know, and runs this instance WITHOUT authentication; vrrpd does the \
+                     same so that both agree on the wire (remove the `;` to authenticate)"
+                ),
+            );
+            None
+        }
         (Some((k, location)), _) if k == "AH" => {
             errors.push(
                 &location,
@@ -938,7 +1035,7 @@ fn authentication(node: &Node, errors: &mut ConfigErrors) -> Option<Secret> {
     }
 }
 
-fn virtual_address(node: &Node, errors: &mut ConfigErrors) -> Option<VirtualAddress> {
+fn virtual_address(node: &Node, errors: &mut Found) -> Option<VirtualAddress> {
     let (addr_text, len_text) = match node.keyword.split_once('/') {
         Some((a, l)) => (a, Some(l)),
         None => (node.keyword.as_str(), None),
@@ -989,7 +1086,7 @@ fn virtual_address(node: &Node, errors: &mut ConfigErrors) -> Option<VirtualAddr
     Some(v)
 }
 
-fn sync_group(node: &Node, errors: &mut ConfigErrors) -> Option<SyncGroup> {
+fn sync_group(node: &Node, errors: &mut Found) -> Option<SyncGroup> {
     let name = name(node, errors)?;
     let mut g = SyncGroup {
         name,

@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 
-use super::error::ConfigErrors;
+use super::error::Found;
 use super::model::{RouteType, VirtualRoute, VirtualRule};
 use super::tree::Node;
 
@@ -29,7 +29,7 @@ impl<'a> Entry<'a> {
     }
 
     /// Records why the entry is refused; `None`, for the caller to return.
-    fn refuse<T>(&self, errors: &mut ConfigErrors, why: String) -> Option<T> {
+    fn refuse<T>(&self, errors: &mut Found, why: String) -> Option<T> {
         errors.push(
             &self.node.location,
             format!("{} `{}`: {why}", self.block, self.words.join(" ")),
@@ -39,7 +39,7 @@ impl<'a> Entry<'a> {
 }
 
 /// The entry `node` (its keyword is the first word); `None` with its errors recorded.
-pub fn virtual_route(node: &Node, errors: &mut ConfigErrors) -> Option<VirtualRoute> {
+pub fn virtual_route(node: &Node, errors: &mut Found) -> Option<VirtualRoute> {
     let entry = Entry::new(node, "virtual_routes");
     let words = &entry.words;
     let mut at = 0;
@@ -119,7 +119,7 @@ const READ_RULE: &str = "vrrpd reads [inet6] [from PREFIX|all] [to PREFIX] [iif 
                          [fwmark N] [priority N] table N [no_track]";
 
 /// The `virtual_rules` entry `node`; `None` with its errors recorded.
-pub fn virtual_rule(node: &Node, errors: &mut ConfigErrors) -> Option<VirtualRule> {
+pub fn virtual_rule(node: &Node, errors: &mut Found) -> Option<VirtualRule> {
     let entry = Entry::new(node, "virtual_rules");
     let words = &entry.words;
     let mut r = VirtualRule {
@@ -210,7 +210,7 @@ mod tests {
     use crate::config::model::Location;
 
     /// `read` of `line` as the entry on line 3 of r.conf: its value, or its errors.
-    fn entry<T>(line: &str, read: fn(&Node, &mut ConfigErrors) -> Option<T>) -> Result<T, String> {
+    fn entry<T>(line: &str, read: fn(&Node, &mut Found) -> Option<T>) -> Result<T, String> {
         let mut words = line.split_whitespace().map(String::from);
         let node = Node {
             keyword: words.next().unwrap(),
@@ -218,8 +218,8 @@ mod tests {
             block: None,
             location: Location::new("r.conf", 3),
         };
-        let mut errors = ConfigErrors::default();
-        read(&node, &mut errors).ok_or_else(|| errors.to_string())
+        let mut errors = Found::default();
+        read(&node, &mut errors).ok_or_else(|| errors.errors.to_string())
     }
 
     fn route(line: &str) -> Result<VirtualRoute, String> {
