@@ -768,12 +768,8 @@ fn check_config_takes_keepalived_s_config_id() {
         .contains("ids.conf:5: `priority 0`: must be a whole number from 1 to 255"));
 }
 
-/// What keepalived 2.2.7 reads without refusing it (it is silent or warns, `keepalived -t`
-/// run on each form): vrrpd reads it as keepalived does, with a warning on the line that says
-/// so. Forms keepalived refuses stay refused.
-#[test]
-fn keepalived_leniency_is_read_as_keepalived_reads_it() {
-    let text = "global_defs {
+/// The forms of [`keepalived_leniency_is_read_as_keepalived_reads_it`].
+const LENIENT: &str = "global_defs {
     vrrp_garp_interval 0
 }
 vrrp_instance VI_1 {
@@ -798,6 +794,13 @@ vrrp_instance VI_1 {
     }
 }
 ";
+
+/// What keepalived 2.2.7 reads without refusing it (it is silent or warns, `keepalived -t`
+/// run on each form): vrrpd reads it as keepalived does, with a warning on the line that says
+/// so.
+#[test]
+fn keepalived_leniency_is_read_as_keepalived_reads_it() {
+    let text = LENIENT;
     let read = config::read_str(text, "k.conf", &config::LexOptions::default());
     let warnings = read.warnings.to_string();
     let c = read.config.unwrap();
@@ -857,9 +860,12 @@ vrrp_instance VI_1 {
         );
     }
     assert_eq!(warnings.lines().count(), 8, "{warnings}");
+}
 
-    // keepalived refuses these too (an invalid number, a prefix past the family's width).
-    let bad = text
+/// Forms keepalived refuses too (an invalid number, a prefix past the family's width).
+#[test]
+fn what_keepalived_refuses_stays_refused() {
+    let bad = LENIENT
         .replace("virtual_router_id 51", "virtual_router_id 51;")
         .replace("192.0.2.1/24", "192.0.2.1/33");
     let errors = config::parse_str(&bad, "k.conf").unwrap_err().to_string();
