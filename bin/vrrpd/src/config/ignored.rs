@@ -1,6 +1,6 @@
 //! What keepalived reads that is not vrrpd's job: LVS (`virtual_server` and its checkers), SMTP
 //! alerts, DBus, SNMP, BFD, keepalived's own process management, scheduling and memory
-//! locking. A file holding them is accepted; each such keyword or section gets one warning
+//! locking, static addresses, routes and rules. A file holding them is accepted; each such keyword or section gets one warning
 //! with its place and is set aside before [`super::parse`] sees the file. Anything else stays
 //! for the parser, where a word vrrpd does not read is an error.
 
@@ -26,6 +26,8 @@ pub enum Area {
     Scheduling,
     /// keepalived's own processes: names, pid files, instances, reloads, umask, buffers.
     Process,
+    /// Static addresses, routes and rules, which keepalived adds at start whatever the VIPs do.
+    Statics,
 }
 
 impl fmt::Display for Area {
@@ -41,6 +43,11 @@ impl fmt::Display for Area {
                  unit sets vrrpd's)"
             }
             Area::Process => "keepalived's process management is not part of vrrpd",
+            Area::Statics => {
+                "keepalived would add these at start and keep them whatever the VRRP state; \
+                 vrrpd leaves them to the system's network configuration (they never move \
+                 with a VIP)"
+            }
         })
     }
 }
@@ -54,6 +61,9 @@ const ROOT: &[(&str, Area)] = &[
     ("use_pid_dir", Area::Process),
     ("instance", Area::Process),
     ("child_wait_time", Area::Process),
+    ("static_ipaddress", Area::Statics),
+    ("static_routes", Area::Statics),
+    ("static_rules", Area::Statics),
 ];
 
 /// `global_defs` keywords.

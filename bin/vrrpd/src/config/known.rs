@@ -246,19 +246,6 @@ const KEEPALIVED: &[&str] = &[
 /// keepalived's keywords that vrrpd refuses, and why (what to do instead).
 const REFUSED: &[(&str, &str)] = &[
     (
-        "static_ipaddress",
-        "vrrpd manages no static addresses; configure them with the system's network \
-         configuration",
-    ),
-    (
-        "static_routes",
-        "vrrpd manages no static routes; configure them with the system's network configuration",
-    ),
-    (
-        "static_rules",
-        "vrrpd manages no static rules; configure them with the system's network configuration",
-    ),
-    (
         "no_accept",
         "vrrpd installs no firewall rules, so the VIPs always take traffic (keepalived's accept \
          mode, its default without vrrp_strict); drop `no_accept`",

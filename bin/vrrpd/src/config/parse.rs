@@ -115,10 +115,7 @@ fn one<'a>(node: &'a Node, errors: &mut Found) -> Option<&'a str> {
             Some(arg)
         }
         _ => {
-            errors.push(
-                &node.location,
-                format!("`{}` takes exactly one value", node.keyword),
-            );
+            errors.push(&node.location, format!("`{}` needs a value", node.keyword));
             None
         }
     }
