@@ -739,10 +739,11 @@ fn virtual_routes_read_and_written_back() {
                 virtual_ipaddress {\n        192.0.2.1\n    }\n    virtual_routes {\n        \
                 src 192.0.2.1 to 198.51.100.0/24 via 192.0.2.254 dev eth1\n        \
                 0.0.0.0/0 gw 192.0.2.254 table 100 metric 5\n        \
-                unreachable 2001:db8:9::/48\n    }\n}\n";
+                unreachable 2001:db8:9::/48\n        203.0.113.0/24 dev eth0 scope host\n    }\n}\n";
     let c = config::parse_str(text, "r.conf").unwrap();
     let routes = &c.instances[0].virtual_routes;
-    assert_eq!(routes.len(), 3);
+    assert_eq!(routes.len(), 4);
+    assert_eq!(routes[3].scope, Some(254));
     assert_eq!(routes[0].dev.as_deref(), Some("eth1"));
     assert_eq!(routes[1].table, Some(100));
     assert_eq!(routes[2].kind, config::RouteType::Unreachable);

@@ -46,7 +46,8 @@ fn virtual_routes_come_and_go_with_the_vips() {
                 198.51.100.73/32\n    }\n    virtual_routes {\n        \
                 198.51.100.0/25 via 192.0.2.254 dev eth0 table 100\n        \
                 src 198.51.100.73 203.0.113.0/24 dev eth0\n        \
-                blackhole 203.0.113.128/25 metric 7\n    }\n    virtual_rules {\n        \
+                blackhole 203.0.113.128/25 metric 7\n        \
+                203.0.113.64/26 dev eth0 scope host\n    }\n    virtual_rules {\n        \
                 from 198.51.100.0/25 table 100 priority 1000\n    }\n}\n";
     let mut d = vrrpd(&a, conf);
     until("BACKUP", Duration::from_secs(5), &[&d], || {
@@ -62,6 +63,7 @@ fn virtual_routes_come_and_go_with_the_vips() {
         routes(&a, "100").contains("198.51.100.0/25 via 192.0.2.254 dev eth0")
             && routes(&a, "main").contains("203.0.113.0/24 dev eth0 scope link src 198.51.100.73")
             && routes(&a, "main").contains("blackhole 203.0.113.128/25 metric 7")
+            && routes(&a, "main").contains("203.0.113.64/26 dev eth0 scope host")
             && rules(&a).contains("from 198.51.100.0/25 lookup 100")
     });
     d.stop();

@@ -327,6 +327,9 @@ pub struct VirtualRoute {
     pub metric: Option<u32>,
     /// `table` (a number).
     pub table: Option<u32>,
+    /// `scope` as its number (rtnetlink's `RT_SCOPE_*`: global 0, site 200, link 253, host
+    /// 254, nowhere 255); absent, iproute2's default (link without a gateway, else global).
+    pub scope: Option<u8>,
     /// `blackhole`, `unreachable`, `prohibit`.
     pub kind: RouteType,
 }

@@ -1,7 +1,8 @@
 //! One `virtual_routes` or `virtual_rules` entry, as keepalived writes it (vrrp_iproute.c, the `ip route` syntax
 //! it takes): `[src ADDR] [to] [blackhole|unreachable|prohibit] DEST[/LEN] [via|gw ADDR]
-//! [dev IF] [src ADDR] [metric N] [table N] [no_track]`. What else `ip route` knows (multipath
-//! `or`/`nexthop`, `scope`, `realms`, MTUs, named tables, ...) is refused naming the line.
+//! [dev IF] [src ADDR] [metric N] [table N] [scope SCOPE] [no_track]`. What else `ip route`
+//! knows (multipath `or`/`nexthop`, `realms`, MTUs, named tables, ...) is refused naming the
+//! line.
 
 use std::net::IpAddr;
 
@@ -11,7 +12,34 @@ use super::tree::Node;
 
 /// What vrrpd reads of an entry, for the error that names what it does not.
 const READ: &str = "vrrpd reads [src ADDR] [to] [blackhole|unreachable|prohibit] DEST[/LEN] \
-                    [via|gw ADDR] [dev IF] [metric N] [table N] [no_track]";
+                    [via|gw ADDR] [dev IF] [metric N] [table N] [scope SCOPE] [no_track]";
+
+/// iproute2's scope names (`/etc/iproute2/rt_scopes`) and their numbers.
+const SCOPES: &[(&str, u8)] = &[
+    ("global", 0),
+    ("universe", 0),
+    ("site", 200),
+    ("link", 253),
+    ("host", 254),
+    ("nowhere", 255),
+];
+
+/// A route's `scope`: a name iproute2 knows or a number from 0 to 255.
+pub fn scope(text: &str) -> Option<u8> {
+    SCOPES
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|&(_, n)| n)
+        .or_else(|| text.parse().ok())
+}
+
+/// The name iproute2 writes for scope `n` (its number when it has none).
+pub fn scope_name(n: u8) -> String {
+    SCOPES
+        .iter()
+        .find(|&&(_, m)| m == n)
+        .map_or_else(|| n.to_string(), |(name, _)| (*name).to_string())
+}
 
 /// An entry's words (its keyword first) and where it stands, for the errors that name it.
 struct Entry<'a> {
@@ -74,6 +102,7 @@ pub fn virtual_route(node: &Node, errors: &mut Found) -> Option<VirtualRoute> {
         dev: None,
         metric: None,
         table: None,
+        scope: None,
         kind,
     };
     let mut rest = words[at + 1..].iter().copied();
@@ -92,6 +121,7 @@ pub fn virtual_route(node: &Node, errors: &mut Found) -> Option<VirtualRoute> {
             "table" => value
                 .and_then(|v| v.parse().ok())
                 .map(|t| r.table = Some(t)),
+            "scope" => value.and_then(scope).map(|s| r.scope = Some(s)),
             _ => return entry.refuse(errors, format!("`{option}` is not supported; {READ}")),
         };
         if ok.is_none() {
@@ -239,6 +269,23 @@ mod tests {
         let r = route("blackhole 2001:db8:1::/48").unwrap();
         assert_eq!((r.kind, r.prefix_len), (RouteType::Blackhole, 48));
         assert_eq!(route("203.0.113.7").unwrap().prefix_len, 32);
+        // iproute2's scope names and numbers.
+        for (text, n) in [
+            ("host", 254),
+            ("link", 253),
+            ("global", 0),
+            ("site", 200),
+            ("7", 7),
+        ] {
+            let r = route(&format!("192.0.2.0/24 dev eth0 scope {text}")).unwrap();
+            assert_eq!(r.scope, Some(n), "{text}");
+        }
+        assert_eq!(route("192.0.2.0/24").unwrap().scope, None);
+        assert!(route("192.0.2.0/24 scope galaxy")
+            .unwrap_err()
+            .contains("`scope` needs a valid value"));
+        assert_eq!(scope_name(254), "host");
+        assert_eq!(scope_name(7), "7");
     }
 
     fn rule(line: &str) -> Result<VirtualRule, String> {

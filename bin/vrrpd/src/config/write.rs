@@ -372,6 +372,9 @@ fn route(r: &VirtualRoute) -> String {
     if let Some(t) = r.table {
         let _ = write!(text, " table {t}");
     }
+    if let Some(s) = r.scope {
+        let _ = write!(text, " scope {}", super::route::scope_name(s));
+    }
     text
 }
 

@@ -503,6 +503,7 @@ async fn routes(i: &VrrpInstance, netlink: &Netlink) -> Result<Vec<Route>, Insta
             interface,
             metric: r.metric,
             table: r.table,
+            scope: r.scope,
             kind: r.kind,
         });
     }

@@ -37,6 +37,8 @@ pub struct Route {
     pub metric: Option<u32>,
     /// `table` (the main table when absent).
     pub table: Option<u32>,
+    /// `scope` (rtnetlink's number); absent, iproute2's default.
+    pub scope: Option<u8>,
     /// Its type.
     pub kind: RouteType,
 }
@@ -65,6 +67,9 @@ impl fmt::Display for Route {
         if let Some(t) = self.table {
             write!(f, " table {t}")?;
         }
+        if let Some(s) = self.scope {
+            write!(f, " scope {s}")?;
+        }
         Ok(())
     }
 }
@@ -77,8 +82,8 @@ impl Route {
             .map_or("(routes)", |(_, n)| n.as_str())
     }
 
-    /// The rtnetlink message: iproute2's defaults (a unicast route without a gateway is
-    /// link-scoped), keepalived's protocol.
+    /// The rtnetlink message: the scope given, else iproute2's defaults (a unicast route
+    /// without a gateway is link-scoped), keepalived's protocol.
     fn message(&self) -> Result<RouteMessage, Error> {
         let wrong = |address: IpAddr, operation| Error::WrongFamily {
             interface: self.on().to_string(),
@@ -117,6 +122,7 @@ impl Route {
             RouteType::Unreachable => (NlRouteType::Unreachable, RouteScope::Universe),
             RouteType::Prohibit => (NlRouteType::Prohibit, RouteScope::Universe),
         };
+        let scope = self.scope.map_or(scope, RouteScope::from);
         Ok(b.kind(kind)
             .scope(scope)
             .protocol(RouteProtocol::Other(RTPROT_KEEPALIVED))
