@@ -294,6 +294,31 @@ pub struct VirtualAddress {
     pub dev: Option<String>,
     /// `label`: the IPv4 address label.
     pub label: Option<String>,
+    /// `preferred_lft`: seconds the address stays preferred (0: deprecated at once, so that
+    /// the kernel does not choose it as a source address); None: forever (`preferred_lft
+    /// forever`). keepalived's default, and so vrrpd's: 0 for IPv6, forever for IPv4.
+    pub preferred_lft: Option<u32>,
+}
+
+impl VirtualAddress {
+    /// A host address (/32 or /128) on the instance's interface, as OpenShift's VIPs and a
+    /// pool's service addresses are, with keepalived's defaults.
+    pub fn host(address: IpAddr) -> Self {
+        VirtualAddress {
+            address,
+            prefix_len: if address.is_ipv4() { 32 } else { 128 },
+            dev: None,
+            label: None,
+            preferred_lft: Self::default_preferred_lft(address),
+        }
+    }
+
+    /// keepalived's `preferred_lft` when none is given: 0 for an IPv6 address (deprecated,
+    /// so the node never takes a VIP as the source of its own connections, which would break
+    /// when the VIP moves), forever for IPv4.
+    pub fn default_preferred_lft(address: IpAddr) -> Option<u32> {
+        address.is_ipv6().then_some(0)
+    }
 }
 
 /// What a `virtual_routes` entry does with what it matches.

@@ -267,12 +267,7 @@ fn instance(
         state: Some(InitialState::Backup),
         vrid,
         priority,
-        vips: vec![VirtualAddress {
-            address: vip,
-            prefix_len: if vip.is_ipv4() { 32 } else { 128 },
-            dev: None,
-            label: None,
-        }],
+        vips: vec![VirtualAddress::host(vip)],
         track_scripts: tracked
             .iter()
             .map(|s| TrackedScript {

@@ -1066,7 +1066,7 @@ fn virtual_address(node: &Node, errors: &mut Found) -> Option<VirtualAddress> {
         address,
         prefix_len,
         dev: None,
-        label: None,
+        ..VirtualAddress::host(address)
     };
     let mut args = node.args.iter();
     while let Some(opt) = args.next() {
@@ -1074,8 +1074,19 @@ fn virtual_address(node: &Node, errors: &mut Found) -> Option<VirtualAddress> {
         match (opt.as_str(), value) {
             ("dev", Some(d)) => v.dev = Some(d),
             ("label", Some(l)) => v.label = Some(l),
+            ("preferred_lft", Some(t)) if t == "forever" => v.preferred_lft = None,
+            ("preferred_lft", Some(t)) if t.parse::<u32>().is_ok() => {
+                v.preferred_lft = t.parse().ok();
+            }
             (other, _) => {
-                errors.push(&node.location, format!("virtual_ipaddress {}: `{other}` is not supported (only `dev IF` and `label LABEL`)", node.keyword));
+                errors.push(
+                    &node.location,
+                    format!(
+                        "virtual_ipaddress {}: `{other}` is not supported (only `dev IF`, \
+                         `label LABEL` and `preferred_lft SECONDS|forever`)",
+                        node.keyword
+                    ),
+                );
                 return None;
             }
         }

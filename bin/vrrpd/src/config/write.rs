@@ -388,6 +388,14 @@ fn vips(out: &mut String, keyword: &str, vips: &[VirtualAddress]) {
         if let Some(l) = &v.label {
             let _ = write!(text, " label {l}");
         }
+        if v.preferred_lft != VirtualAddress::default_preferred_lft(v.address) {
+            match v.preferred_lft {
+                Some(t) => {
+                    let _ = write!(text, " preferred_lft {t}");
+                }
+                None => text.push_str(" preferred_lft forever"),
+            }
+        }
         line(out, 8, &text);
     }
     out.push_str("    }\n");

@@ -481,6 +481,7 @@ async fn vips(
                 address: v.address,
                 prefix_len: v.prefix_len,
                 label: v.label.clone(),
+                preferred_lft: v.preferred_lft,
             },
         ));
     }

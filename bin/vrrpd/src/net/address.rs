@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use futures_util::TryStreamExt;
 use rtnetlink::packet_route::address::{
     AddressAttribute, AddressFlags as NlAddressFlags, AddressHeaderFlags, AddressMessage,
-    AddressScope,
+    AddressScope, CacheInfo,
 };
 use rtnetlink::packet_route::link::{LinkAttribute, LinkFlags};
 use rtnetlink::packet_route::AddressFamily;
@@ -91,6 +91,9 @@ pub struct Vip {
     pub prefix_len: u8,
     /// The IPv4 label (keepalived's `label`), shown by `ip addr` and `ifconfig`.
     pub label: Option<String>,
+    /// Seconds it stays preferred (keepalived's `preferred_lft`; 0 keeps it out of source
+    /// address selection); None: forever.
+    pub preferred_lft: Option<u32>,
 }
 
 impl Vip {
@@ -101,6 +104,7 @@ impl Vip {
             address,
             prefix_len,
             label: None,
+            preferred_lft: None,
         }
     }
 }
@@ -110,6 +114,9 @@ impl std::fmt::Display for Vip {
         write!(f, "{}/{}", self.address, self.prefix_len)?;
         if let Some(label) = &self.label {
             write!(f, " label {label}")?;
+        }
+        if let Some(t) = self.preferred_lft {
+            write!(f, " preferred_lft {t}")?;
         }
         Ok(())
     }
@@ -258,6 +265,15 @@ impl Netlink {
             message
                 .attributes
                 .push(AddressAttribute::Label(label.clone()));
+        }
+        if let Some(preferred) = vip.preferred_lft {
+            // As keepalived: valid forever, preferred for this long.
+            let mut lifetimes = CacheInfo::default();
+            lifetimes.ifa_preferred = preferred;
+            lifetimes.ifa_valid = u32::MAX;
+            message
+                .attributes
+                .push(AddressAttribute::CacheInfo(lifetimes));
         }
         match request.execute().await {
             Ok(()) => {

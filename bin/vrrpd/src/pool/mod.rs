@@ -337,12 +337,7 @@ fn instance(
         .filter(|(n, _)| *n != spec.node.name)
         .map(|(_, a)| *a)
         .collect();
-    i.vips.push(VirtualAddress {
-        address: ip,
-        prefix_len: if ip.is_ipv4() { 32 } else { 128 },
-        dev: None,
-        label: None,
-    });
+    i.vips.push(VirtualAddress::host(ip));
     let service = Service {
         pool: spec.pool.name.clone(),
         address: ip,
