@@ -887,3 +887,45 @@ fn what_keepalived_refuses_stays_refused() {
         assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
     }
 }
+
+/// `notify_fifo`, `vrrp_notify_fifo` and their scripts (a quoted command, then a user and a
+/// group), read and written back; a script without its FIFO is an error at its line.
+#[test]
+fn notify_fifos_read_and_written_back() {
+    let text = "global_defs {
+    notify_fifo /run/keepalived.fifo
+    notify_fifo_script \"/usr/local/bin/reader --all\" nobody nogroup
+    vrrp_notify_fifo /run/vrrp.fifo
+}
+vrrp_instance A {
+    interface eth0
+    virtual_router_id 51
+    virtual_ipaddress {
+        192.0.2.1
+    }
+}
+";
+    let c = config::parse_str(text, "f.conf").unwrap();
+    let f = &c.global.notify_fifos;
+    assert_eq!(f.len(), 2);
+    assert_eq!(f[0].path, std::path::Path::new("/run/keepalived.fifo"));
+    let (command, user) = f[0].script.as_ref().unwrap();
+    assert_eq!(command.words, ["/usr/local/bin/reader", "--all"]);
+    assert_eq!(user.as_ref().unwrap().group.as_deref(), Some("nogroup"));
+    assert_eq!(f[1].keyword, "vrrp_notify_fifo");
+    assert!(f[1].script.is_none());
+    let written = config::write::write(&c);
+    // Written on the same lines: read back as the same (places included).
+    let again = config::parse_str(&written, "f.conf").unwrap();
+    assert_eq!(
+        again.global.notify_fifos, c.global.notify_fifos,
+        "{written}"
+    );
+
+    let orphan = "global_defs {\n    vrrp_notify_fifo_script /bin/cat\n}\n";
+    let errors = config::parse_str(orphan, "o.conf").unwrap_err().to_string();
+    assert_eq!(
+        errors,
+        "o.conf:2: `vrrp_notify_fifo_script` needs `vrrp_notify_fifo` (the FIFO it reads)"
+    );
+}

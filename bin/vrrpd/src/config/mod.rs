@@ -27,8 +27,8 @@ use std::path::Path;
 pub use error::{ConfigErrors, ConfigWarnings};
 pub use lexer::LexOptions;
 pub use model::{
-    Command, Config, FileInit, GlobalDefs, Location, Notify, ParamMatch, RouteType, Service,
-    SyncGroup, TrackFile, TrackProcess, TrackedFile, TrackedInterface, TrackedProcess,
+    Command, Config, FileInit, GlobalDefs, Location, Notify, NotifyFifo, ParamMatch, RouteType,
+    Service, SyncGroup, TrackFile, TrackProcess, TrackedFile, TrackedInterface, TrackedProcess,
     TrackedScript, User, VirtualAddress, VirtualRoute, VirtualRule, VrrpInstance, VrrpScript,
 };
 pub use source::{load_source, Source, SourceError};

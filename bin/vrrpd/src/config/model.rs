@@ -117,6 +117,26 @@ pub struct GlobalDefs {
     pub garp_interval_us: u32,
     /// `vrrp_gna_interval` in microseconds: the same for unsolicited neighbour advertisements.
     pub gna_interval_us: u32,
+    /// `notify_fifo` and `vrrp_notify_fifo` (one each at most, in that order): FIFOs every
+    /// state change is written to.
+    pub notify_fifos: Vec<NotifyFifo>,
+}
+
+/// A FIFO every state change of an instance or sync group is written to, one line each as
+/// keepalived writes them (`INSTANCE "VI_1" MASTER 100`, `GROUP "G" BACKUP 0`), and the
+/// script that reads it. vrrpd has only keepalived's VRRP part, so `notify_fifo` and
+/// `vrrp_notify_fifo` hear the same lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyFifo {
+    /// `notify_fifo` or `vrrp_notify_fifo`.
+    pub keyword: String,
+    /// The FIFO: made (mode 0600) and removed at exit when it does not exist.
+    pub path: std::path::PathBuf,
+    /// `..._script COMMAND [USER [GROUP]]`: started with the FIFO's path as its last argument
+    /// once it is open, stopped at exit.
+    pub script: Option<(Command, Option<User>)>,
+    /// Where the FIFO was named.
+    pub location: Location,
 }
 
 impl Default for GlobalDefs {
@@ -132,6 +152,7 @@ impl Default for GlobalDefs {
             startup_delay_cs: 0,
             garp_interval_us: 0,
             gna_interval_us: 0,
+            notify_fifos: Vec::new(),
         }
     }
 }

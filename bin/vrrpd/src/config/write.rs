@@ -153,6 +153,16 @@ fn global(out: &mut String, c: &Config) {
     if let Some(u) = &g.script_user {
         line(out, 4, &format!("script_user {}", user(u)));
     }
+    for f in &g.notify_fifos {
+        line(out, 4, &format!("{} {}", f.keyword, f.path.display()));
+        if let Some((c, who)) = &f.script {
+            let who = who
+                .as_ref()
+                .map(|u| format!(" {}", user(u)))
+                .unwrap_or_default();
+            line(out, 4, &format!("{}_script {}{who}", f.keyword, command(c)));
+        }
+    }
     if g.vrrp_version == Version::V3 {
         line(out, 4, "vrrp_version 3");
     }

@@ -15,6 +15,7 @@
 //!   for on the wire; `telemetry`: transitions with their reason;
 //!   [`metrics`] and `http`: the Prometheus endpoint (`--metrics`).
 
+mod fifo;
 mod files;
 pub mod plan;
 mod processes;
@@ -158,6 +159,8 @@ struct Daemon {
     index: sched::Index,
     /// State and status files, written off the event loop.
     files: files::Files,
+    /// The notify FIFOs, open from start to exit (opened again when a reload changes them).
+    fifos: fifo::Fifos,
     /// A state or priority changed since the status file was last written.
     status_dirty: Cell<bool>,
     /// When the status file was last written.
@@ -205,6 +208,7 @@ impl Daemon {
     ) -> Result<Daemon, Error> {
         let netlink = Netlink::connect()?;
         let parts = setup::build(&config, &netlink, BTreeMap::new()).await?;
+        let fifos = fifo::Fifos::open(&config.global.notify_fifos, &parts.readers);
         let (rx_tx, rx) = mpsc::channel(RX_QUEUE);
         let (probes_tx, probes) = mpsc::unbounded_channel();
         let (results_tx, results) = mpsc::unbounded_channel();
@@ -231,6 +235,7 @@ impl Daemon {
             timers: sched::Timers::default(),
             index: sched::Index::default(),
             files: files::Files::start(),
+            fifos,
             status_dirty: Cell::new(false),
             status_written: Cell::new(tokio::time::Instant::now()),
             paced: RefCell::new(BTreeMap::new()),
@@ -581,7 +586,18 @@ impl Daemon {
     }
 
     async fn carry_out(&mut self, unit: usize, actions: Vec<(usize, Action)>) {
-        let group_before = group_state(&self.parts.units[unit]);
+        // The members changed state as they handled what came: the group was in the state
+        // their first `from` gives (the last written first, so that the first one stays).
+        let was: Vec<(usize, State)> = (actions.iter().rev())
+            .filter_map(|(m, a)| match a {
+                Action::StateChanged { from, .. } => Some((*m, *from)),
+                _ => None,
+            })
+            .collect();
+        let group_before = match &self.parts.units[unit] {
+            Unit::Group(g, name) => Some((name.clone(), g.state_with(&was))),
+            Unit::One(_) => None,
+        };
         for (member, action) in actions {
             if let Some(vr) = self.vr_of(unit, member) {
                 self.act(vr, action).await;
@@ -614,6 +630,7 @@ impl Daemon {
                 );
                 self.write_state(name, to);
                 let notify = &self.parts.vrs[vr].cfg.notify;
+                self.fifos.write("INSTANCE", name, to, priority);
                 run_notify(&self.parts, notify, "INSTANCE", name, to, priority);
                 self.status_dirty.set(true);
                 if from == State::Initialize {
@@ -777,6 +794,7 @@ impl Daemon {
         let Some(g) = self.config.sync_groups.iter().find(|g| g.name == group) else {
             return;
         };
+        self.fifos.write("GROUP", group, state, 0);
         run_notify(&self.parts, &g.notify, "GROUP", group, state, 0);
     }
 
@@ -818,6 +836,7 @@ impl Daemon {
         }
         self.write_status();
         self.files.flush();
+        std::mem::take(&mut self.fifos).close().await;
         for t in self.tasks.drain(..) {
             t.abort();
         }

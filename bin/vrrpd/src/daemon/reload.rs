@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use super::plan::{self, Plan, Step, UnitKey};
 use super::scripts::{self, Identity};
 use super::setup::{self, Unit, VipKey};
-use super::{handle_all, Daemon};
+use super::{fifo, handle_all, Daemon};
 use crate::config::{Config, VrrpScript};
 use crate::fsm::{Action, Event, State};
 use crate::net::{AddressWatcher, Netlink};
@@ -84,6 +84,10 @@ impl Daemon {
         match setup::build(&new, &self.netlink, carried).await {
             Ok(parts) => {
                 self.parts = parts;
+                if fifo::changed(&self.config.global.notify_fifos, &new.global.notify_fifos) {
+                    std::mem::take(&mut self.fifos).close().await;
+                    self.fifos = fifo::Fifos::open(&new.global.notify_fifos, &self.parts.readers);
+                }
                 self.config = new;
                 self.parts_changed();
                 tracing::info!("reloaded");

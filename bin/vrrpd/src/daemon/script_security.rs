@@ -26,6 +26,9 @@ pub type Scripts = BTreeMap<String, (PathBuf, Option<Identity>)>;
 /// The notify commands that may run: their programs, by command line.
 pub type Notifiers = BTreeMap<Vec<String>, PathBuf>;
 
+/// The FIFO readers (`notify_fifo_script`) that may run: program and identity, by FIFO path.
+pub type Readers = BTreeMap<PathBuf, (PathBuf, Option<Identity>)>;
+
 /// What of a configuration's scripts may run, and as whom.
 #[derive(Debug, Clone, Default)]
 pub struct Admitted {
@@ -35,6 +38,8 @@ pub struct Admitted {
     pub notifiers: Notifiers,
     /// Who notify commands run as (`None`: vrrpd's own user).
     pub notify_as: Option<Identity>,
+    /// The notify FIFOs' readers.
+    pub readers: Readers,
 }
 
 /// A user that scripts are to run as and cannot.
@@ -43,8 +48,8 @@ pub enum UserError {
     /// global_defs' `script_user` (or a default user) cannot be looked up.
     #[error(transparent)]
     ScriptUser(#[from] IdentityError),
-    /// A vrrp_script's `user` names no user or group.
-    #[error("vrrp_script {script}: {source}")]
+    /// A vrrp_script's `user` (or a FIFO reader's) names no user or group.
+    #[error("{script}: {source}")]
     ScriptIdentity {
         /// The script.
         script: String,
@@ -71,7 +76,7 @@ pub fn admit(c: &Config) -> Result<Admitted, UserError> {
             .map(scripts::identity)
             .transpose()
             .map_err(|source| UserError::ScriptIdentity {
-                script: s.name.clone(),
+                script: format!("vrrp_script {}", s.name),
                 source,
             })?
             .or(notify_as);
@@ -91,6 +96,21 @@ pub fn admit(c: &Config) -> Result<Admitted, UserError> {
             if let Some(program) = allowed(&what, command, notify_as, enforce) {
                 out.notifiers.insert(command.words.clone(), program);
             }
+        }
+    }
+    for f in &c.global.notify_fifos {
+        let Some((command, user)) = &f.script else {
+            continue;
+        };
+        let what = format!("{}_script ({})", f.keyword, command.location);
+        let who = (user.as_ref().map(scripts::identity).transpose())
+            .map_err(|source| UserError::ScriptIdentity {
+                script: what.clone(),
+                source,
+            })?
+            .or(notify_as);
+        if let Some(program) = allowed(&what, command, who, enforce) {
+            out.readers.insert(f.path.clone(), (program, who));
         }
     }
     Ok(out)

@@ -337,6 +337,18 @@ pub fn notify(program: &Path, command: &Command, extra: &[String], who: Option<I
     }
 }
 
+/// Starts a notify FIFO's reader (its program resolved and checked at setup) with the FIFO's
+/// path as its last argument; it is killed if dropped.
+pub fn reader(
+    program: &Path,
+    command: &Command,
+    fifo: &Path,
+    who: Option<Identity>,
+) -> std::io::Result<tokio::process::Child> {
+    let fifo = fifo.display().to_string();
+    process(program, command, &[fifo], who).spawn()
+}
+
 /// How long a notify or track script may take before shutdown stops waiting for it.
 pub const GRACE: Duration = Duration::from_secs(2);
 

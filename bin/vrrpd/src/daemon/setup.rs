@@ -10,7 +10,7 @@ use ipi_core::Family;
 
 use super::plan::{self, UnitKey};
 use super::rx::Expect;
-use super::script_security::{self, Notifiers, Scripts, UserError};
+use super::script_security::{self, Notifiers, Readers, Scripts, UserError};
 use super::scripts::Identity;
 use crate::config::{Config, Location, VrrpInstance};
 use crate::fsm::{
@@ -123,6 +123,8 @@ pub struct Parts {
     pub notify_as: Option<Identity>,
     /// The notify commands that may run (found, and not refused by script security).
     pub notifiers: Notifiers,
+    /// The notify FIFOs' readers that may run, by FIFO.
+    pub readers: Readers,
     /// Every interface an instance tracks (its own included), and every interface a waiting
     /// instance waits for.
     pub tracked_interfaces: BTreeSet<String>,
@@ -262,6 +264,7 @@ pub async fn build(
         scripts: admitted.scripts,
         notify_as: admitted.notify_as,
         notifiers: admitted.notifiers,
+        readers: admitted.readers,
         tracked_interfaces: BTreeSet::new(),
         waiting: waiting(c, netlink).await?,
         socket_keys: Sockets::default(),

@@ -60,20 +60,20 @@ impl SyncGroup {
         self.members
     }
 
-    /// The group's state as keepalived reports it: Fault if any member is, Master if all are,
-    /// otherwise the state of the members that are neither (Backup, normally).
+    /// The group's state as keepalived reports it ([`combined`]).
     pub fn state(&self) -> State {
-        if self.members.iter().any(|m| m.state() == State::Fault) {
-            return State::Fault;
+        combined(&self.states())
+    }
+
+    /// The group's state had its members been in `states` (by member index).
+    pub fn state_with(&self, states: &[(usize, State)]) -> State {
+        let mut now = self.states();
+        for &(member, state) in states {
+            if let Some(s) = now.get_mut(member) {
+                *s = state;
+            }
         }
-        if !self.members.is_empty() && self.members.iter().all(|m| m.state() == State::Master) {
-            return State::Master;
-        }
-        self.members
-            .iter()
-            .map(Instance::state)
-            .find(|&s| s != State::Master)
-            .unwrap_or(State::Initialize)
+        combined(&now)
     }
 
     /// The earliest timer of any member.
@@ -209,4 +209,18 @@ impl SyncGroup {
             }
         }
     }
+}
+
+/// A group's state from its members' as keepalived reports it: Fault if any member is, Master
+/// if all are, otherwise the state of the members that are neither (Backup, normally).
+fn combined(states: &[State]) -> State {
+    if states.contains(&State::Fault) {
+        return State::Fault;
+    }
+    if !states.is_empty() && states.iter().all(|&s| s == State::Master) {
+        return State::Master;
+    }
+    (states.iter().copied())
+        .find(|&s| s != State::Master)
+        .unwrap_or(State::Initialize)
 }

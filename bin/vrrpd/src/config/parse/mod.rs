@@ -5,6 +5,7 @@
 
 mod addresses;
 mod args;
+mod fifo;
 mod track;
 
 use ipi_core::secret::Secret;
@@ -83,11 +84,13 @@ fn global_defs(node: &Node, g: &mut GlobalDefs, errors: &mut Found) {
             ),
             "vrrp_preempt_on_lower_priority" => g.preempt_on_lower_priority = flag(n, errors),
             _ if global_vrrp(n, g, errors) => {}
+            _ if fifo::fifo(n, g, errors) => {}
             _ if kw.starts_with("vrrp_garp_") && garp(n, &kw[5..], &mut g.garp, errors) => {}
             _ if IGNORED_GLOBALS.contains(&kw) => {}
             _ => unknown(n, "global_defs", errors),
         }
     }
+    fifo::check(g, errors);
     // keepalived: the lower-priority burst defaults to the global master burst, wherever in
     // the block either is written.
     let set = |kw: &str| children.iter().any(|n| n.keyword == kw);
