@@ -1,8 +1,10 @@
 //! `balance roundrobin` with dynamic weights: each server is picked in turn, as often as its
 //! weight says, the turns interleaved rather than in bursts (smooth weighted round robin).
 //! Weights are given at every pick, so a server that goes DOWN, comes back in `slowstart`
-//! or is given another weight takes effect at the next connection.
+//! or is given another weight takes effect at the next connection. `balance leastconn` and
+//! `balance source` ([`SourceMap`], haproxy's map-based hashing) beside it.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// haproxy scales user weights by 16 so that slow start can ramp them smoothly.
@@ -72,6 +74,121 @@ impl RoundRobin {
     }
 }
 
+/// `balance source` with `hash-type map-based`, as haproxy 2.6 picks (`get_server_sh` in
+/// backend.c, `recalc_server_map` in lb_map.c): the client's address folded into 32 bits (its
+/// 32-bit words XORed, in network order), optionally through haproxy's avalanche hash,
+/// modulo the map's size, looked up in a map that holds each server as often as its weight
+/// (the configured weights divided by their greatest common divisor, times 16) in
+/// haproxy's order. The same client reaches the same server as haproxy's while the same
+/// servers are UP; the map is built again when that set changes. Weights are static here as
+/// in haproxy (no slow start).
+#[derive(Debug, Clone, Default)]
+pub struct SourceMap {
+    /// The eligibility the map was built for, and the map (server indexes).
+    built: Option<(Vec<bool>, Vec<usize>)>,
+}
+
+impl SourceMap {
+    /// The server for a client at `address`, given every server's configured weight and
+    /// whether it may take the connection now (UP, and a backup only as [`backups`] says).
+    /// None when none may.
+    pub fn pick(
+        &mut self,
+        address: IpAddr,
+        weights: &[u32],
+        eligible: &[bool],
+        avalanche: bool,
+    ) -> Option<usize> {
+        let stale = self.built.as_ref().is_none_or(|(e, _)| e != eligible);
+        if stale {
+            self.built = Some((eligible.to_vec(), server_map(weights, eligible)));
+        }
+        let map = &self.built.as_ref()?.1;
+        let size = u32::try_from(map.len()).ok().filter(|&n| n > 0)?;
+        let usable = eligible.iter().zip(weights).filter(|(&e, &w)| e && w > 0);
+        // haproxy does not hash when one server is left.
+        let mut h = if usable.count() == 1 {
+            0
+        } else {
+            fold(address)
+        };
+        if avalanche {
+            h = full_hash(h);
+        }
+        map.get(usize::try_from(h % size).ok()?).copied()
+    }
+}
+
+/// The address's 32-bit words, each in network order, XORed.
+fn fold(address: IpAddr) -> u32 {
+    match address {
+        IpAddr::V4(a) => u32::from(a),
+        IpAddr::V6(a) => a
+            .octets()
+            .chunks_exact(4)
+            .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+            .fold(0, |h, w| h ^ w),
+    }
+}
+
+/// haproxy's `full_hash`: one of Bob Jenkins' avalanching integer hashes, times a large prime.
+pub fn full_hash(a: u32) -> u32 {
+    let a = a.wrapping_add(0x7ed5_5d16).wrapping_add(a << 12);
+    let a = (a ^ 0xc761_c23c) ^ (a >> 19);
+    let a = a.wrapping_add(0x1656_67b1).wrapping_add(a << 5);
+    let a = a.wrapping_add(0xd3a2_646c) ^ (a << 9);
+    let a = a.wrapping_add(0xfd70_46c5).wrapping_add(a << 3);
+    let a = (a ^ 0xb55a_4f09) ^ (a >> 16);
+    a.wrapping_mul(3_221_225_473)
+}
+
+/// haproxy's server map: each eligible server `weight * 16 / gcd` times, the slots handed out
+/// by the running scores `recalc_server_map` keeps (the first declared first among equals).
+fn server_map(weights: &[u32], eligible: &[bool]) -> Vec<usize> {
+    let gcd = weights
+        .iter()
+        .copied()
+        .filter(|&w| w > 0)
+        .reduce(|a, b| {
+            let (mut a, mut b) = (a, b);
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        })
+        .unwrap_or(1);
+    let eweight: Vec<i64> = (weights.iter().zip(eligible))
+        .map(|(&w, &e)| {
+            if e {
+                i64::from((w * WEIGHT_SCALE).div_ceil(gcd))
+            } else {
+                0
+            }
+        })
+        .collect();
+    let total: i64 = eweight.iter().sum();
+    let mut score = vec![0i64; weights.len()];
+    let mut map = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+    for _ in 0..total {
+        let mut best: Option<(usize, i64)> = None;
+        for (i, &e) in eweight.iter().enumerate().filter(|(_, &e)| e > 0) {
+            if total == 1 {
+                best = Some((i, 0));
+                break;
+            }
+            score[i] += e;
+            let v = (score[i] + total) / total;
+            if best.is_none_or(|(_, max)| v > max) {
+                best = Some((i, v));
+            }
+        }
+        let Some((b, _)) = best else { break };
+        map.push(b);
+        score[b] -= total;
+    }
+    map
+}
+
 /// haproxy's backup servers: while any other server can take a connection, no backup does;
 /// when none can, the first backup that can (in file order), or with `option allbackups`
 /// every backup that can. `weights` are the effective weights, changed in place.
@@ -112,6 +229,44 @@ pub fn effective_weight(weight: u32, up_for: Option<Duration>, slowstart: Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_source_map_holds_each_server_by_its_weight_in_haproxys_order() {
+        // Equal weights: 16 slots each, taken in turns from the first declared.
+        let map = server_map(&[1, 1], &[true, true]);
+        assert_eq!(map.len(), 32);
+        assert_eq!(map[..4], [0, 1, 0, 1]);
+        // Weights are divided by their greatest common divisor first, as haproxy's wmult.
+        assert_eq!(
+            server_map(&[2, 4], &[true, true]),
+            server_map(&[1, 2], &[true, true])
+        );
+        let map = server_map(&[1, 2], &[true, true]);
+        assert_eq!(map.iter().filter(|&&i| i == 0).count(), 16);
+        assert_eq!(map.iter().filter(|&&i| i == 1).count(), 32);
+        // A server that may not take connections holds no slot.
+        assert!(server_map(&[1, 1, 1], &[true, false, true])
+            .iter()
+            .all(|&i| i != 1));
+        assert!(server_map(&[1], &[false]).is_empty());
+    }
+
+    #[test]
+    fn one_client_one_server_while_the_set_stays() {
+        let mut m = SourceMap::default();
+        let client: IpAddr = "192.0.2.77".parse().unwrap();
+        let first = m.pick(client, &[1, 1, 1], &[true; 3], false);
+        for _ in 0..10 {
+            assert_eq!(m.pick(client, &[1, 1, 1], &[true; 3], false), first);
+        }
+        // The address modulo the map: 192.0.2.77 is 0xc000024d, mod 48 is 13: slot 13.
+        assert_eq!(first, Some(server_map(&[1, 1, 1], &[true; 3])[13]));
+        // IPv6: the four words XORed.
+        assert_eq!(fold("2001:db8::1".parse().unwrap()), 0x2001_0db8 ^ 1);
+        assert_eq!(m.pick(client, &[1, 1], &[false, false], false), None);
+        // One server left: it, unhashed.
+        assert_eq!(m.pick(client, &[1, 1], &[false, true], true), Some(1));
+    }
 
     #[test]
     fn backups_take_over_only_when_no_other_server_can() {

@@ -90,7 +90,7 @@ frontend f
   server s 192.0.2.2:80
 backend b
   bind :80
-  balance source
+  balance uri
   server a 192.0.2.3:6443 check-ssl weight 300 inter fast
   server a 192.0.2.4:6443 on-marked-down drain
   option abortonclose
@@ -109,7 +109,7 @@ frontend f
         "h.cfg:8: `bind 192.0.2.1`: not ADDRESS:PORT",
         "h.cfg:10: `server` is not allowed in a frontend",
         "h.cfg:12: `bind` is not allowed in a backend",
-        "h.cfg:13: `balance source`: lb-proxy balances roundrobin or leastconn",
+        "h.cfg:13: `balance uri`: lb-proxy balances roundrobin, leastconn or source",
         "h.cfg:14: server a: `weight 300` is out of range",
         "h.cfg:14: server a: `inter fast` is not a duration",
         "h.cfg:15: server a: `on-marked-down drain` is not supported",
@@ -210,7 +210,7 @@ backend kubernetes
     }
     let c = config::load(&cfg).unwrap();
     let b = c.backend("kubernetes").unwrap();
-    assert!(b.leastconn);
+    assert_eq!(b.balance, config::Balance::LeastConn);
     assert_eq!(b.tcp_check.as_ref().unwrap().len(), 3);
     assert_eq!(b.servers[0].maxconn, Some(250));
     assert_eq!(c.global.spread_checks, 5);

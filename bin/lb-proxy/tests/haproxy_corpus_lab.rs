@@ -440,3 +440,128 @@ fn a_backup_server_takes_over_as_haproxy_does() {
         r.iter().all(|n| n == "s0")
     });
 }
+
+/// The server that answers a request through 127.0.0.1:`port` in `host` from the client
+/// address `from` (any 127.0.0.0/8 address is the host's own), `-` for none.
+fn from_address(host: &Host, port: u16, from: std::net::Ipv4Addr) -> String {
+    use std::io::{Read, Write};
+    host.within(|| {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+        s.bind(&SocketAddr::from((from, 0)).into())?;
+        s.connect_timeout(
+            &SocketAddr::from(([127, 0, 0, 1], port)).into(),
+            Duration::from_secs(5),
+        )?;
+        let mut s = std::net::TcpStream::from(s);
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        s.write_all(b"GET / HTTP/1.0\r\nConnection: close\r\n\r\n")?;
+        let mut answer = String::new();
+        s.read_to_string(&mut answer)?;
+        Ok(answer
+            .split_once("\r\n\r\n")
+            .map_or("-", |(_, body)| body.trim())
+            .to_string())
+    })
+    .unwrap_or_else(|_| "-".to_string())
+}
+
+/// The server each of 40 client addresses (127.0.0.2 to .41) reaches through `port` of the
+/// proxy in `host`.
+fn by_source(host: &Host, port: u16) -> Vec<String> {
+    (2..42)
+        .map(|n| from_address(host, port, std::net::Ipv4Addr::new(127, 0, 0, n)))
+        .collect()
+}
+
+/// `balance source` as the OKD install guides' ingress backends have it
+/// (`okd4.14-install.cfg`, `listen ingress-router-443`: `mode tcp`, `balance source`,
+/// `check inter 1s`): each of 40 client addresses reaches the same server every time, the
+/// server haproxy sends it to; when a server goes down, every client goes where haproxy's
+/// map sends it then.
+#[test]
+fn balance_source_sends_each_client_where_haproxy_does() {
+    if !can_run() {
+        return;
+    }
+    let b = bench();
+    let mut api = b.serve(8443);
+    let mut text =
+        checked("listen ingress-router-443\n  bind :8443\n  mode tcp\n  balance source\n");
+    for (i, h) in b.servers.iter().enumerate() {
+        text.push_str(&format!(
+            "  server worker{} {}:8443 check inter 1s\n",
+            i + 1,
+            h.ipv4()
+        ));
+    }
+    let _running = b.start(&text, 8443);
+    let compare = |what: &str| {
+        let seen: Vec<(Kind, Vec<String>)> = (b.proxies.iter())
+            .map(|(kind, host)| {
+                let first = by_source(host, 8443);
+                assert_eq!(
+                    first,
+                    by_source(host, 8443),
+                    "{kind:?}: {what}: a client moved"
+                );
+                (*kind, first)
+            })
+            .collect();
+        eprintln!("{what}: {seen:?}");
+        assert_eq!(
+            seen[0].1, seen[1].1,
+            "{what}: each client where haproxy sends it"
+        );
+        seen[1].1.clone()
+    };
+    let all = compare("three servers");
+    for s in ["s0", "s1", "s2"] {
+        assert!(all.iter().any(|n| n == s), "{s} got no client: {all:?}");
+    }
+    // Down once its check fails (a refused connect: fall 3, inter 1 s); until then the
+    // clients it had are refused, with haproxy as with lb-proxy (the map keeps a server UP).
+    api[1].stop();
+    for (kind, host) in &b.proxies {
+        let down = wait_for(Duration::from_secs(30), Duration::from_millis(200), || {
+            by_source(host, 8443).iter().all(|n| n == "s0" || n == "s2")
+        });
+        assert!(down.is_some(), "{kind:?}: s1 never left the map");
+    }
+    let two = compare("s1 down");
+    assert!(two.iter().all(|n| n == "s0" || n == "s2"), "{two:?}");
+}
+
+/// `balance source` over weights 1, 2 and 3 (a map of 96 slots in haproxy's order), plain and
+/// with `hash-type map-based sdbm avalanche`: each client where haproxy sends it.
+#[test]
+fn weighted_and_avalanche_source_hashing_picks_as_haproxy_does() {
+    if !can_run() {
+        return;
+    }
+    let b = bench();
+    let _api = b.serve(8443);
+    // A port each: the first pair may still hold theirs while they stop.
+    for (port, hash) in [(8444, ""), (8445, "  hash-type map-based sdbm avalanche\n")] {
+        let mut text = checked(&format!(
+            "listen ingress\n  bind :{port}\n  mode tcp\n  balance source\n{hash}"
+        ));
+        for (i, h) in b.servers.iter().enumerate() {
+            text.push_str(&format!(
+                "  server s{i} {}:8443 weight {}\n",
+                h.ipv4(),
+                i + 1
+            ));
+        }
+        let running = b.start(&text, port);
+        let seen: Vec<Vec<String>> = (b.proxies.iter())
+            .map(|(_, host)| by_source(host, port))
+            .collect();
+        eprintln!("{hash:?}: {seen:?}");
+        assert_eq!(
+            seen[0], seen[1],
+            "{hash:?}: each client where haproxy sends it"
+        );
+        assert!(seen[0].iter().all(|n| n != "-"), "{seen:?}");
+        drop(running);
+    }
+}

@@ -15,7 +15,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 pub use ipi_core::place::{Errors, Location};
-pub use model::{Config, InitAddr, InitState, Kind, Mode, Proxy, Server};
+pub use model::{Balance, Config, InitAddr, InitState, Kind, Mode, Proxy, Server};
 
 /// Reads haproxy.cfg text; `origin` names it in errors. Server names are left unresolved
 /// (see [`load`]); warnings are dropped (see [`parse_warned`]).

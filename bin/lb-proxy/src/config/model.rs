@@ -519,8 +519,11 @@ pub struct Proxy {
     /// `option tcp-check` with its rules, or `option ssl-hello-chk` (None: neither, or
     /// `option httpchk` came last).
     pub tcp_check: Option<Vec<TcpRule>>,
-    /// `balance leastconn` (false: `balance roundrobin`, the default).
-    pub leastconn: bool,
+    /// `balance`.
+    pub balance: Balance,
+    /// `hash-type map-based avalanche`: the hashed address goes through haproxy's avalanche
+    /// function before it picks a server (`balance source`).
+    pub avalanche: bool,
     /// `option allbackups`: all backup servers take turns, not only the first.
     pub allbackups: bool,
     /// `monitor-uri`.
@@ -533,4 +536,18 @@ pub struct Proxy {
     pub servers: Vec<Server>,
     /// Where the section starts.
     pub location: Location,
+}
+
+/// `balance`: how a backend picks a server for a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Balance {
+    /// `roundrobin`, haproxy's default: each server in turn, as often as its weight says.
+    #[default]
+    RoundRobin,
+    /// `leastconn`: the server with the fewest connections for its weight.
+    LeastConn,
+    /// `source` with `hash-type map-based` (haproxy's default): the client's address hashed
+    /// onto a map of the servers by weight, so one client reaches one server while the set
+    /// of servers UP stays the same.
+    Source,
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use ipi_core::{Cluster, Family, Inventory, Role};
 
 use super::model::{
-    Bind, Config, Global, HttpCheck, Kind, Location, Mode, MonitorFail, OnError, Proxy, Race,
-    RetryOn, Server, Stats, Timeouts,
+    Balance, Bind, Config, Global, HttpCheck, Kind, Location, Mode, MonitorFail, OnError, Proxy,
+    Race, RetryOn, Server, Stats, Timeouts,
 };
 use super::parse::server_defaults;
 
@@ -75,7 +75,8 @@ fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
         default_backend: None,
         httpchk: None,
         tcp_check: None,
-        leastconn: false,
+        balance: Balance::RoundRobin,
+        avalanche: false,
         allbackups: false,
         monitor_uri: None,
         monitor_fail: None,

@@ -8,8 +8,8 @@ use ipi_core::place::Errors;
 use ipi_core::secret::Secret;
 
 use super::model::{
-    Bind, Config, InitAddr, InitState, Kind, Location, Mode, MonitorFail, OnError, Proxy, Race,
-    Resolvers, RetryOn, Server, Stats, Timeouts,
+    Balance, Bind, Config, InitAddr, InitState, Kind, Location, Mode, MonitorFail, OnError, Proxy,
+    Race, Resolvers, RetryOn, Server, Stats, Timeouts,
 };
 use super::{checks, ignored};
 
@@ -212,7 +212,8 @@ impl Parser<'_> {
             default_backend: None,
             httpchk: None,
             tcp_check: None,
-            leastconn: false,
+            balance: Balance::RoundRobin,
+            avalanche: false,
             allbackups: false,
             monitor_uri: None,
             monitor_fail: None,
@@ -656,10 +657,12 @@ impl Parser<'_> {
             }
             "monitor" if front => self.monitor(w, at),
             "balance" if back => self.balance(w, at),
+            "hash-type" if back => self.hash_type(w, at),
             // Free text for haproxy's stats page.
             "description" => {}
             "server" if back => self.server(w, at),
-            "bind" | "default_backend" | "monitor-uri" | "monitor" | "balance" | "server" => {
+            "bind" | "default_backend" | "monitor-uri" | "monitor" | "balance" | "hash-type"
+            | "server" => {
                 self.errors
                     .push(at, format!("`{kw}` is not allowed in {where_}"));
             }
@@ -730,23 +733,49 @@ impl Parser<'_> {
         }
     }
 
-    /// `balance ALGORITHM`: roundrobin (haproxy's default, also for a bare `balance`) or
-    /// leastconn.
+    /// `balance ALGORITHM`: roundrobin (haproxy's default, also for a bare `balance`),
+    /// leastconn or source.
     fn balance(&mut self, w: &[String], at: &Location) {
-        let leastconn = match (w.get(1).map(String::as_str), w.len()) {
-            (None, 1) | (Some("roundrobin"), 2) => false,
-            (Some("leastconn"), 2) => true,
+        let balance = match (w.get(1).map(String::as_str), w.len()) {
+            (None, 1) | (Some("roundrobin"), 2) => Balance::RoundRobin,
+            (Some("leastconn"), 2) => Balance::LeastConn,
+            (Some("source"), 2) => Balance::Source,
             _ => {
                 return self.errors.push(
                     at,
                     format!(
-                        "`{}`: lb-proxy balances roundrobin or leastconn",
+                        "`{}`: lb-proxy balances roundrobin, leastconn or source",
                         w.join(" ")
                     ),
                 )
             }
         };
-        self.apply(|_| {}, |p| p.leastconn = leastconn);
+        self.apply(|_| {}, |p| p.balance = balance);
+    }
+
+    /// `hash-type map-based [FUNCTION [avalanche]]` (haproxy 2.6 wants the function before
+    /// `avalanche`): how `balance source` hashes. The function (sdbm, djb2, wt6, crc32) is
+    /// haproxy's for hashing strings, which source hashing does not use; `consistent` hashing
+    /// is not implemented, and refused.
+    fn hash_type(&mut self, w: &[String], at: &Location) {
+        let functions = ["sdbm", "djb2", "wt6", "crc32"];
+        let words: Vec<&str> = w[1..].iter().map(String::as_str).collect();
+        let avalanche = match words.as_slice() {
+            ["map-based"] => false,
+            ["map-based", f] if functions.contains(f) => false,
+            ["map-based", f, "avalanche"] if functions.contains(f) => true,
+            _ => {
+                return self.errors.push(
+                    at,
+                    format!(
+                        "`{}`: lb-proxy hashes map-based [sdbm|djb2|wt6|crc32 [avalanche]] \
+                         (haproxy's consistent hashing is not implemented)",
+                        w.join(" ")
+                    ),
+                )
+            }
+        };
+        self.apply(|_| {}, |p| p.avalanche = avalanche);
     }
 
     /// `stats enable|hide-version|uri PATH|refresh TIME|auth USER:PASS`: each enables the

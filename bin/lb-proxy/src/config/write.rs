@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::model::{
-    Bind, Config, HttpCheck, HttpMatch, InitAddr, InitState, Kind, Mode, OnError, Pattern, Proxy,
-    Race, Resolvers, RetryOn, Server, TcpRule, Timeouts,
+    Balance, Bind, Config, HttpCheck, HttpMatch, InitAddr, InitState, Kind, Mode, OnError, Pattern,
+    Proxy, Race, Resolvers, RetryOn, Server, TcpRule, Timeouts,
 };
 use super::parse::EXTENSION;
 
@@ -482,12 +482,15 @@ fn servers(out: &mut String, p: &Proxy) {
         out.push_str("  option allbackups\n");
     }
     if !p.servers.is_empty() {
-        let algorithm = if p.leastconn {
-            "leastconn"
-        } else {
-            "roundrobin"
+        let algorithm = match p.balance {
+            Balance::RoundRobin => "roundrobin",
+            Balance::LeastConn => "leastconn",
+            Balance::Source => "source",
         };
         let _ = writeln!(out, "  balance {algorithm}");
+        if p.avalanche {
+            out.push_str("  hash-type map-based sdbm avalanche\n");
+        }
     }
     for srv in &p.servers {
         server(out, srv);

@@ -72,6 +72,8 @@ pub fn open_files() -> u64 {
 pub struct Admitted {
     /// The connection.
     pub stream: TcpStream,
+    /// The client's address, as accept(2) gave it.
+    pub peer: std::net::SocketAddr,
     /// Its slots, one per gate it passed.
     pub permits: Vec<OwnedSemaphorePermit>,
 }
@@ -108,7 +110,13 @@ impl Listener {
                 permits.push(permit.map_err(io::Error::other)?);
             }
             match ready.try_io(|l| accept(l.get_ref())) {
-                Ok(Ok(stream)) => return Ok(Admitted { stream, permits }),
+                Ok(Ok((stream, peer))) => {
+                    return Ok(Admitted {
+                        stream,
+                        peer,
+                        permits,
+                    })
+                }
                 Ok(Err(e)) => return Err(e),
                 // Nothing left in the backlog: the readiness is cleared, wait again.
                 Err(_would_block) => continue,
@@ -158,10 +166,13 @@ impl Listener {
 
 /// accept4(2), the new socket non-blocking and close-on-exec in the same call (as tokio's own
 /// accept: no fcntl after it).
-fn accept(listener: &std::net::TcpListener) -> io::Result<TcpStream> {
+fn accept(listener: &std::net::TcpListener) -> io::Result<(TcpStream, std::net::SocketAddr)> {
     use nix::libc::{SOCK_CLOEXEC, SOCK_NONBLOCK};
-    let (socket, _) = socket2::SockRef::from(listener).accept4(SOCK_NONBLOCK | SOCK_CLOEXEC)?;
-    TcpStream::from_std(socket.into())
+    let (socket, peer) = socket2::SockRef::from(listener).accept4(SOCK_NONBLOCK | SOCK_CLOEXEC)?;
+    let peer = peer
+        .as_socket()
+        .ok_or_else(|| io::Error::other("not an IP peer"))?;
+    Ok((TcpStream::from_std(socket.into())?, peer))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! the turn-around pause, every attempt within `timeout connect`; and lb-proxy's connect race.
 //! What each attempt says about its server goes to the server's passive health.
 
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,12 +18,13 @@ use crate::health::Event;
 /// [`redispatches`]; a retry to the same server after an error from the network (refused,
 /// unreachable; not a timeout) waits min(`timeout connect`, 1 s) first. With lb-proxy's
 /// `race-connect`, each attempt may race a second server ([`attempt`]). None when no server
-/// is UP or every attempt failed: the client is closed.
-pub async fn connect(backend: &Backend) -> Option<(Arc<Server>, TcpStream)> {
-    let mut server = backend.pick(None)?;
+/// is UP or every attempt failed: the client is closed. `client` is the client's address
+/// (`balance source` hashes it).
+pub async fn connect(backend: &Backend, client: IpAddr) -> Option<(Arc<Server>, TcpStream)> {
+    let mut server = backend.pick(None, client)?;
     let mut retries = 0;
     loop {
-        let failed = match attempt(backend, server).await {
+        let failed = match attempt(backend, server, client).await {
             Ok(won) => return Some(won),
             Err(failed) => failed,
         };
@@ -41,7 +43,7 @@ pub async fn connect(backend: &Backend) -> Option<(Arc<Server>, TcpStream)> {
             up,
         );
         if elsewhere {
-            server = backend.pick(Some(&server)).unwrap_or(server);
+            server = backend.pick(Some(&server), client).unwrap_or(server);
         }
         if failed.from_network && (!elsewhere || up <= 1) {
             tokio::time::sleep(backend.connect.min(Duration::from_secs(1))).await;
@@ -87,6 +89,7 @@ struct Failed {
 async fn attempt(
     backend: &Backend,
     first: Arc<Server>,
+    client: IpAddr,
 ) -> Result<(Arc<Server>, TcpStream), Failed> {
     let a = dial(backend, &first);
     tokio::pin!(a);
@@ -95,7 +98,7 @@ async fn attempt(
     };
     let second = tokio::select! {
         r = &mut a => return settle(backend, first, r),
-        () = tokio::time::sleep(race.delay) => backend.pick(Some(&first)),
+        () = tokio::time::sleep(race.delay) => backend.pick(Some(&first), client),
     };
     // The second socket only from what the descriptor budget has left.
     let fds = crate::fds::extra(1);

@@ -36,12 +36,13 @@ enum Answer {
 /// client is closed.
 pub async fn first_exchange(
     client: &mut TcpStream,
+    from: std::net::IpAddr,
     backend: &Backend,
 ) -> Option<(Arc<Server>, TcpStream)> {
     let mut first = Vec::new();
     let mut answer = vec![0; FIRST];
     for _ in 0..=backend.retries {
-        let (server, mut up) = connect(backend).await?;
+        let (server, mut up) = connect(backend, from).await?;
         let said = exchange(client, &mut up, &mut first, &mut answer);
         let said = match backend.idle.server {
             Some(limit) => tokio::time::timeout(limit, said)

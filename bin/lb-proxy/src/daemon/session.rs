@@ -49,10 +49,10 @@ pub async fn accept_loop(
         tokio::spawn(async move {
             let (_live, _permits) = (live, admitted.permits);
             if let Some(backend) = &frontend.backend {
-                session(admitted.stream, &frontend, backend, copy).await;
+                session(admitted.stream, admitted.peer, &frontend, backend, copy).await;
             } else {
-                let peer = admitted.stream.peer_addr();
-                tracing::debug!("{}: {peer:?}: no backend, closed", frontend.name);
+                let peer = admitted.peer;
+                tracing::debug!("{}: {peer}: no backend, closed", frontend.name);
             }
         });
     }
@@ -86,11 +86,17 @@ impl Drop for Live {
 }
 
 /// One client connection.
-async fn session(mut client: TcpStream, frontend: &Frontend, backend: &Backend, copy: Transfer) {
+async fn session(
+    mut client: TcpStream,
+    peer: std::net::SocketAddr,
+    frontend: &Frontend,
+    backend: &Backend,
+    copy: Transfer,
+) {
     let connected = if backend.replay {
-        replay::first_exchange(&mut client, backend).await
+        replay::first_exchange(&mut client, peer.ip(), backend).await
     } else {
-        connect(backend).await
+        connect(backend, peer.ip()).await
     };
     let Some((server, upstream)) = connected else {
         return;

@@ -3,7 +3,7 @@
 //! reload builds a new table and keeps the live state of every server that did not change.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,9 +12,9 @@ use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 
 use super::admit;
-use crate::balance::{backups, effective_weight, RoundRobin};
+use crate::balance::{backups, effective_weight, RoundRobin, SourceMap};
 use crate::config::model::{Bind, MonitorFail, Race, Stats};
-use crate::config::{self, Config, Kind, Mode, Proxy};
+use crate::config::{self, Balance, Config, Kind, Mode, Proxy};
 use crate::forward::{Idle, Moved};
 use crate::health::{Change, Event, Health, Passive, Probe};
 
@@ -191,8 +191,12 @@ pub struct Backend {
     /// Its servers, in file order.
     pub servers: Vec<Arc<Server>>,
     rotation: Mutex<RoundRobin>,
-    /// `balance leastconn` (else roundrobin).
-    pub leastconn: bool,
+    /// `balance source`'s map.
+    source: Mutex<SourceMap>,
+    /// `balance`.
+    pub balance: Balance,
+    /// `hash-type ... avalanche`.
+    pub avalanche: bool,
     /// `option allbackups`.
     pub allbackups: bool,
     /// `retries`.
@@ -238,7 +242,9 @@ impl Backend {
             name: p.name.clone(),
             servers,
             rotation: Mutex::new(RoundRobin::default()),
-            leastconn: p.leastconn,
+            source: Mutex::new(SourceMap::default()),
+            balance: p.balance,
+            avalanche: p.avalanche,
             allbackups: p.allbackups,
             retries: p.retries,
             redispatch: p.redispatch,
@@ -257,11 +263,19 @@ impl Backend {
         }
     }
 
-    /// The next server in the rotation, other than `not` when another is available.
-    pub fn pick(&self, not: Option<&Arc<Server>>) -> Option<Arc<Server>> {
+    /// The server for a connection from `client`: the next in the rotation, other than `not`
+    /// when another is available; with `balance source`, the client's own (haproxy's map
+    /// ignores `not` too: a retry goes to the same server while it is UP).
+    pub fn pick(&self, not: Option<&Arc<Server>>, client: IpAddr) -> Option<Arc<Server>> {
         let mut weights: Vec<u32> = self.servers.iter().map(|s| s.weight()).collect();
         let backup: Vec<bool> = self.servers.iter().map(|s| s.cfg.backup).collect();
         backups(&mut weights, &backup, self.allbackups);
+        if self.balance == Balance::Source {
+            let eligible: Vec<bool> = weights.iter().map(|&w| w > 0).collect();
+            let configured: Vec<u32> = self.servers.iter().map(|s| s.cfg.weight).collect();
+            let i = lock(&self.source).pick(client, &configured, &eligible, self.avalanche)?;
+            return Some(Arc::clone(&self.servers[i]));
+        }
         if let Some(not) = not {
             let others =
                 (self.servers.iter().zip(&weights)).any(|(s, &w)| w > 0 && !Arc::ptr_eq(s, not));
@@ -273,7 +287,7 @@ impl Backend {
                 }
             }
         }
-        let i = if self.leastconn {
+        let i = if self.balance == Balance::LeastConn {
             let active: Vec<u64> = (self.servers.iter())
                 .map(|s| s.active.load(Ordering::Relaxed))
                 .collect();
