@@ -1,7 +1,7 @@
 //! `notify_fifo` and `notify_fifo_script`, vrrpd beside keepalived on the same file: the FIFO
 //! is made, the reader started with its path, every state change of the instance and of its
-//! sync group read from it as keepalived writes it (BACKUP, MASTER), and the FIFO removed at
-//! exit. At exit vrrpd's reader also reads the STOP lines (it is given time to); keepalived
+//! sync group read from it as keepalived writes it (BACKUP, MASTER, and the group's state again
+//! on a reload with `fifo_write_vrrp_states_on_reload`), and the FIFO removed at exit. At exit vrrpd's reader also reads the STOP lines (it is given time to); keepalived
 //! stops its reader before it can (seen with keepalived 2.2.7: the lines are written, a reader
 //! of its own reads them, the script does not), and with a script it leaves the FIFO behind,
 //! so those two are asserted for vrrpd only.
@@ -46,7 +46,8 @@ fn read_by_the_script(speaker: Speaker, stop_lines: bool) -> (String, bool) {
     .unwrap();
     std::fs::set_permissions(&reader, std::fs::Permissions::from_mode(0o755)).unwrap();
     let conf = format!(
-        "global_defs {{\n    vrrp_version 3\n    notify_fifo {}\n    notify_fifo_script {}\n}}\n\
+        "global_defs {{\n    vrrp_version 3\n    notify_fifo {}\n    notify_fifo_script {}\n    \
+         fifo_write_vrrp_states_on_reload\n}}\n\
          vrrp_sync_group G {{\n    group {{\n        VI_1\n    }}\n}}\n\
          vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 78\n    \
          priority 150\n    advert_int 0.1\n    virtual_ipaddress {{\n        \
@@ -63,6 +64,21 @@ fn read_by_the_script(speaker: Speaker, stop_lines: bool) -> (String, bool) {
     assert!(
         master.is_some(),
         "{}: no MASTER line read:\n{}\n{}",
+        speaker.name(),
+        read(&out),
+        router.daemon.log()
+    );
+    // A reload (SIGHUP) writes every state again (`fifo_write_vrrp_states_on_reload`).
+    router
+        .daemon
+        .signal(nix::sys::signal::Signal::SIGHUP)
+        .unwrap();
+    let again = wait_for(Duration::from_secs(5), Duration::from_millis(20), || {
+        read(&out).matches("GROUP \"G\" MASTER 0").count() == 2
+    });
+    assert!(
+        again.is_some(),
+        "{}: the states not written again on reload:\n{}\n{}",
         speaker.name(),
         read(&out),
         router.daemon.log()
@@ -99,6 +115,7 @@ fn state_changes_are_read_from_the_notify_fifo_as_keepalived_writes_them() {
     let group = [
         "GROUP \"G\" BACKUP 0",
         "GROUP \"G\" MASTER 0",
+        "GROUP \"G\" MASTER 0",
         "GROUP \"G\" STOP 0",
     ];
     assert_eq!(of_kind(&ours, "GROUP"), group, "{ours}");
@@ -106,8 +123,11 @@ fn state_changes_are_read_from_the_notify_fifo_as_keepalived_writes_them() {
     // when it read them).
     for kind in ["INSTANCE", "GROUP"] {
         let theirs = of_kind(&theirs, kind);
-        assert!(theirs.len() >= 2, "{kind}: {theirs:?}");
+        assert!(
+            theirs.len() >= 2 + usize::from(kind == "GROUP"),
+            "{kind}: {theirs:?}"
+        );
         assert_eq!(of_kind(&ours, kind)[..theirs.len()], theirs[..], "{kind}");
     }
-    assert_eq!(ours.lines().count(), 6, "{ours}");
+    assert_eq!(ours.lines().count(), 7, "{ours}");
 }

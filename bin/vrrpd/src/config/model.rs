@@ -120,6 +120,9 @@ pub struct GlobalDefs {
     /// `notify_fifo` and `vrrp_notify_fifo` (one each at most, in that order): FIFOs every
     /// state change is written to.
     pub notify_fifos: Vec<NotifyFifo>,
+    /// `fifo_write_vrrp_states_on_reload`: after a reload every instance's and sync group's
+    /// state is written to the FIFOs, as keepalived writes them.
+    pub fifo_states_on_reload: bool,
 }
 
 /// A FIFO every state change of an instance or sync group is written to, one line each as
@@ -153,6 +156,7 @@ impl Default for GlobalDefs {
             garp_interval_us: 0,
             gna_interval_us: 0,
             notify_fifos: Vec::new(),
+            fifo_states_on_reload: false,
         }
     }
 }

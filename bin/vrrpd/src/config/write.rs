@@ -153,6 +153,9 @@ fn global(out: &mut String, c: &Config) {
     if let Some(u) = &g.script_user {
         line(out, 4, &format!("script_user {}", user(u)));
     }
+    if g.fifo_states_on_reload {
+        line(out, 4, "fifo_write_vrrp_states_on_reload");
+    }
     for f in &g.notify_fifos {
         line(out, 4, &format!("{} {}", f.keyword, f.path.display()));
         if let Some((c, who)) = &f.script {

@@ -50,10 +50,29 @@ impl Daemon {
         };
         if new == self.config {
             tracing::info!("reload: the configuration did not change");
+        } else if let Err(e) = self.apply(new).await {
+            tracing::error!("reload refused, the running configuration stays: {e}");
             return;
         }
-        if let Err(e) = self.apply(new).await {
-            tracing::error!("reload refused, the running configuration stays: {e}");
+        if self.config.global.fifo_states_on_reload {
+            self.fifo_states();
+        }
+    }
+
+    /// Every lone instance's state and every sync group's written to the notify FIFOs
+    /// (`fifo_write_vrrp_states_on_reload`): a group's members are not written on their own,
+    /// as keepalived 2.2.7 writes them (seen in the lab test beside it).
+    fn fifo_states(&self) {
+        for (u, unit) in self.parts.units.iter().enumerate() {
+            match unit {
+                Unit::One(i) => {
+                    if let Some(vr) = self.vr_of(u, 0) {
+                        let name = &self.parts.vrs[vr].cfg.name;
+                        self.fifos.write("INSTANCE", name, i.state(), i.priority());
+                    }
+                }
+                Unit::Group(g, name) => self.fifos.write("GROUP", name, g.state(), 0),
+            }
         }
     }
 

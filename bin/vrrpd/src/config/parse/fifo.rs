@@ -1,6 +1,7 @@
-//! `notify_fifo`, `vrrp_notify_fifo` and their `..._script` in global_defs.
+//! `notify_fifo`, `vrrp_notify_fifo`, their `..._script` and `fifo_write_vrrp_states_on_reload`
+//! in global_defs.
 
-use super::args::{command_words, one};
+use super::args::{command_words, no_args, one};
 use crate::config::error::Found;
 use crate::config::model::{Command, GlobalDefs, NotifyFifo, User};
 use crate::config::tree::Node;
@@ -10,6 +11,10 @@ const FIFOS: [&str; 2] = ["notify_fifo", "vrrp_notify_fifo"];
 
 /// Reads `n` if it is a FIFO keyword or its script. False when it is neither.
 pub(super) fn fifo(n: &Node, g: &mut GlobalDefs, errors: &mut Found) -> bool {
+    if n.keyword == "fifo_write_vrrp_states_on_reload" {
+        g.fifo_states_on_reload = no_args(n, errors);
+        return true;
+    }
     let (keyword, script) = match n.keyword.strip_suffix("_script") {
         Some(k) if FIFOS.contains(&k) => (k, true),
         _ if FIFOS.contains(&n.keyword.as_str()) => (n.keyword.as_str(), false),
