@@ -1,6 +1,7 @@
 //! Fuzz what lb-proxy reads from the network and from `check`'s command line: the answer to a
 //! health check (its head, and its body for `http-check expect string`), what a server says
-//! to `tcp-check expect` rules, a request to a monitor or stats listener, and URLs. Arbitrary
+//! to `tcp-check expect` rules, a request to a monitor or stats listener, URLs, and a
+//! client's first bytes as TLS routing reads them (`req_ssl_hello_type`, `req_ssl_sni`). Arbitrary
 //! bytes give an answer, a verdict or an error, never a panic, and every HTTP answer lb-proxy
 //! writes is well formed.
 
@@ -44,6 +45,13 @@ fn expects() -> &'static Vec<Expect> {
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
+
+    // A client's first bytes as TLS routing reads them: an answer or a wait, never a panic,
+    // and a server name only from bytes that hold it.
+    let _ = lb_proxy::hello::hello_type(data);
+    if let lb_proxy::hello::Read::Found(name) = lb_proxy::hello::server_name(data) {
+        assert!(name.len() <= data.len());
+    }
 
     // A URL, and a Location against it.
     if let Ok(url) = lb_proxy::http::Url::parse(&text) {

@@ -18,5 +18,6 @@ pub mod daemon;
 pub mod fds;
 pub mod forward;
 pub mod health;
+pub mod hello;
 pub mod http;
 pub mod tcpcheck;

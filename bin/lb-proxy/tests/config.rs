@@ -143,7 +143,7 @@ fn the_check_config_command() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.contains("haproxy.cfg:3: `use_backend`: lb-proxy balances TCP only"),
+        err.contains("haproxy.cfg:3: use_backend `x` names no backend"),
         "{err}"
     );
 }
@@ -223,7 +223,8 @@ backend kubernetes
 }
 
 /// HTTP routing, cookies and `mode http` proxies that forward: refused, naming the line and
-/// saying lb-proxy balances TCP only; a server naming a resolvers section that is not there.
+/// saying lb-proxy balances TCP only (a `use_backend` on an HTTP ACL too); a server naming a
+/// resolvers section that is not there.
 #[test]
 fn http_routing_is_refused_naming_the_line() {
     let refused = "\
@@ -242,11 +243,85 @@ backend api
     let errors = config::parse_str(refused, "r.cfg").unwrap_err().to_string();
     for want in [
         "r.cfg:4: `acl`: lb-proxy balances TCP only",
-        "r.cfg:5: `use_backend`: lb-proxy balances TCP only",
+        "r.cfg:5: acl `api` is no req_ssl_sni or req_ssl_hello_type ACL of www: lb-proxy \
+         balances TCP only",
         "r.cfg:9: `cookie`: lb-proxy balances TCP only",
         "r.cfg:1: www: lb-proxy balances TCP only: `mode http` is for monitor-uri and stats",
         "r.cfg:7: api: lb-proxy balances TCP only",
         "r.cfg:11: server b: `resolvers nowhere` names no resolvers section",
+    ] {
+        assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
+    }
+}
+
+/// TLS routing in mode tcp, as the UPI guides write it: read, judged on a ClientHello
+/// (rustls's, as a real client sends it) and written back the same; what it cannot be is
+/// refused naming the line.
+#[test]
+fn tls_routing_is_read_judged_and_written_back() {
+    use lb_proxy::config::routing::{self, Verdict};
+    let text = "\
+frontend f
+  mode tcp
+  bind :443
+  tcp-request inspect-delay 5s
+  tcp-request content accept if { req_ssl_hello_type 1 }
+  acl api req_ssl_sni -i api.example.com
+  use_backend b1 if api
+  use_backend b2 if { req.ssl_sni -m end .apps.example.com } || !api { req_ssl_sni -m beg x }
+  default_backend b3
+backend b1
+  server s 192.0.2.1:443
+backend b2
+  server s 192.0.2.2:443
+backend b3
+  server s 192.0.2.3:443
+";
+    let c = config::parse_str(text, "t.cfg").unwrap();
+    let r = &c.proxies[0].routing;
+    assert_eq!(r.inspect_delay, Some(std::time::Duration::from_secs(5)));
+    let hello = |name: &str| {
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        let name = rustls::pki_types::ServerName::try_from(name.to_string()).unwrap();
+        let mut conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+        let mut bytes = Vec::new();
+        conn.write_tls(&mut bytes).unwrap();
+        bytes
+    };
+    let api = hello("API.example.com");
+    assert_eq!(routing::content(r, &api, false), Verdict::Yes);
+    assert_eq!(routing::content(r, &api[..3], false), Verdict::NotYet);
+    assert_eq!(routing::content(r, &api[..3], true), Verdict::Yes, "the delay is over");
+    assert_eq!(routing::route(r, &api), Some("b1"));
+    assert_eq!(routing::route(r, &hello("console.apps.example.com")), Some("b2"));
+    assert_eq!(routing::route(r, &hello("xyz.example.org")), Some("b2"), "!api and x...");
+    assert_eq!(routing::route(r, &hello("yz.example.org")), None, "the default backend");
+    assert_eq!(routing::route(r, b"GET / HTTP/1.1\r\n\r\n"), None);
+    let written = lb_proxy::config::write::write(&c);
+    let again = config::parse_str(&written, "t.cfg").unwrap();
+    assert_eq!(again.proxies[0].routing.routes.len(), 2, "{written}");
+    for (a, b) in again.proxies[0].routing.routes.iter().zip(&r.routes) {
+        assert_eq!((&a.backend, &a.when), (&b.backend, &b.when), "{written}");
+    }
+    assert_eq!(again.proxies[0].routing.acls, r.acls, "{written}");
+
+    let refused = text
+        .replace("-m end", "-m reg")
+        .replace("{ req_ssl_hello_type 1 }", "{ req_ssl_hello_type x }")
+        .replace("use_backend b1 if api", "use_backend b1 if { path_beg /api }");
+    let errors = config::parse_str(&refused, "t.cfg").unwrap_err().to_string();
+    for want in [
+        "t.cfg:5: `tcp-request content accept if { req_ssl_hello_type x }`: `req_ssl_hello_type` \
+         matches numbers",
+        "t.cfg:7: `use_backend b1 if { path_beg /api }`: `path_beg`: lb-proxy routes by \
+         req_ssl_sni and req_ssl_hello_type only",
+        "t.cfg:8: `use_backend b2 if { req.ssl_sni -m reg .apps.example.com } || !api { \
+         req_ssl_sni -m beg x }`: `-m reg`: lb-proxy matches str, beg, end or sub",
     ] {
         assert!(errors.contains(want), "missing {want:?} in:\n{errors}");
     }

@@ -565,3 +565,63 @@ fn weighted_and_avalanche_source_hashing_picks_as_haproxy_does() {
         drop(running);
     }
 }
+
+/// The server that answers `GET /` over TLS with server name `sni` through 127.0.0.1:`port`
+/// in `host` (the stand-in API servers speak TLS), `-` for none.
+fn over_tls(host: &Host, port: u16, sni: &str) -> String {
+    let to = SocketAddr::from(([127, 0, 0, 1], port));
+    host.within(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let conn = lb_proxy::http::connect(to, Some(sni))
+                .await
+                .map_err(std::io::Error::other)?;
+            let head = "GET / HTTP/1.0\r\nConnection: close\r\n\r\n";
+            let answer = tokio::time::timeout(
+                Duration::from_secs(10),
+                lb_proxy::http::ask(conn, head, true),
+            )
+            .await?
+            .map_err(std::io::Error::other)?;
+            Ok(String::from_utf8_lossy(&answer.body).trim().to_string())
+        })
+    })
+    .unwrap_or_else(|_| "-".to_string())
+}
+
+/// Routing TLS by server name in `mode tcp`, as the OKD and OpenShift UPI guides write it
+/// (`tcp-request inspect-delay`, `tcp-request content accept if { req_ssl_hello_type 1 }`, a
+/// named `acl` with `-i`, an inline `req.ssl_sni -m end`, a default backend): each name
+/// reaches the backend haproxy sends it to, and a plain (not TLS) request the default.
+#[test]
+fn server_names_route_to_backends_as_haproxy_does() {
+    if !can_run() {
+        return;
+    }
+    let b = bench();
+    let _api = b.serve(8443);
+    let [s0, s1, s2] = [0, 1, 2].map(|i| b.servers[i].ipv4());
+    let text = checked(&format!(
+        "frontend ingress-https\n  bind :9443\n  tcp-request inspect-delay 5s\n  \
+         tcp-request content accept if {{ req_ssl_hello_type 1 }}\n  \
+         acl is_api req_ssl_sni -i api.example.com\n  use_backend api if is_api\n  \
+         use_backend apps if {{ req.ssl_sni -m end .apps.example.com }}\n  \
+         default_backend other\n\
+         backend api\n  server s0 {s0}:8443\nbackend apps\n  server s1 {s1}:8443\n\
+         backend other\n  server s2 {s2}:8443\n"
+    ));
+    let _running = b.start(&text, 9443);
+    for (kind, host) in &b.proxies {
+        for (name, want) in [
+            ("api.example.com", "s0"),
+            ("API.Example.COM", "s0"),
+            ("console-openshift-console.apps.example.com", "s1"),
+            ("api.example.org", "s2"),
+        ] {
+            assert_eq!(over_tls(host, 9443, name), want, "{kind:?}: {name}");
+        }
+        assert_eq!(names(host, 9443, 1), ["s2"], "{kind:?}: a plain request");
+    }
+}

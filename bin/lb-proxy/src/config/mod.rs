@@ -9,6 +9,7 @@ pub mod model;
 pub mod openshift;
 pub mod parse;
 pub mod resolvers;
+pub mod routing;
 pub mod write;
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -84,6 +85,32 @@ fn libc(name: &str, prefer_ipv4: bool) -> Option<IpAddr> {
     preferred.or(all.first()).copied()
 }
 
+/// A proxy's `use_backend` rules name backends, and its rules' ACLs are its own TLS ACLs;
+/// each error at the rule's line.
+fn routes(p: &Proxy, backend_named: &dyn Fn(&str) -> bool, errors: &mut Errors) {
+    for r in &p.routing.routes {
+        if !backend_named(&r.backend) {
+            let b = &r.backend;
+            errors.push(&r.location, format!("use_backend `{b}` names no backend"));
+        }
+    }
+    let defined = |name: &str| p.routing.acls.iter().any(|(n, _)| n == name);
+    let conditions = (p.routing.routes.iter().map(|r| (&r.when, &r.location)))
+        .chain(p.routing.content.iter().map(|r| (&r.when, &r.location)));
+    for (when, location) in conditions {
+        for name in when.iter().flat_map(|c| c.names()).filter(|n| !defined(n)) {
+            errors.push(
+                location,
+                format!(
+                    "acl `{name}` is no req_ssl_sni or req_ssl_hello_type ACL of {}: lb-proxy \
+                     balances TCP only (no HTTP routing)",
+                    p.name
+                ),
+            );
+        }
+    }
+}
+
 /// What no single section can know: references between sections, and what lb-proxy does not do.
 fn check(c: &Config, errors: &mut Errors) {
     for p in &c.proxies {
@@ -97,6 +124,7 @@ fn check(c: &Config, errors: &mut Errors) {
                 );
             }
         }
+        routes(p, &backend_named, errors);
         if let Some(m) = &p.monitor_fail {
             if !backend_named(&m.backend) {
                 errors.push(

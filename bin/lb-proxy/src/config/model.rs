@@ -514,6 +514,8 @@ pub struct Proxy {
     pub binds: Vec<Bind>,
     /// `default_backend`.
     pub default_backend: Option<String>,
+    /// TLS routing by server name: `tcp-request`, `acl`, `use_backend`.
+    pub routing: super::routing::Routing,
     /// `option httpchk`.
     pub httpchk: Option<HttpCheck>,
     /// `option tcp-check` with its rules, or `option ssl-hello-chk` (None: neither, or

@@ -73,6 +73,7 @@ fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
         },
         binds: Vec::new(),
         default_backend: None,
+        routing: Default::default(),
         httpchk: None,
         tcp_check: None,
         balance: Balance::RoundRobin,

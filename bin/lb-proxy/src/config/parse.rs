@@ -11,7 +11,7 @@ use super::model::{
     Balance, Bind, Config, InitAddr, InitState, Kind, Location, Mode, MonitorFail, OnError, Proxy,
     Race, Resolvers, RetryOn, Server, Stats, Timeouts,
 };
-use super::{checks, ignored};
+use super::{checks, ignored, routing};
 
 /// What a `defaults` section passes on.
 #[derive(Debug, Clone)]
@@ -210,6 +210,7 @@ impl Parser<'_> {
             timeouts: d.timeouts,
             binds: Vec::new(),
             default_backend: None,
+            routing: Default::default(),
             httpchk: None,
             tcp_check: None,
             balance: Balance::RoundRobin,
@@ -666,6 +667,9 @@ impl Parser<'_> {
                 self.errors
                     .push(at, format!("`{kw}` is not allowed in {where_}"));
             }
+            "acl" if w.get(2).is_some_and(|f| routing::is_tls_fetch(f)) => self.acl(w, at),
+            "use_backend" if front => self.use_backend(w, at),
+            "tcp-request" if front && self.tcp_request(w, at) => {}
             _ if ignored::http_routing(kw) => self.errors.push(
                 at,
                 format!(
@@ -676,6 +680,68 @@ impl Parser<'_> {
                 .errors
                 .push(at, format!("unknown keyword `{kw}` in {where_}")),
         }
+    }
+
+    /// `acl NAME FETCH ...` with a TLS fetch ([`routing::test`]).
+    fn acl(&mut self, w: &[String], at: &Location) {
+        let words: Vec<&str> = w[2..].iter().map(String::as_str).collect();
+        match routing::test(&words) {
+            Ok(t) => self.apply(|_| {}, |p| p.routing.acls.push((w[1].clone(), t))),
+            Err(why) => self.errors.push(at, format!("`{}`: {why}", w.join(" "))),
+        }
+    }
+
+    /// `use_backend NAME [if|unless COND]`.
+    fn use_backend(&mut self, w: &[String], at: &Location) {
+        let words: Vec<&str> = w.iter().skip(2).map(String::as_str).collect();
+        let when = (!words.is_empty())
+            .then(|| routing::condition(&words))
+            .transpose();
+        match (w.get(1), when) {
+            (Some(b), Ok(when)) => {
+                let route = routing::Route {
+                    backend: b.clone(),
+                    when,
+                    location: at.clone(),
+                };
+                self.apply(|_| {}, |p| p.routing.routes.push(route));
+            }
+            (_, Err(why)) => self.errors.push(at, format!("`{}`: {why}", w.join(" "))),
+            (None, _) => self.errors.push(at, "`use_backend` needs a backend"),
+        }
+    }
+
+    /// `tcp-request inspect-delay TIME` and `tcp-request content accept|reject [COND]`; false
+    /// for any other `tcp-request` rule (refused by the caller).
+    fn tcp_request(&mut self, w: &[String], at: &Location) -> bool {
+        let words: Vec<&str> = w.iter().map(String::as_str).collect();
+        match words.as_slice() {
+            [_, "inspect-delay", t] => match duration(t) {
+                Some(d) => self.apply(|_| {}, |p| p.routing.inspect_delay = Some(d)),
+                None => self.errors.push(
+                    at,
+                    format!("`tcp-request inspect-delay {t}`: not a duration"),
+                ),
+            },
+            [_, "content", action @ ("accept" | "reject"), cond @ ..] => {
+                let when = (!cond.is_empty())
+                    .then(|| routing::condition(cond))
+                    .transpose();
+                match when {
+                    Ok(when) => {
+                        let rule = routing::ContentRule {
+                            accept: *action == "accept",
+                            when,
+                            location: at.clone(),
+                        };
+                        self.apply(|_| {}, |p| p.routing.content.push(rule));
+                    }
+                    Err(why) => self.errors.push(at, format!("`{}`: {why}", w.join(" "))),
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 
     fn bind(&mut self, w: &[String], at: &Location) {

@@ -438,6 +438,7 @@ fn proxy(out: &mut String, p: &Proxy, d: &Shared) {
     for b in &p.binds {
         bind(out, b);
     }
+    routing(out, &p.routing);
     if let Some(b) = &p.default_backend {
         let _ = writeln!(out, "  default_backend {b}");
     }
@@ -494,6 +495,31 @@ fn servers(out: &mut String, p: &Proxy) {
     }
     for srv in &p.servers {
         server(out, srv);
+    }
+}
+
+/// A frontend's TLS routing: `tcp-request`, `acl` and `use_backend` lines.
+fn routing(out: &mut String, r: &super::routing::Routing) {
+    if let Some(d) = r.inspect_delay {
+        let _ = writeln!(out, "  tcp-request inspect-delay {}", duration(d));
+    }
+    for (name, t) in &r.acls {
+        let _ = writeln!(out, "  acl {name} {t}");
+    }
+    for rule in &r.content {
+        let action = if rule.accept { "accept" } else { "reject" };
+        match &rule.when {
+            Some(c) => writeln!(out, "  tcp-request content {action} {c}"),
+            None => writeln!(out, "  tcp-request content {action}"),
+        }
+        .unwrap_or_default();
+    }
+    for route in &r.routes {
+        match &route.when {
+            Some(c) => writeln!(out, "  use_backend {} {c}", route.backend),
+            None => writeln!(out, "  use_backend {}", route.backend),
+        }
+        .unwrap_or_default();
     }
 }
 

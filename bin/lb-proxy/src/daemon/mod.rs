@@ -18,6 +18,7 @@
 pub mod admit;
 pub mod checks;
 pub mod connect;
+pub mod inspect;
 pub mod pulse;
 pub mod redirect;
 pub mod replay;

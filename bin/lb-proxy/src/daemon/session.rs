@@ -12,8 +12,8 @@ use tokio::sync::{watch, Semaphore};
 use super::admit::{Listener, Next};
 use super::connect::connect;
 use super::pulse::Pulse;
-use super::replay;
 use super::table::{Backend, Frontend, Table};
+use super::{inspect, replay};
 use crate::forward::{self, End, Idle, Transfer};
 
 /// Accepts on `listener` for the frontend called `name`, reading the current table from
@@ -48,11 +48,13 @@ pub async fn accept_loop(
         let live = Live::new(&frontend);
         tokio::spawn(async move {
             let (_live, _permits) = (live, admitted.permits);
-            if let Some(backend) = &frontend.backend {
-                session(admitted.stream, admitted.peer, &frontend, backend, copy).await;
-            } else {
-                let peer = admitted.peer;
-                tracing::debug!("{}: {peer}: no backend, closed", frontend.name);
+            let peer = admitted.peer;
+            match inspect::backend(&admitted.stream, &frontend).await {
+                Some(Some(backend)) => {
+                    session(admitted.stream, peer, &frontend, &backend, copy).await;
+                }
+                Some(None) => tracing::debug!("{}: {peer}: no backend, closed", frontend.name),
+                None => tracing::debug!("{}: {peer}: rejected by the content rules", frontend.name),
             }
         });
     }

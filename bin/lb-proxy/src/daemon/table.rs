@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use super::admit;
 use crate::balance::{backups, effective_weight, RoundRobin, SourceMap};
 use crate::config::model::{Bind, MonitorFail, Race, Stats};
+use crate::config::routing::Routing;
 use crate::config::{self, Balance, Config, Kind, Mode, Proxy};
 use crate::forward::{Idle, Moved};
 use crate::health::{Change, Event, Health, Passive, Probe};
@@ -313,6 +314,10 @@ pub struct Frontend {
     pub binds: Vec<Bind>,
     /// Where it forwards (None: it closes what it accepts, as haproxy without a backend).
     pub backend: Option<Arc<Backend>>,
+    /// Its TLS routing rules, and the backend each `use_backend` names (by rule).
+    pub routing: Routing,
+    /// The backends of `routing.routes`, by name.
+    pub routes: HashMap<String, Arc<Backend>>,
     /// `maxconn`: connections beyond it wait in the kernel's backlog.
     pub slots: Arc<Semaphore>,
     /// The configured `maxconn`.
@@ -348,6 +353,10 @@ impl Frontend {
             name: p.name.clone(),
             binds: p.binds.clone(),
             backend: backend.cloned(),
+            routing: p.routing.clone(),
+            routes: (p.routing.routes.iter())
+                .filter_map(|r| Some((r.backend.clone(), Arc::clone(backends.get(&r.backend)?))))
+                .collect(),
             slots,
             maxconn,
             idle: Idle {
