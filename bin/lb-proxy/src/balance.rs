@@ -82,29 +82,44 @@ impl RoundRobin {
 /// haproxy's order. The same client reaches the same server as haproxy's while the same
 /// servers are UP; the map is built again when that set changes. Weights are static here as
 /// in haproxy (no slow start).
+///
+/// With `hash-type consistent` the hash is looked up on haproxy's ring instead (`lb_chash.c`):
+/// each server `weight * 16` points at `full_hash(id * 4096 + n)`, its id its place in the
+/// backend from 1, the client's hash taken by the nearer of the points on either side; a
+/// server going down moves only its own clients.
 #[derive(Debug, Clone, Default)]
 pub struct SourceMap {
-    /// The eligibility the map was built for, and the map (server indexes).
-    built: Option<(Vec<bool>, Vec<usize>)>,
+    /// The eligibility it was built for, and the map (server indexes) or the ring (points
+    /// and their servers, in key order).
+    built: Option<(Vec<bool>, Lookup)>,
+}
+
+#[derive(Debug, Clone)]
+enum Lookup {
+    Map(Vec<usize>),
+    Ring(Vec<(u32, usize)>),
 }
 
 impl SourceMap {
     /// The server for a client at `address`, given every server's configured weight and
-    /// whether it may take the connection now (UP, and a backup only as [`backups`] says).
-    /// None when none may.
+    /// whether it may take the connection now (UP, and a backup only as [`backups`] says),
+    /// hashed with `(avalanche, consistent)`. None when none may.
     pub fn pick(
         &mut self,
         address: IpAddr,
         weights: &[u32],
         eligible: &[bool],
-        avalanche: bool,
+        (avalanche, consistent): (bool, bool),
     ) -> Option<usize> {
         let stale = self.built.as_ref().is_none_or(|(e, _)| e != eligible);
         if stale {
-            self.built = Some((eligible.to_vec(), server_map(weights, eligible)));
+            let lookup = if consistent {
+                Lookup::Ring(ring(weights, eligible))
+            } else {
+                Lookup::Map(server_map(weights, eligible))
+            };
+            self.built = Some((eligible.to_vec(), lookup));
         }
-        let map = &self.built.as_ref()?.1;
-        let size = u32::try_from(map.len()).ok().filter(|&n| n > 0)?;
         let usable = eligible.iter().zip(weights).filter(|(&e, &w)| e && w > 0);
         // haproxy does not hash when one server is left.
         let mut h = if usable.count() == 1 {
@@ -112,11 +127,42 @@ impl SourceMap {
         } else {
             fold(address)
         };
-        if avalanche {
+        // On the ring the hash always goes through the avalanche function: haproxy 2.6 picks
+        // so (the lab test beside it spreads 40 neighbouring addresses as it does).
+        if avalanche || consistent {
             h = full_hash(h);
         }
-        map.get(usize::try_from(h % size).ok()?).copied()
+        match &self.built.as_ref()?.1 {
+            Lookup::Map(map) => {
+                let size = u32::try_from(map.len()).ok().filter(|&n| n > 0)?;
+                map.get(usize::try_from(h % size).ok()?).copied()
+            }
+            Lookup::Ring(points) => nearest(points, h),
+        }
     }
+}
+
+/// haproxy's consistent-hash ring: `weight * 16` points per eligible server, in key order.
+fn ring(weights: &[u32], eligible: &[bool]) -> Vec<(u32, usize)> {
+    let mut points = Vec::new();
+    for (i, (&w, &e)) in weights.iter().zip(eligible).enumerate() {
+        let Ok(id) = u32::try_from(i + 1) else { break };
+        if e {
+            points.extend((0..w * WEIGHT_SCALE).map(|n| (full_hash(id * 4096 + n), i)));
+        }
+    }
+    points.sort_by_key(|&(key, _)| key);
+    points
+}
+
+/// The server of the point nearer to `h` of the two around it on the ring (the one before on
+/// a tie), as `chash_get_server_hash`.
+fn nearest(points: &[(u32, usize)], h: u32) -> Option<usize> {
+    let after = points.partition_point(|&(key, _)| key < h);
+    let next = points.get(after).or(points.first())?;
+    let prev = (after.checked_sub(1).and_then(|p| points.get(p))).or(points.last())?;
+    let (dp, dn) = (h.wrapping_sub(prev.0), next.0.wrapping_sub(h));
+    Some(if dp <= dn { prev.1 } else { next.1 })
 }
 
 /// The address's 32-bit words, each in network order, XORed.
@@ -252,20 +298,55 @@ mod tests {
     }
 
     #[test]
+    fn on_the_ring_a_server_going_down_moves_only_its_own_clients() {
+        let points = ring(&[1, 2, 1], &[true; 3]);
+        assert_eq!(points.len(), 64);
+        assert!(points.windows(2).all(|w| w[0].0 <= w[1].0));
+        let mut m = SourceMap::default();
+        let clients: Vec<IpAddr> = (1..=200u8)
+            .map(|n| IpAddr::from([198, 51, 100, n]))
+            .collect();
+        let before: Vec<_> = (clients.iter())
+            .map(|&c| m.pick(c, &[1, 2, 1], &[true; 3], (false, true)))
+            .collect();
+        for s in 0..3 {
+            assert!(before.contains(&Some(s)), "server {s} got no client");
+        }
+        let after: Vec<_> = (clients.iter())
+            .map(|&c| m.pick(c, &[1, 2, 1], &[true, false, true], (false, true)))
+            .collect();
+        for (b, a) in before.iter().zip(&after) {
+            assert_ne!(*a, Some(1));
+            if *b != Some(1) {
+                assert_eq!(a, b, "a client of a server that stayed moved");
+            }
+        }
+    }
+
+    #[test]
     fn one_client_one_server_while_the_set_stays() {
         let mut m = SourceMap::default();
         let client: IpAddr = "192.0.2.77".parse().unwrap();
-        let first = m.pick(client, &[1, 1, 1], &[true; 3], false);
+        let first = m.pick(client, &[1, 1, 1], &[true; 3], (false, false));
         for _ in 0..10 {
-            assert_eq!(m.pick(client, &[1, 1, 1], &[true; 3], false), first);
+            assert_eq!(
+                m.pick(client, &[1, 1, 1], &[true; 3], (false, false)),
+                first
+            );
         }
         // The address modulo the map: 192.0.2.77 is 0xc000024d, mod 48 is 13: slot 13.
         assert_eq!(first, Some(server_map(&[1, 1, 1], &[true; 3])[13]));
         // IPv6: the four words XORed.
         assert_eq!(fold("2001:db8::1".parse().unwrap()), 0x2001_0db8 ^ 1);
-        assert_eq!(m.pick(client, &[1, 1], &[false, false], false), None);
+        assert_eq!(
+            m.pick(client, &[1, 1], &[false, false], (false, false)),
+            None
+        );
         // One server left: it, unhashed.
-        assert_eq!(m.pick(client, &[1, 1], &[false, true], true), Some(1));
+        assert_eq!(
+            m.pick(client, &[1, 1], &[false, true], (true, false)),
+            Some(1)
+        );
     }
 
     #[test]

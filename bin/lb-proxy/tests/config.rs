@@ -254,13 +254,8 @@ backend api
     }
 }
 
-/// TLS routing in mode tcp, as the UPI guides write it: read, judged on a ClientHello
-/// (rustls's, as a real client sends it) and written back the same; what it cannot be is
-/// refused naming the line.
-#[test]
-fn tls_routing_is_read_judged_and_written_back() {
-    use lb_proxy::config::routing::{self, Verdict};
-    let text = "\
+/// A frontend routing TLS by name, as the UPI guides write one.
+const ROUTED: &str = "\
 frontend f
   mode tcp
   bind :443
@@ -277,30 +272,54 @@ backend b2
 backend b3
   server s 192.0.2.3:443
 ";
+
+/// The ClientHello rustls sends for server name `name`, as a real TLS client does.
+fn client_hello(name: &str) -> Vec<u8> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(name.to_string()).unwrap();
+    let mut conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let mut bytes = Vec::new();
+    conn.write_tls(&mut bytes).unwrap();
+    bytes
+}
+
+/// TLS routing in mode tcp, as the UPI guides write it: read, judged on a ClientHello
+/// (rustls's, as a real client sends it) and written back the same.
+#[test]
+fn tls_routing_is_read_judged_and_written_back() {
+    use lb_proxy::config::routing::{self, Verdict};
+    let text = ROUTED;
     let c = config::parse_str(text, "t.cfg").unwrap();
     let r = &c.proxies[0].routing;
     assert_eq!(r.inspect_delay, Some(std::time::Duration::from_secs(5)));
-    let hello = |name: &str| {
-        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth();
-        let name = rustls::pki_types::ServerName::try_from(name.to_string()).unwrap();
-        let mut conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
-        let mut bytes = Vec::new();
-        conn.write_tls(&mut bytes).unwrap();
-        bytes
-    };
-    let api = hello("API.example.com");
+    let api = client_hello("API.example.com");
     assert_eq!(routing::content(r, &api, false), Verdict::Yes);
     assert_eq!(routing::content(r, &api[..3], false), Verdict::NotYet);
-    assert_eq!(routing::content(r, &api[..3], true), Verdict::Yes, "the delay is over");
+    assert_eq!(
+        routing::content(r, &api[..3], true),
+        Verdict::Yes,
+        "the delay is over"
+    );
     assert_eq!(routing::route(r, &api), Some("b1"));
-    assert_eq!(routing::route(r, &hello("console.apps.example.com")), Some("b2"));
-    assert_eq!(routing::route(r, &hello("xyz.example.org")), Some("b2"), "!api and x...");
-    assert_eq!(routing::route(r, &hello("yz.example.org")), None, "the default backend");
+    assert_eq!(
+        routing::route(r, &client_hello("console.apps.example.com")),
+        Some("b2")
+    );
+    assert_eq!(
+        routing::route(r, &client_hello("xyz.example.org")),
+        Some("b2"),
+        "!api and x..."
+    );
+    assert_eq!(
+        routing::route(r, &client_hello("yz.example.org")),
+        None,
+        "the default backend"
+    );
     assert_eq!(routing::route(r, b"GET / HTTP/1.1\r\n\r\n"), None);
     let written = lb_proxy::config::write::write(&c);
     let again = config::parse_str(&written, "t.cfg").unwrap();
@@ -309,12 +328,22 @@ backend b3
         assert_eq!((&a.backend, &a.when), (&b.backend, &b.when), "{written}");
     }
     assert_eq!(again.proxies[0].routing.acls, r.acls, "{written}");
+}
 
-    let refused = text
+/// What TLS routing cannot be is refused naming the line: a hello type that is no number, an
+/// HTTP fetch, a match method lb-proxy does not have.
+#[test]
+fn tls_routing_refusals_name_the_line() {
+    let refused = ROUTED
         .replace("-m end", "-m reg")
         .replace("{ req_ssl_hello_type 1 }", "{ req_ssl_hello_type x }")
-        .replace("use_backend b1 if api", "use_backend b1 if { path_beg /api }");
-    let errors = config::parse_str(&refused, "t.cfg").unwrap_err().to_string();
+        .replace(
+            "use_backend b1 if api",
+            "use_backend b1 if { path_beg /api }",
+        );
+    let errors = config::parse_str(&refused, "t.cfg")
+        .unwrap_err()
+        .to_string();
     for want in [
         "t.cfg:5: `tcp-request content accept if { req_ssl_hello_type x }`: `req_ssl_hello_type` \
          matches numbers",

@@ -531,8 +531,9 @@ fn balance_source_sends_each_client_where_haproxy_does() {
     assert!(two.iter().all(|n| n == "s0" || n == "s2"), "{two:?}");
 }
 
-/// `balance source` over weights 1, 2 and 3 (a map of 96 slots in haproxy's order), plain and
-/// with `hash-type map-based sdbm avalanche`: each client where haproxy sends it.
+/// `balance source` over weights 1, 2 and 3 (a map of 96 slots in haproxy's order, or a ring
+/// of 96 points), map-based and consistent, plain and with `avalanche`: each client where
+/// haproxy sends it.
 #[test]
 fn weighted_and_avalanche_source_hashing_picks_as_haproxy_does() {
     if !can_run() {
@@ -541,7 +542,12 @@ fn weighted_and_avalanche_source_hashing_picks_as_haproxy_does() {
     let b = bench();
     let _api = b.serve(8443);
     // A port each: the first pair may still hold theirs while they stop.
-    for (port, hash) in [(8444, ""), (8445, "  hash-type map-based sdbm avalanche\n")] {
+    for (port, hash) in [
+        (8444, ""),
+        (8445, "  hash-type map-based sdbm avalanche\n"),
+        (8446, "  hash-type consistent\n"),
+        (8447, "  hash-type consistent sdbm avalanche\n"),
+    ] {
         let mut text = checked(&format!(
             "listen ingress\n  bind :{port}\n  mode tcp\n  balance source\n{hash}"
         ));

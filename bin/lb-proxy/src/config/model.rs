@@ -526,6 +526,9 @@ pub struct Proxy {
     /// `hash-type map-based avalanche`: the hashed address goes through haproxy's avalanche
     /// function before it picks a server (`balance source`).
     pub avalanche: bool,
+    /// `hash-type consistent`: `balance source` looks the hash up on haproxy's ring rather
+    /// than its map.
+    pub consistent: bool,
     /// `option allbackups`: all backup servers take turns, not only the first.
     pub allbackups: bool,
     /// `monitor-uri`.

@@ -78,6 +78,7 @@ fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
         tcp_check: None,
         balance: Balance::RoundRobin,
         avalanche: false,
+        consistent: false,
         allbackups: false,
         monitor_uri: None,
         monitor_fail: None,

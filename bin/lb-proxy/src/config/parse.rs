@@ -215,6 +215,7 @@ impl Parser<'_> {
             tcp_check: None,
             balance: Balance::RoundRobin,
             avalanche: false,
+            consistent: false,
             allbackups: false,
             monitor_uri: None,
             monitor_fail: None,
@@ -819,29 +820,33 @@ impl Parser<'_> {
         self.apply(|_| {}, |p| p.balance = balance);
     }
 
-    /// `hash-type map-based [FUNCTION [avalanche]]` (haproxy 2.6 wants the function before
-    /// `avalanche`): how `balance source` hashes. The function (sdbm, djb2, wt6, crc32) is
-    /// haproxy's for hashing strings, which source hashing does not use; `consistent` hashing
-    /// is not implemented, and refused.
+    /// `hash-type map-based|consistent [FUNCTION [avalanche]]` (haproxy 2.6 wants the
+    /// function before `avalanche`): how `balance source` hashes. The function (sdbm, djb2,
+    /// wt6, crc32) is haproxy's for hashing strings, which source hashing does not use.
     fn hash_type(&mut self, w: &[String], at: &Location) {
         let functions = ["sdbm", "djb2", "wt6", "crc32"];
         let words: Vec<&str> = w[1..].iter().map(String::as_str).collect();
+        let kind = |k: &str| matches!(k, "map-based" | "consistent");
         let avalanche = match words.as_slice() {
-            ["map-based"] => false,
-            ["map-based", f] if functions.contains(f) => false,
-            ["map-based", f, "avalanche"] if functions.contains(f) => true,
+            [k] if kind(k) => false,
+            [k, f] if kind(k) && functions.contains(f) => false,
+            [k, f, "avalanche"] if kind(k) && functions.contains(f) => true,
             _ => {
                 return self.errors.push(
                     at,
                     format!(
-                        "`{}`: lb-proxy hashes map-based [sdbm|djb2|wt6|crc32 [avalanche]] \
-                         (haproxy's consistent hashing is not implemented)",
+                        "`{}`: lb-proxy hashes map-based|consistent [sdbm|djb2|wt6|crc32 \
+                         [avalanche]]",
                         w.join(" ")
                     ),
                 )
             }
         };
-        self.apply(|_| {}, |p| p.avalanche = avalanche);
+        let consistent = words.first() == Some(&"consistent");
+        self.apply(
+            |_| {},
+            |p| (p.avalanche, p.consistent) = (avalanche, consistent),
+        );
     }
 
     /// `stats enable|hide-version|uri PATH|refresh TIME|auth USER:PASS`: each enables the

@@ -489,8 +489,15 @@ fn servers(out: &mut String, p: &Proxy) {
             Balance::Source => "source",
         };
         let _ = writeln!(out, "  balance {algorithm}");
-        if p.avalanche {
-            out.push_str("  hash-type map-based sdbm avalanche\n");
+        let kind = if p.consistent {
+            "consistent"
+        } else {
+            "map-based"
+        };
+        match (p.consistent, p.avalanche) {
+            (_, true) => writeln!(out, "  hash-type {kind} sdbm avalanche").unwrap_or_default(),
+            (true, false) => writeln!(out, "  hash-type {kind}").unwrap_or_default(),
+            (false, false) => {}
         }
     }
     for srv in &p.servers {

@@ -198,6 +198,8 @@ pub struct Backend {
     pub balance: Balance,
     /// `hash-type ... avalanche`.
     pub avalanche: bool,
+    /// `hash-type consistent`.
+    pub consistent: bool,
     /// `option allbackups`.
     pub allbackups: bool,
     /// `retries`.
@@ -246,6 +248,7 @@ impl Backend {
             source: Mutex::new(SourceMap::default()),
             balance: p.balance,
             avalanche: p.avalanche,
+            consistent: p.consistent,
             allbackups: p.allbackups,
             retries: p.retries,
             redispatch: p.redispatch,
@@ -274,7 +277,8 @@ impl Backend {
         if self.balance == Balance::Source {
             let eligible: Vec<bool> = weights.iter().map(|&w| w > 0).collect();
             let configured: Vec<u32> = self.servers.iter().map(|s| s.cfg.weight).collect();
-            let i = lock(&self.source).pick(client, &configured, &eligible, self.avalanche)?;
+            let hashing = (self.avalanche, self.consistent);
+            let i = lock(&self.source).pick(client, &configured, &eligible, hashing)?;
             return Some(Arc::clone(&self.servers[i]));
         }
         if let Some(not) = not {
