@@ -93,6 +93,7 @@ impl Groups {
             dst: d.dst,
             hop_limit: d.hop_limit,
             payload: &[],
+            ah: None,
         };
         match rx::check(&raw, &d.repr, expect) {
             Err(reject) if reject.is_foreign() => Some(Foreign {
@@ -214,8 +215,12 @@ pub fn to_text(seen: &Seen, show_secrets: bool) -> String {
                 interval(r.advert_int),
                 d.hop_limit
             );
-            if let Auth::Pass(_) = r.auth {
-                let _ = write!(line, " auth PASS {}", shown(&r.auth, show_secrets));
+            match r.auth {
+                Auth::Pass(_) => {
+                    let _ = write!(line, " auth PASS {}", shown(&r.auth, show_secrets));
+                }
+                Auth::Ah => line.push_str(" auth AH"),
+                Auth::None => {}
             }
             let addresses: Vec<String> = r.addresses.iter().map(IpAddr::to_string).collect();
             let _ = write!(line, " addrs {}", addresses.join(","));
@@ -252,7 +257,8 @@ pub fn to_json(seen: &Seen, show_secrets: bool) -> String {
                 "vrid": r.vrid,
                 "priority": r.priority,
                 "advert_int_cs": r.advert_int,
-                "auth": match r.auth { Auth::None => None, Auth::Pass(_) => Some(password(&r.auth, show_secrets)) },
+                "auth": match r.auth { Auth::None | Auth::Ah => None, Auth::Pass(_) => Some(password(&r.auth, show_secrets)) },
+                "auth_type": r.auth.auth_type(),
                 "addresses": r.addresses,
                 "checksum_without_pseudo_header": advert.checksum_without_pseudo_header,
                 "foreign": seen.foreign.as_ref().map(|f| json!({
@@ -308,7 +314,7 @@ fn shown(auth: &Auth, show_secrets: bool) -> String {
 /// or [`REDACTED`] unless `show_secrets`.
 fn password(auth: &Auth, show_secrets: bool) -> String {
     match auth {
-        Auth::None => String::new(),
+        Auth::None | Auth::Ah => String::new(),
         Auth::Pass(_) if !show_secrets => REDACTED.to_string(),
         Auth::Pass(data) => {
             let end = data.iter().position(|&b| b == 0).unwrap_or(data.len());

@@ -510,7 +510,7 @@ vrrp_instance A {
          supported",
         "r.conf:11: `promote_secondaries` (keepalived's) is not supported by vrrpd (in \
          vrrp_instance A)",
-        "r.conf:13: `auth_type AH` is not supported by vrrpd",
+        "r.conf:12: authentication: `auth_type AH` needs `auth_pass`",
         "r.conf:18: unknown keyword `no_such_keyword` in vrrp_instance A",
     ];
     for w in want {

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use ipi_core::secret::Secret;
-use ipi_core::vrrp::{Auth, Version};
+use ipi_core::vrrp::{ah, Auth, Version};
 
 use crate::fsm::{GarpParams, InitialState};
 
@@ -477,10 +477,14 @@ pub struct VrrpInstance {
     pub preempt: bool,
     /// `preempt_delay` in centiseconds.
     pub preempt_delay_cs: u32,
-    /// `authentication { auth_type PASS; auth_pass X }` (v2 only): the password as written
+    /// `authentication { auth_type PASS|AH; auth_pass X }` (v2 only): the password as written
     /// (printed redacted);
     /// [`VrrpInstance::auth`] gives what goes on the wire.
     pub auth_pass: Option<Secret>,
+    /// `auth_type AH`: the password keys keepalived's IPsec Authentication Header
+    /// ([`ipi_core::vrrp::ah`]) instead of riding in the advert. Only ever set on a VRRPv2
+    /// instance over IPv4 (keepalived ignores AH elsewhere, and so does the parser).
+    pub auth_ah: bool,
     /// `virtual_ipaddress`.
     pub vips: Vec<VirtualAddress>,
     /// `virtual_ipaddress_excluded`: held with the state like the VIPs, but not carried in
@@ -539,6 +543,7 @@ impl VrrpInstance {
             preempt: true,
             preempt_delay_cs: 0,
             auth_pass: None,
+            auth_ah: false,
             vips: Vec::new(),
             vips_excluded: Vec::new(),
             virtual_routes: Vec::new(),
@@ -577,9 +582,17 @@ impl VrrpInstance {
     /// The authentication on the wire: RFC 2338's 8 bytes, so only the first 8 of the password
     /// count, as in keepalived.
     pub fn auth(&self) -> Auth {
-        self.auth_pass
-            .as_ref()
-            .map_or(Auth::None, |p| Auth::pass(p.expose()))
+        match &self.auth_pass {
+            None => Auth::None,
+            Some(_) if self.auth_ah => Auth::Ah,
+            Some(p) => Auth::pass(p.expose()),
+        }
+    }
+
+    /// The key of the AH header (`auth_type AH`), if the instance has one.
+    pub fn ah_key(&self) -> Option<ah::Key> {
+        let p = self.auth_pass.as_ref().filter(|_| self.auth_ah)?;
+        Some(ah::Key::from_password(p.expose()))
     }
 
     /// Every address held with the state: the VIPs, then the excluded ones.

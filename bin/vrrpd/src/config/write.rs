@@ -290,7 +290,8 @@ fn election(out: &mut String, i: &VrrpInstance) {
     if let Some(pass) = &i.auth_pass {
         let _ = write!(
             out,
-            "    authentication {{\n        auth_type PASS\n        auth_pass {}\n    }}\n",
+            "    authentication {{\n        auth_type {}\n        auth_pass {}\n    }}\n",
+            if i.auth_ah { "AH" } else { "PASS" },
             pass.expose()
         );
     }

@@ -210,6 +210,7 @@ mod tests {
             addresses: vec![ip("192.0.2.100")],
             peers: Vec::new(),
             peer_ttl: Default::default(),
+            ah_key: None,
         }
     }
 

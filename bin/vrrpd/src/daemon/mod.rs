@@ -6,7 +6,8 @@
 //! - [`setup`]: configuration to sockets, interfaces and state machines.
 //! - [`plan`]: what a reload keeps, changes, starts and stops, decided without IO.
 //! - `reload`: SIGHUP, carrying out the plan.
-//! - [`rx`]: the receive checks, with a counter per reason.
+//! - [`rx`]: the receive checks, with a counter per reason; `ah`: keepalived's AH sequence
+//!   numbers of an instance.
 //! - [`scripts`]: track scripts and notify scripts, without a shell.
 //! - [`status`]: state files and the status file `vrrpd status` reads; `files` writes them
 //!   off the event loop.
@@ -15,6 +16,7 @@
 //!   for on the wire; `telemetry`: transitions with their reason;
 //!   [`metrics`] and `http`: the Prometheus endpoint (`--metrics`).
 
+mod ah;
 mod fifo;
 mod files;
 pub mod plan;
@@ -41,7 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ipi_core::vrrp::{ChecksumMode, Repr};
+use ipi_core::vrrp::{ChecksumMode, RawDatagram, Repr};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -526,7 +528,9 @@ impl Daemon {
         if !rx::addressed(d.dst, self.parts.vrs[vr].cfg.is_unicast()) && self.parts.has_twin(vr) {
             return; // for the instance of this VRID in the other mode, on its own socket
         }
-        match rx::check(&d, &repr, &self.parts.vrs[vr].expect) {
+        let checked = rx::check(&d, &repr, &self.parts.vrs[vr].expect)
+            .and_then(|event| self.ah_fresh(vr, &d, repr.priority).map(|()| event));
+        match checked {
             Ok(event) => {
                 let (u, m) = (self.parts.vrs[vr].unit, self.parts.vrs[vr].member);
                 let now = self.now();
@@ -567,6 +571,24 @@ impl Daemon {
                 }
             }
         }
+    }
+
+    /// keepalived's anti-replay check of an AH advert that passed the others: its sequence
+    /// number must be new to the instance. A master that hears a lower priority goes on past
+    /// the number it heard, as keepalived's does.
+    fn ah_fresh(&self, vr: usize, d: &RawDatagram<'_>, priority: u8) -> Result<(), rx::Reject> {
+        let v = &self.parts.vrs[vr];
+        let (Some(ah), Some(header)) = (&v.ah, &d.ah) else {
+            return Ok(());
+        };
+        if !ah.accept(header.seq()) {
+            return Err(rx::Reject::Replay);
+        }
+        let me = self.parts.units[v.unit].member(v.member);
+        if me.is_some_and(|i| i.state() == State::Master && priority < i.priority()) {
+            ah.past(header.seq());
+        }
+        Ok(())
     }
 
     fn count(&mut self, instance: &str, reason: &'static str) {
@@ -629,6 +651,9 @@ impl Daemon {
                     reason.name()
                 );
                 self.write_state(name, to);
+                if let (State::Master, Some(ah)) = (to, &self.parts.vrs[vr].ah) {
+                    ah.on_master();
+                }
                 let notify = &self.parts.vrs[vr].cfg.notify;
                 self.fifos.write("INSTANCE", name, to, priority);
                 run_notify(&self.parts, notify, "INSTANCE", name, to, priority);
@@ -663,10 +688,15 @@ impl Daemon {
             addresses: v.expect.addresses.clone(),
         };
         let socket = Arc::clone(&self.parts.sockets[v.socket]);
-        if let Err(e) = socket
-            .send_advert(&repr, &v.destinations, ChecksumMode::PseudoHeader)
-            .await
-        {
+        let sent = match &v.ah {
+            Some(ah) => {
+                (socket.send_advert_ah(&repr, &v.destinations, &ah.key, ah.next())).await
+            }
+            None => {
+                (socket.send_advert(&repr, &v.destinations, ChecksumMode::PseudoHeader)).await
+            }
+        };
+        if let Err(e) = sent {
             tracing::warn!("{}: advert not sent: {e}", v.cfg.name);
         }
     }

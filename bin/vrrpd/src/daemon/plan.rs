@@ -300,6 +300,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         preempt,
         preempt_delay_cs,
         auth_pass,
+        auth_ah,
         vips,
         vips_excluded,
         virtual_routes,
@@ -329,7 +330,10 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         ("native_ipv6", *native_ipv6 != b.native_ipv6),
         ("nopreempt", *preempt != b.preempt),
         ("preempt_delay", *preempt_delay_cs != b.preempt_delay_cs),
-        ("authentication", *auth_pass != b.auth_pass),
+        (
+            "authentication",
+            *auth_pass != b.auth_pass || *auth_ah != b.auth_ah,
+        ),
         ("virtual_ipaddress", *vips != b.vips),
         (
             "virtual_ipaddress_excluded",

@@ -102,6 +102,7 @@ impl Daemon {
         while self.rx.try_recv().is_ok() {}
         match setup::build(&new, &self.netlink, carried).await {
             Ok(parts) => {
+                carry_ah(&self.parts, &parts);
                 self.parts = parts;
                 if fifo::changed(&self.config.global.notify_fifos, &new.global.notify_fifos) {
                     std::mem::take(&mut self.fifos).close().await;
@@ -527,6 +528,16 @@ async fn look_at_sources(
 }
 
 /// What the reload does to each unit, in the log.
+/// An AH instance goes on numbering where it was before the reload (see `ah`).
+fn carry_ah(old: &setup::Parts, new: &setup::Parts) {
+    for v in &new.vrs {
+        let before = old.vrs.iter().find(|o| o.cfg.name == v.cfg.name);
+        if let (Some(ah), Some(was)) = (&v.ah, before.and_then(|o| o.ah.as_ref())) {
+            ah.carry(was);
+        }
+    }
+}
+
 fn log_plan(plan: &Plan) {
     for (key, step) in &plan.units {
         match step {

@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use ipi_core::vrrp::{self, Auth, ChecksumMode, Packet, RawDatagram as Datagram, Repr, Version};
+use ipi_core::vrrp::{self, ah, Auth, ChecksumMode, Packet, RawDatagram as Datagram, Repr, Version};
 
 use crate::fsm::Event;
 
@@ -25,8 +25,11 @@ pub enum Reject {
     Vrid,
     /// The authentication type differs from ours (v2).
     AuthType,
-    /// The PASS password differs (its first 8 bytes, as keepalived compares).
+    /// The PASS password differs (its first 8 bytes, as keepalived compares), or an AH
+    /// header's ICV does not verify under our key or its SPI is not its sender's address.
     Password,
+    /// An AH header's sequence number not above the last one sent or accepted: a replay.
+    Replay,
     /// The addresses differ from our virtual addresses (count or list).
     Addresses,
     /// In unicast mode, a sender that is not one of our peers.
@@ -49,6 +52,7 @@ impl Reject {
             Reject::Vrid => "vrid",
             Reject::AuthType => "auth_type",
             Reject::Password => "password",
+            Reject::Replay => "replay",
             Reject::Addresses => "addresses",
             Reject::UnknownPeer => "unknown_peer",
             Reject::Unicast => "unicast",
@@ -69,6 +73,7 @@ impl Reject {
             // Not a router of another group: a group's routers all send to the group, and a
             // host that sends to our address alone is a peer misconfigured or a forger.
             Reject::Unicast
+            | Reject::Replay
             | Reject::HopLimit
             | Reject::Length
             | Reject::Type
@@ -128,6 +133,7 @@ impl Reject {
             | E::BadIpChecksum { .. }
             | E::Fragment { .. }
             | E::NotVrrp(_)
+            | E::BadAhLength(_)
             | E::Ipv6ExtensionHeader(_) => Reject::Malformed,
         }
     }
@@ -142,6 +148,8 @@ pub struct Expect {
     pub version: Version,
     /// The authentication (v2).
     pub auth: Auth,
+    /// The AH header's key (`auth_type AH`).
+    pub ah_key: Option<ah::Key>,
     /// The virtual addresses, in any order.
     pub addresses: Vec<IpAddr>,
     /// Unicast peers; empty in multicast mode.
@@ -158,6 +166,7 @@ impl Expect {
             vrid: i.vrid,
             version: i.effective_version(&c.global),
             auth: i.auth(),
+            ah_key: i.ah_key(),
             addresses: i.vips.iter().map(|v| v.address).collect(),
             peers: i.unicast_peers.clone(),
             peer_ttl: i.peer_ttl.clone(),
@@ -211,6 +220,7 @@ pub fn check(d: &Datagram<'_>, repr: &Repr, expect: &Expect) -> Result<Event, Re
         return Err(Reject::Version);
     }
     if expect.version == Version::V2 {
+        authenticated(d, expect)?;
         match (&repr.auth, &expect.auth) {
             (Auth::Pass(got), Auth::Pass(want)) if !ipi_core::secret::eq(got, want) => {
                 return Err(Reject::Password)
@@ -234,6 +244,25 @@ pub fn check(d: &Datagram<'_>, repr: &Repr, expect: &Expect) -> Result<Event, Re
     })
 }
 
+/// keepalived's AH: an instance with a key takes only datagrams with an AH header whose ICV
+/// verifies under it and whose SPI is their sender (keepalived's vrrp_in_chk_ipsecah); one
+/// without a key takes none with a header. The sequence number is the daemon's to judge.
+fn authenticated(d: &Datagram<'_>, expect: &Expect) -> Result<(), Reject> {
+    match (&d.ah, &expect.ah_key) {
+        (None, None) => Ok(()),
+        (Some(_), None) | (None, Some(_)) => Err(Reject::AuthType),
+        (Some(header), Some(key)) => {
+            let unicast = !expect.peers.is_empty();
+            let sender = d.src == std::net::IpAddr::V4(header.spi());
+            if header.verify(d.payload, key, unicast) && sender {
+                Ok(())
+            } else {
+                Err(Reject::Password)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +279,7 @@ mod tests {
             addresses: vec![ip("192.0.2.100")],
             peers: Vec::new(),
             peer_ttl: Default::default(),
+            ah_key: None,
         }
     }
 
@@ -276,6 +306,7 @@ mod tests {
             dst: ip("224.0.0.18"),
             hop_limit: hop,
             payload: &payload,
+            ah: None,
         };
         let parsed = parse(&d)?;
         check(&d, &parsed, expect)
@@ -331,6 +362,7 @@ mod tests {
             dst: ip("192.0.2.1"),
             hop_limit: 255,
             payload: &payload,
+            ah: None,
         };
         let parsed = parse(&d).unwrap();
         assert_eq!(check(&d, &parsed, &expect()), Err(Reject::Unicast));
@@ -354,6 +386,7 @@ mod tests {
             dst: ip("192.0.2.1"),
             hop_limit,
             payload: &payload,
+            ah: None,
         };
         let mut e = expect();
         e.peers = vec![ip("192.0.2.2"), ip("192.0.2.3")];
@@ -384,10 +417,12 @@ mod tests {
             dst: ip("224.0.0.18"),
             hop_limit: 255,
             payload: &payload,
+            ah: None,
         };
         assert_eq!(parse(&d), Err(Reject::Checksum));
         let d = Datagram {
             payload: &payload[..5],
+            ah: None,
             ..d
         };
         assert_eq!(parse(&d), Err(Reject::Length));
@@ -396,6 +431,7 @@ mod tests {
         assert_eq!(
             parse(&Datagram {
                 payload: &payload,
+                ah: None,
                 ..d
             }),
             Err(Reject::Version)
@@ -404,6 +440,7 @@ mod tests {
         assert_eq!(
             parse(&Datagram {
                 payload: &payload,
+                ah: None,
                 ..d
             }),
             Err(Reject::Type)
@@ -415,6 +452,7 @@ mod tests {
             dst: ip("192.0.2.1"),
             hop_limit: 64,
             payload: &payload,
+            ah: None,
         };
         assert!(parse(&d).is_ok());
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ipi_core::Family;
 
 use super::plan::{self, UnitKey};
+use super::ah::AhState;
 use super::rx::Expect;
 use super::script_security::{self, Notifiers, Readers, Scripts, UserError};
 use super::scripts::Identity;
@@ -83,6 +84,8 @@ pub struct Vr {
     pub expect: Expect,
     /// Gratuitous ARP / NA sender (None when the interface has no MAC).
     pub announcer: Option<Announcer>,
+    /// keepalived's AH (`auth_type AH`): its key and sequence numbers.
+    pub ah: Option<AhState>,
     /// Which unit and member it is.
     pub unit: usize,
     /// Its index within the unit.
@@ -160,14 +163,16 @@ impl Parts {
     pub fn is_unicast(&self, socket: usize) -> bool {
         self.socket_keys
             .get(socket)
-            .is_some_and(|(_, _, source)| source.is_some())
+            .is_some_and(|k| k.unicast_source.is_some())
     }
 
     /// Whether another instance on `vr`'s interface and family has `vr`'s VRID in the other
     /// mode (unicast and multicast are separate VRID spaces): then a datagram of that mode
     /// belongs to it, not to `vr`. Without such a twin it is `vr`'s to check, as before.
     pub fn has_twin(&self, vr: usize) -> bool {
-        let link = |v: &Vr| self.socket_keys.get(v.socket).map(|(i, f, _)| (i, *f));
+        let link = |v: &Vr| {
+            (self.socket_keys.get(v.socket)).map(|k| (&k.interface, k.family, k.ah))
+        };
         let v = &self.vrs[vr];
         self.vrs.iter().any(|o| {
             o.cfg.vrid == v.cfg.vrid
@@ -392,9 +397,20 @@ pub async fn start_waiting(c: &Config, netlink: &Netlink, parts: &mut Parts) -> 
     started
 }
 
-/// The sockets opened so far, by what makes one shareable: interface, family and (unicast)
-/// source. Their index is that of [`Parts::sockets`].
-type Sockets = Vec<(String, Family, Option<IpAddr>)>;
+/// The sockets opened so far, by what makes one shareable. Their index is that of
+/// [`Parts::sockets`].
+type Sockets = Vec<SocketKey>;
+
+/// What makes a socket shareable between instances.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SocketKey {
+    interface: String,
+    family: Family,
+    /// The source of a unicast-only socket.
+    unicast_source: Option<IpAddr>,
+    /// keepalived's AH (IP protocol 51), a socket of its own.
+    ah: bool,
+}
 
 /// One instance's IO and its state machine.
 async fn vr(
@@ -430,6 +446,7 @@ async fn vr(
         rules: i.virtual_rules.clone(),
         destinations: destinations(i, primary, family),
         announcer,
+        ah: i.ah_key().map(AhState::new),
         unit: 0,
         member: 0,
     };
@@ -451,11 +468,16 @@ async fn socket(
             ..SocketConfig::multicast(&i.interface, family)
         },
     };
-    let key = (
-        i.interface.clone(),
+    let config = SocketConfig {
+        ah: i.auth_ah,
+        ..config
+    };
+    let key = SocketKey {
+        interface: i.interface.clone(),
         family,
-        config.source.filter(|_| i.is_unicast()),
-    );
+        unicast_source: config.source.filter(|_| i.is_unicast()),
+        ah: config.ah,
+    };
     if let Some(n) = parts.socket_keys.iter().position(|k| *k == key) {
         return Ok(n);
     }

@@ -28,12 +28,19 @@
 //!   millisecond must not overflow the default ~200 datagrams' worth and lose adverts, which a
 //!   backup would take for a dead master.
 //!
+//! - keepalived's `auth_type AH` (VRRPv2 over IPv4 only): a socket of IP protocol 51 of its
+//!   own, with `IP_HDRINCL`, because the AH header's ICV covers the IP header: the datagram is
+//!   built whole ([`vrrp::ah::seal`]) with an identification of the sender's choosing (the
+//!   kernel would fill in a zero after the ICV was computed); the kernel still fills in the
+//!   header checksum, which the ICV leaves out.
+//!
 //! Receiving allocates nothing but the message itself: one 64 KiB buffer per socket is reused.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::AsRawFd;
 
+use ipi_core::vrrp::ah::{self, Covered, Seal};
 use ipi_core::vrrp::{self, ChecksumMode, Datagram, Packet, RawDatagram, Repr};
 use ipi_core::Family;
 use nix::sys::socket::{
@@ -98,6 +105,8 @@ pub struct SocketConfig {
     pub source: Option<IpAddr>,
     /// Join the VRRP multicast group. Off for a socket that only talks to unicast peers.
     pub multicast: bool,
+    /// keepalived's `auth_type AH`: IP protocol 51, datagrams built whole (IPv4 only).
+    pub ah: bool,
 }
 
 impl SocketConfig {
@@ -108,6 +117,7 @@ impl SocketConfig {
             family,
             source: None,
             multicast: true,
+            ah: false,
         }
     }
 
@@ -118,6 +128,7 @@ impl SocketConfig {
             family: Family::of(source),
             source: Some(source),
             multicast: false,
+            ah: false,
         }
     }
 }
@@ -132,8 +143,10 @@ pub struct Received {
     pub dst: IpAddr,
     /// The TTL (IPv4) or hop limit (IPv6) it arrived with; RFC 5798 7.1 discards all but 255.
     pub hop_limit: u8,
-    /// The VRRP message: the IP payload, exactly.
+    /// The VRRP message: the IP payload, exactly (after the AH header, if any).
     pub payload: Vec<u8>,
+    /// The IP and AH headers of an AH datagram, as received, for the instance's key to verify.
+    pub ah: Option<Vec<u8>>,
 }
 
 impl Received {
@@ -144,6 +157,8 @@ impl Received {
             dst: self.dst,
             hop_limit: self.hop_limit,
             payload: &self.payload,
+            // Checked when received: the bytes are what `split_datagram` accepted.
+            ah: self.ah.as_deref().and_then(|b| Covered::new(b).ok()),
         }
     }
 
@@ -170,6 +185,8 @@ pub struct VrrpSocket {
     family: Family,
     source: IpAddr,
     multicast: bool,
+    /// IP protocol 51 with `IP_HDRINCL` (keepalived's AH).
+    ah: bool,
     /// The receive buffer, reused (its lock is only held during one `recvmsg`).
     buffer: std::sync::Mutex<Vec<u8>>,
 }
@@ -186,12 +203,17 @@ impl VrrpSocket {
                 Family::V6 => IpAddr::V6(netlink.link_local_ipv6(&interface).await?),
             },
         };
-        Self::open_on(&interface, source, config.multicast)
+        Self::open_on(&interface, source, config.multicast, config.ah)
     }
 
     /// Opens the socket on a known interface, sending from `source` (whose family is the
-    /// socket's). Must be called inside a tokio runtime.
-    pub fn open_on(interface: &Interface, source: IpAddr, multicast: bool) -> Result<Self, Error> {
+    /// socket's); `ah` for keepalived's AH (IPv4 only). Must be called inside a tokio runtime.
+    pub fn open_on(
+        interface: &Interface,
+        source: IpAddr,
+        multicast: bool,
+        ah: bool,
+    ) -> Result<Self, Error> {
         let name = interface.name.as_str();
         let index = interface.index;
         let io = |operation: &str| Error::io(name, operation.to_owned());
@@ -199,14 +221,21 @@ impl VrrpSocket {
             IpAddr::V4(_) => (Domain::IPV4, Family::V4),
             IpAddr::V6(_) => (Domain::IPV6, Family::V6),
         };
-        let socket = Socket::new(
-            domain,
-            Type::RAW,
-            Some(Protocol::from(i32::from(vrrp::PROTOCOL))),
-        )
-        .map_err(io(
-            "open raw socket for IP protocol 112 (needs CAP_NET_RAW)",
-        ))?;
+        let protocol = if ah { ah::PROTOCOL } else { vrrp::PROTOCOL };
+        let socket = Socket::new(domain, Type::RAW, Some(Protocol::from(i32::from(protocol))))
+            .map_err(io(&format!(
+                "open raw socket for IP protocol {protocol} (needs CAP_NET_RAW)"
+            )))?;
+        if ah {
+            if family != Family::V4 {
+                return Err(Error::io(name, "AH over IPv6 (keepalived's AH is IPv4 only)")(
+                    io::Error::from(io::ErrorKind::InvalidInput),
+                ));
+            }
+            socket
+                .set_header_included_v4(true)
+                .map_err(io("turn IP_HDRINCL on"))?;
+        }
         socket
             .bind_device(Some(name.as_bytes()))
             .map_err(io("bind to device (SO_BINDTODEVICE)"))?;
@@ -270,6 +299,7 @@ impl VrrpSocket {
             family,
             source,
             multicast,
+            ah,
             buffer: std::sync::Mutex::new(vec![0u8; RECV_BUFFER]),
         })
     }
@@ -347,6 +377,54 @@ impl VrrpSocket {
             self.send(&bytes, dst).await?;
         }
         Ok(())
+    }
+
+    /// Sends `repr` (Auth Type 2) as keepalived's AH datagrams, one per destination, all with
+    /// one sequence number and identification (as keepalived numbers one advert, whatever its
+    /// peers); `seal` gives them, with the source and destination filled in here.
+    pub async fn send_advert_ah(
+        &self,
+        repr: &Repr,
+        destinations: &[IpAddr],
+        key: &ah::Key,
+        seal: Seal,
+    ) -> Result<(), Error> {
+        // Opened for AH only over IPv4 (`open_on`), so the source is IPv4.
+        let IpAddr::V4(src) = self.source else {
+            return self.check_family(IpAddr::V4(seal.src), "source");
+        };
+        for &dst in destinations {
+            self.check_family(dst, "destination")?;
+            let encode = |source| Error::Encode {
+                interface: self.interface.clone(),
+                dst,
+                source,
+            };
+            let IpAddr::V4(to) = dst else {
+                return Err(encode(vrrp::Error::V2OverIpv6));
+            };
+            let message = repr
+                .to_bytes(self.source, dst, ChecksumMode::PseudoHeader)
+                .map_err(encode)?;
+            let datagram = ah::seal(
+                &message,
+                &Seal {
+                    src,
+                    dst: to,
+                    unicast: !dst.is_multicast(),
+                    ..seal
+                },
+                key,
+            )
+            .map_err(encode)?;
+            self.send(&datagram, dst).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether the socket carries keepalived's AH (IP protocol 51, datagrams built whole).
+    pub fn is_ah(&self) -> bool {
+        self.ah
     }
 
     /// Waits for the next datagram. [`Error::Malformed`] concerns that datagram only (count it
@@ -518,6 +596,7 @@ impl VrrpSocket {
                     dst: raw.dst,
                     hop_limit: raw.hop_limit,
                     payload: raw.payload.to_vec(),
+                    ah: raw.ah.map(|c| c.as_bytes().to_vec()),
                 })
             }
             Family::V6 => {
@@ -530,6 +609,7 @@ impl VrrpSocket {
                     dst: meta.dst.ok_or(missing("IPV6_PKTINFO"))?,
                     hop_limit: meta.hop_limit.ok_or(missing("IPV6_HOPLIMIT"))?,
                     payload: data.to_vec(),
+                    ah: None,
                 })
             }
         }

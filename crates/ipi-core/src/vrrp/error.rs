@@ -82,8 +82,8 @@ pub enum Error {
     V2OverIpv6,
     /// A VRRPv2 Auth Type other than 0 (none) or 1 (simple text password), e.g. 2 (IP AH).
     #[error(
-        "VRRPv2 authentication type {0} is not supported: expected 0 (none) or 1 (simple \
-         password)"
+        "VRRPv2 authentication type {0} is not supported: expected 0 (none), 1 (simple \
+         password) or 2 (IP Authentication Header)"
     )]
     UnsupportedAuthType(u8),
     /// A VRRPv3 [`Repr`](super::Repr) with authentication, which v3 does not have.
@@ -152,9 +152,13 @@ pub enum Error {
         /// The More Fragments flag.
         more_fragments: bool,
     },
-    /// An IPv4 protocol or IPv6 next header other than 112.
+    /// An IPv4 protocol or IPv6 next header other than 112 (or 51 with VRRP after it), or an
+    /// AH header for another protocol.
     #[error("IP protocol {0} is not VRRP (112)")]
     NotVrrp(u8),
+    /// An AH header of another length than keepalived's 24 bytes (Payload Len 4).
+    #[error("AH header with Payload Len {0}: keepalived's VRRP AH header has 4 (24 bytes)")]
+    BadAhLength(u8),
     /// An IPv6 extension header before the VRRP message.
     #[error(
         "IPv6 extension header (next header {0}) before the VRRP message: advertisements are \

@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use super::ah::{self, Covered};
 use super::checksum;
 use super::{ChecksumMode, Error, Packet, Repr, PROTOCOL};
 
@@ -29,8 +30,12 @@ pub struct RawDatagram<'a> {
     pub dst: IpAddr,
     /// The IPv4 TTL or IPv6 hop limit.
     pub hop_limit: u8,
-    /// The IP payload, exactly (link-layer padding after the IP length is left out).
+    /// The VRRP message, exactly: the IP payload, or what follows the AH header (link-layer
+    /// padding after the IP length is left out).
     pub payload: &'a [u8],
+    /// keepalived's AH header (`auth_type AH`, IPv4 protocol 51) with the IP header before it,
+    /// for the receiver that holds the key to verify; `None` for protocol 112.
+    pub ah: Option<Covered<'a>>,
 }
 
 /// One received advertisement with the IP facts the receive checks need.
@@ -51,7 +56,7 @@ pub struct Datagram {
 ///
 /// IPv4: honours the header length (options are skipped) and the total length (trailing
 /// link-layer padding is dropped), verifies the header checksum, and rejects fragments and
-/// protocols other than 112. IPv6: the fixed header with next header 112; extension headers are
+/// protocols other than 112 and 51 (keepalived's AH header, then VRRP). IPv6: the fixed header with next header 112; extension headers are
 /// rejected with [`Error::Ipv6ExtensionHeader`].
 pub fn split_datagram(ip: &[u8]) -> Result<RawDatagram<'_>, Error> {
     let first = ip.first().copied().ok_or(Error::Truncated {
@@ -120,15 +125,25 @@ fn split_ipv4(ip: &[u8]) -> Result<RawDatagram<'_>, Error> {
             more_fragments,
         });
     }
-    if protocol != PROTOCOL {
-        return Err(Error::NotVrrp(protocol));
-    }
-
+    let (ah, payload) = match protocol {
+        PROTOCOL => (None, datagram.get(header_len..).unwrap_or(&[])),
+        ah::PROTOCOL => {
+            let headers = datagram.get(..header_len + ah::LEN).ok_or(Error::Truncated {
+                what: "AH header",
+                needed: header_len + ah::LEN,
+                got: datagram.len(),
+            })?;
+            let rest = datagram.get(header_len + ah::LEN..).unwrap_or(&[]);
+            (Some(Covered::new(headers)?), rest)
+        }
+        other => return Err(Error::NotVrrp(other)),
+    };
     Ok(RawDatagram {
         src: IpAddr::V4(Ipv4Addr::new(s0, s1, s2, s3)),
         dst: IpAddr::V4(Ipv4Addr::new(d0, d1, d2, d3)),
         hop_limit: ttl,
-        payload: datagram.get(header_len..).unwrap_or(&[]),
+        payload,
+        ah,
     })
 }
 
@@ -163,6 +178,7 @@ fn split_ipv6(ip: &[u8]) -> Result<RawDatagram<'_>, Error> {
         dst: IpAddr::V6(Ipv6Addr::from(dst)),
         hop_limit,
         payload,
+        ah: None,
     })
 }
 

@@ -30,6 +30,7 @@
 //! # Ok::<(), ipi_core::vrrp::Error>(())
 //! ```
 
+pub mod ah;
 mod checksum;
 mod error;
 mod ip;
@@ -104,6 +105,10 @@ pub enum Auth {
     /// zero-padded. RFC 3768 reserves the type only for compatibility, but keepalived still
     /// sends it (`auth_type PASS`), and OpenShift renders it.
     Pass([u8; PASS_LEN]),
+    /// Auth Type 2, RFC 2338's IP Authentication Header, as keepalived sends it
+    /// (`auth_type AH`): the 8 bytes of authentication data are zero, and the authentication
+    /// is an AH header before the message (see [`ah`]), keyed with the password.
+    Ah,
 }
 
 impl std::fmt::Debug for Auth {
@@ -111,6 +116,7 @@ impl std::fmt::Debug for Auth {
         match self {
             Auth::None => f.write_str("None"),
             Auth::Pass(_) => write!(f, "Pass({})", crate::secret::REDACTED),
+            Auth::Ah => f.write_str("Ah"),
         }
     }
 }
@@ -138,6 +144,7 @@ impl Auth {
         match self {
             Auth::None => 0,
             Auth::Pass(_) => 1,
+            Auth::Ah => 2,
         }
     }
 }

@@ -389,7 +389,7 @@ impl Repr {
     ///
     /// Checks, in order: the lengths the header implies, version 2 or 3, type advertisement,
     /// matching families (and v2 only over IPv4), the exact length for the count, the checksum,
-    /// a VRID other than 0 and, for v2, Auth Type 0 or 1. The v3 Rsvd nibble and v2's
+    /// a VRID other than 0 and, for v2, Auth Type 0, 1 or 2. The v3 Rsvd nibble and v2's
     /// authentication data under Auth Type 0 are ignored (RFC 5798 5.2.6, RFC 3768 5.3.10).
     /// Receive checks that depend on configuration (TTL 255, a configured VRID, a matching
     /// password or interval) belong to the caller.
@@ -455,6 +455,9 @@ impl Repr {
                     })?;
                     Auth::Pass(data)
                 }
+                // RFC 2338 5.3.6.2; the datagram's AH header is checked by the caller, who
+                // holds the key (`ah::Covered::verify`).
+                2 => Auth::Ah,
                 other => return Err(Error::UnsupportedAuthType(other)),
             },
         };
@@ -601,7 +604,7 @@ impl Repr {
         if self.version == Version::V2 {
             // RFC 3768 5.3.10: zero when there is no password.
             let data = match self.auth {
-                Auth::None => [0; PASS_LEN],
+                Auth::None | Auth::Ah => [0; PASS_LEN],
                 Auth::Pass(data) => data,
             };
             copy_into(packet.auth_data_mut(), &data);
@@ -912,13 +915,22 @@ mod tests {
         let parsed = Repr::parse(&Packet::new_checked(&bytes[..]).unwrap(), src, dst, m);
         assert_eq!(parsed, Ok(repr));
 
-        // Auth Type 2 (IP AH in RFC 2338), with a valid checksum.
+        // Auth Type 2 (IP AH in RFC 2338): the data is not the key, and is sent as zero.
         let mut ah = bytes.clone();
         let mut p = Packet::new_unchecked(&mut ah[..]);
         p.set_auth_type(2);
         p.fill_checksum(src, dst, m).unwrap();
-        let r = Repr::parse(&Packet::new_unchecked(&ah[..]), src, dst, m);
-        assert_eq!(r, Err(Error::UnsupportedAuthType(2)));
+        let r = Repr::parse(&Packet::new_unchecked(&ah[..]), src, dst, m).unwrap();
+        assert_eq!(r.auth, Auth::Ah);
+        assert_eq!(&r.to_bytes(src, dst, m).unwrap()[12..], &[0; 8]);
+
+        // Auth Type 3 and above are nobody's.
+        let mut three = bytes.clone();
+        let mut p = Packet::new_unchecked(&mut three[..]);
+        p.set_auth_type(3);
+        p.fill_checksum(src, dst, m).unwrap();
+        let r = Repr::parse(&Packet::new_unchecked(&three[..]), src, dst, m);
+        assert_eq!(r, Err(Error::UnsupportedAuthType(3)));
 
         // Auth Type 0 with junk in the data: ignored (RFC 3768 5.3.10).
         let mut none = bytes.clone();

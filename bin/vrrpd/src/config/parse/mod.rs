@@ -5,10 +5,10 @@
 
 mod addresses;
 mod args;
+mod auth;
 mod fifo;
 mod track;
 
-use ipi_core::secret::Secret;
 use ipi_core::vrrp::Version;
 
 use super::error::Found;
@@ -197,6 +197,7 @@ fn vrrp_instance(node: &Node, global: &GlobalDefs, errors: &mut Found) -> Option
     if let Some((text, location)) = advert_int_text {
         i.advert_int_cs = advert_int(&i, global, &text, &location, errors).unwrap_or(100);
     }
+    auth::settle(&mut i, global, errors);
     Some(i)
 }
 
@@ -232,7 +233,7 @@ fn election(
         "nopreempt" => i.preempt = !no_args(n, errors),
         "preempt" => i.preempt = no_args(n, errors),
         "preempt_delay" => i.preempt_delay_cs = seconds_cs(n, 100_000, errors).unwrap_or(0),
-        "authentication" => i.auth_pass = authentication(n, errors),
+        "authentication" => auth::authentication(n, i, errors),
         "lower_prio_no_advert" => i.lower_prio_no_advert = flag(n, errors),
         // keepalived's accept mode, vrrpd's only one (it installs no firewall rules).
         "accept" => {
@@ -331,52 +332,6 @@ fn advert_int(
     };
     errors.push(location, format!("`advert_int {text}`: {rule}"));
     None
-}
-
-fn authentication(node: &Node, errors: &mut Found) -> Option<Secret> {
-    let (mut kind, mut pass) = (None, None);
-    for n in block(node, errors) {
-        match n.keyword.as_str() {
-            "auth_type" => kind = one(n, errors).map(|k| (k.to_string(), n.location.clone())),
-            "auth_pass" => pass = one(n, errors).map(Secret::from),
-            _ => unknown(n, "authentication", errors),
-        }
-    }
-    match (kind, pass) {
-        (Some((k, _)), Some(pass)) if k == "PASS" => Some(pass),
-        // `auth_type PASS;`, seen in real files: keepalived reads `PASS;` as a type it does
-        // not know and runs the instance without authentication. vrrpd does the same, so
-        // that the two agree on the wire, and says so loudly.
-        (Some((k, location)), _) if matches!(k.as_str(), "PASS;" | "AH;") => {
-            errors.warn(
-                &location,
-                format!(
-                    "`auth_type {k}`: keepalived reads the type as `{k}`, which it does not \
-                     know, and runs this instance WITHOUT authentication; vrrpd does the \
-                     same so that both agree on the wire (remove the `;` to authenticate)"
-                ),
-            );
-            None
-        }
-        (Some((k, location)), _) if k == "AH" => {
-            errors.push(
-                &location,
-                "`auth_type AH` is not supported by vrrpd (RFC 3768 removed it): use PASS or none",
-            );
-            None
-        }
-        (Some((k, location)), _) if k != "PASS" => {
-            errors.push(&location, format!("`auth_type {k}`: must be PASS"));
-            None
-        }
-        _ => {
-            errors.push(
-                &node.location,
-                "authentication needs both `auth_type PASS` and `auth_pass`",
-            );
-            None
-        }
-    }
 }
 
 fn sync_group(node: &Node, errors: &mut Found) -> Option<SyncGroup> {
