@@ -126,7 +126,8 @@ pub fn run(
     let start = Instant::now();
     let mut say = |text: &str| log(start.elapsed(), text);
     let (lab, hosts, client, _answer) = hosts(&mut say)?;
-    let capture = lab.capture("vrrp", "ip proto 112 or ip6 proto 112")?;
+    // Protocol 51: keepalived's AH (`auth_type AH`), VRRP behind an AH header.
+    let capture = lab.capture("vrrp", "ip proto 112 or ip6 proto 112 or ip proto 51")?;
     let mut run = Run {
         group,
         vrrpd,

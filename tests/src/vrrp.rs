@@ -40,8 +40,10 @@ pub struct Group {
     pub vrid: u8,
     /// The advertisement interval in centiseconds (whole seconds for v2).
     pub advert_int_cs: u16,
-    /// PASS authentication for v2.
+    /// PASS authentication for v2 (the password).
     pub auth_pass: Option<String>,
+    /// keepalived's AH instead of PASS, keyed with [`Group::auth_pass`].
+    pub auth_ah: bool,
     /// The IPv4 VIP, if the group has an IPv4 instance.
     pub vip4: Option<Ipv4Addr>,
     /// The IPv6 VIP, if the group has an IPv6 instance.
@@ -59,6 +61,7 @@ impl Group {
             vrid: 51,
             advert_int_cs: 100,
             auth_pass: Some("ipi_vip".to_string()),
+            auth_ah: false,
             vip4: Some(Ipv4Addr::new(192, 0, 2, 100)),
             vip6: None,
             unicast: Vec::new(),
@@ -77,6 +80,15 @@ impl Group {
         }
     }
 
+    /// [`Group::v2_pass`] with keepalived's IPsec-AH (`auth_type AH`) keyed with the password.
+    pub fn v2_ah() -> Group {
+        Group {
+            vrid: 54,
+            auth_ah: true,
+            ..Group::v2_pass()
+        }
+    }
+
     /// VRRPv3 with an IPv4 and an IPv6 instance.
     pub fn v3_dual(advert_int_cs: u16) -> Group {
         Group {
@@ -84,6 +96,7 @@ impl Group {
             vrid: 52,
             advert_int_cs,
             auth_pass: None,
+            auth_ah: false,
             vip4: Some(Ipv4Addr::new(192, 0, 2, 101)),
             vip6: Some(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x101)),
             unicast: Vec::new(),
@@ -141,7 +154,8 @@ impl Group {
             if let (Some(pass), true) = (&self.auth_pass, vip.is_ipv4()) {
                 let _ = writeln!(
                     c,
-                    "    authentication {{\n        auth_type PASS\n        auth_pass {pass}\n    }}"
+                    "    authentication {{\n        auth_type {}\n        auth_pass {pass}\n    }}",
+                    if self.auth_ah { "AH" } else { "PASS" }
                 );
             }
             let peers: Vec<&IpAddr> = self.unicast.iter().filter(|p| Some(**p) != me).collect();

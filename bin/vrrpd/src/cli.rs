@@ -45,7 +45,7 @@ vrrpd derives why from the event it was handling and, for a backup taking over, 
   vrrpd_priority_zero_sent_total, vrrpd_priority_zero_received_total, vrrpd_became_master_total, \
 vrrpd_interval_errors_total  counters
   vrrpd_adverts_invalid_total{reason}  counter: adverts dropped by the receive checks (hop_limit, length, \
-version, type, checksum, auth_type, password, addresses, unknown_peer, unicast, malformed, queue_full)
+version, type, checksum, auth_type, password, replay, addresses, unknown_peer, unicast, malformed, queue_full)
   vrrpd_foreign_routers  gauge: routers outside the group heard on the instance's VRID in the last 60 s
   vrrpd_foreign_router_info{interface,vrid,source,reason}  gauge, 1 per such router (reason: version, \
 auth_type, password, addresses or unknown_peer)

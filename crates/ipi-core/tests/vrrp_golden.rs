@@ -576,7 +576,7 @@ fn agrees_with_tshark_on_every_frame() {
                 advert_int_cs: got.repr.advert_int,
                 addresses: got.repr.addresses.clone(),
                 password: match got.repr.auth {
-                    Auth::None => None,
+                    Auth::None | Auth::Ah => None,
                     Auth::Pass(p) => Some(
                         String::from_utf8(p.iter().copied().take_while(|&b| b != 0).collect())
                             .unwrap(),

@@ -32,7 +32,7 @@ impl AhState {
     /// sequence number, and an identification that skips 0, which the kernel would replace.
     pub fn next(&self) -> Seal {
         let mut counter = self.counter.get();
-        let seq = counter.next();
+        let seq = counter.send();
         self.counter.set(counter);
         let id = match self.ip_id.get().wrapping_add(1) {
             0 => 1,

@@ -689,12 +689,8 @@ impl Daemon {
         };
         let socket = Arc::clone(&self.parts.sockets[v.socket]);
         let sent = match &v.ah {
-            Some(ah) => {
-                (socket.send_advert_ah(&repr, &v.destinations, &ah.key, ah.next())).await
-            }
-            None => {
-                (socket.send_advert(&repr, &v.destinations, ChecksumMode::PseudoHeader)).await
-            }
+            Some(ah) => (socket.send_advert_ah(&repr, &v.destinations, &ah.key, ah.next())).await,
+            None => (socket.send_advert(&repr, &v.destinations, ChecksumMode::PseudoHeader)).await,
         };
         if let Err(e) = sent {
             tracing::warn!("{}: advert not sent: {e}", v.cfg.name);

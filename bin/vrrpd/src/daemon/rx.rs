@@ -4,7 +4,9 @@
 
 use std::net::IpAddr;
 
-use ipi_core::vrrp::{self, ah, Auth, ChecksumMode, Packet, RawDatagram as Datagram, Repr, Version};
+use ipi_core::vrrp::{
+    self, ah, Auth, ChecksumMode, Packet, RawDatagram as Datagram, Repr, Version,
+};
 
 use crate::fsm::Event;
 

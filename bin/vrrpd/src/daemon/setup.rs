@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use ipi_core::Family;
 
-use super::plan::{self, UnitKey};
 use super::ah::AhState;
+use super::plan::{self, UnitKey};
 use super::rx::Expect;
 use super::script_security::{self, Notifiers, Readers, Scripts, UserError};
 use super::scripts::Identity;
@@ -170,9 +170,8 @@ impl Parts {
     /// mode (unicast and multicast are separate VRID spaces): then a datagram of that mode
     /// belongs to it, not to `vr`. Without such a twin it is `vr`'s to check, as before.
     pub fn has_twin(&self, vr: usize) -> bool {
-        let link = |v: &Vr| {
-            (self.socket_keys.get(v.socket)).map(|k| (&k.interface, k.family, k.ah))
-        };
+        let link =
+            |v: &Vr| (self.socket_keys.get(v.socket)).map(|k| (&k.interface, k.family, k.ah));
         let v = &self.vrs[vr];
         self.vrs.iter().any(|o| {
             o.cfg.vrid == v.cfg.vrid

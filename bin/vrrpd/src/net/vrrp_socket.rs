@@ -228,9 +228,12 @@ impl VrrpSocket {
             )))?;
         if ah {
             if family != Family::V4 {
-                return Err(Error::io(name, "AH over IPv6 (keepalived's AH is IPv4 only)")(
-                    io::Error::from(io::ErrorKind::InvalidInput),
-                ));
+                return Err(Error::io(
+                    name,
+                    "AH over IPv6 (keepalived's AH is IPv4 only)",
+                )(io::Error::from(
+                    io::ErrorKind::InvalidInput,
+                )));
             }
             socket
                 .set_header_included_v4(true)
@@ -239,56 +242,9 @@ impl VrrpSocket {
         socket
             .bind_device(Some(name.as_bytes()))
             .map_err(io("bind to device (SO_BINDTODEVICE)"))?;
-        let ttl = u32::from(vrrp::HOP_LIMIT);
         match source {
-            IpAddr::V4(source) => {
-                socket.set_ttl_v4(ttl).map_err(io("set IP_TTL 255"))?;
-                socket
-                    .set_multicast_ttl_v4(ttl)
-                    .map_err(io("set IP_MULTICAST_TTL 255"))?;
-                socket
-                    .set_multicast_loop_v4(false)
-                    .map_err(io("turn IP_MULTICAST_LOOP off"))?;
-                socket
-                    .set_multicast_all_v4(false)
-                    .map_err(io("turn IP_MULTICAST_ALL off"))?;
-                if multicast {
-                    socket
-                        .set_multicast_if_v4(&source)
-                        .map_err(io(&format!("set IP_MULTICAST_IF {source}")))?;
-                    socket
-                        .join_multicast_v4_n(&IPV4_GROUP, &InterfaceIndexOrAddress::Index(index))
-                        .map_err(io(&format!("join {IPV4_GROUP}")))?;
-                }
-            }
-            IpAddr::V6(_) => {
-                socket
-                    .set_unicast_hops_v6(ttl)
-                    .map_err(io("set IPV6_UNICAST_HOPS 255"))?;
-                socket
-                    .set_multicast_hops_v6(ttl)
-                    .map_err(io("set IPV6_MULTICAST_HOPS 255"))?;
-                socket
-                    .set_multicast_loop_v6(false)
-                    .map_err(io("turn IPV6_MULTICAST_LOOP off"))?;
-                socket
-                    .set_multicast_all_v6(false)
-                    .map_err(io("turn IPV6_MULTICAST_ALL off"))?;
-                socket
-                    .set_multicast_if_v6(index)
-                    .map_err(io("set IPV6_MULTICAST_IF"))?;
-                setsockopt(&socket, sockopt::Ipv6RecvPacketInfo, &true)
-                    .map_err(|e| io("turn IPV6_RECVPKTINFO on")(e.into()))?;
-                setsockopt(&socket, sockopt::Ipv6RecvHopLimit, &true)
-                    .map_err(|e| io("turn IPV6_RECVHOPLIMIT on")(e.into()))?;
-                setsockopt(&socket, Ipv6Checksum, &VRRP_CHECKSUM_OFFSET)
-                    .map_err(|e| io("set IPV6_CHECKSUM 6")(e.into()))?;
-                if multicast {
-                    socket
-                        .join_multicast_v6(&IPV6_GROUP, index)
-                        .map_err(io(&format!("join {IPV6_GROUP}")))?;
-                }
-            }
+            IpAddr::V4(source) => ipv4_options(&socket, source, index, multicast, name)?,
+            IpAddr::V6(_) => ipv6_options(&socket, index, multicast, name)?,
         }
         let fd = register(socket).map_err(io("set SO_RCVBUF, O_NONBLOCK and register"))?;
         tracing::debug!(interface = name, %source, multicast, "opened VRRP socket");
@@ -614,6 +570,72 @@ impl VrrpSocket {
             }
         }
     }
+}
+
+/// TTL 255, no loop, only our groups, the source's interface for multicast and the group
+/// joined (see the module docs).
+fn ipv4_options(
+    socket: &Socket,
+    source: Ipv4Addr,
+    index: u32,
+    multicast: bool,
+    name: &str,
+) -> Result<(), Error> {
+    let io = |operation: &str| Error::io(name, operation.to_owned());
+    let ttl = u32::from(vrrp::HOP_LIMIT);
+    socket.set_ttl_v4(ttl).map_err(io("set IP_TTL 255"))?;
+    socket
+        .set_multicast_ttl_v4(ttl)
+        .map_err(io("set IP_MULTICAST_TTL 255"))?;
+    socket
+        .set_multicast_loop_v4(false)
+        .map_err(io("turn IP_MULTICAST_LOOP off"))?;
+    socket
+        .set_multicast_all_v4(false)
+        .map_err(io("turn IP_MULTICAST_ALL off"))?;
+    if multicast {
+        socket
+            .set_multicast_if_v4(&source)
+            .map_err(io(&format!("set IP_MULTICAST_IF {source}")))?;
+        socket
+            .join_multicast_v4_n(&IPV4_GROUP, &InterfaceIndexOrAddress::Index(index))
+            .map_err(io(&format!("join {IPV4_GROUP}")))?;
+    }
+    Ok(())
+}
+
+/// Hop limit 255, no loop, only our groups, the interface, the control messages receiving
+/// needs, the kernel's checksum, and the group joined (see the module docs).
+fn ipv6_options(socket: &Socket, index: u32, multicast: bool, name: &str) -> Result<(), Error> {
+    let io = |operation: &str| Error::io(name, operation.to_owned());
+    let ttl = u32::from(vrrp::HOP_LIMIT);
+    socket
+        .set_unicast_hops_v6(ttl)
+        .map_err(io("set IPV6_UNICAST_HOPS 255"))?;
+    socket
+        .set_multicast_hops_v6(ttl)
+        .map_err(io("set IPV6_MULTICAST_HOPS 255"))?;
+    socket
+        .set_multicast_loop_v6(false)
+        .map_err(io("turn IPV6_MULTICAST_LOOP off"))?;
+    socket
+        .set_multicast_all_v6(false)
+        .map_err(io("turn IPV6_MULTICAST_ALL off"))?;
+    socket
+        .set_multicast_if_v6(index)
+        .map_err(io("set IPV6_MULTICAST_IF"))?;
+    setsockopt(&socket, sockopt::Ipv6RecvPacketInfo, &true)
+        .map_err(|e| io("turn IPV6_RECVPKTINFO on")(e.into()))?;
+    setsockopt(&socket, sockopt::Ipv6RecvHopLimit, &true)
+        .map_err(|e| io("turn IPV6_RECVHOPLIMIT on")(e.into()))?;
+    setsockopt(&socket, Ipv6Checksum, &VRRP_CHECKSUM_OFFSET)
+        .map_err(|e| io("set IPV6_CHECKSUM 6")(e.into()))?;
+    if multicast {
+        socket
+            .join_multicast_v6(&IPV6_GROUP, index)
+            .map_err(io(&format!("join {IPV6_GROUP}")))?;
+    }
+    Ok(())
 }
 
 /// Asks for a receive buffer of `bytes`: `SO_RCVBUFFORCE` (past `net.core.rmem_max`, with

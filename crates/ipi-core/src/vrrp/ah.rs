@@ -185,7 +185,7 @@ pub struct Seal {
     /// The IP identification: the kernel would fill in a zero after the ICV was computed, so
     /// the sender numbers its datagrams itself, from 1, as keepalived does.
     pub id: u16,
-    /// The sequence number ([`SeqCounter::next`]).
+    /// The sequence number ([`SeqCounter::send`]).
     pub seq: u32,
     /// A unicast advert: the TTL is left out of the ICV.
     pub unicast: bool,
@@ -240,7 +240,7 @@ impl SeqCounter {
     }
 
     /// The number of the next advert sent.
-    pub fn next(&mut self) -> u32 {
+    pub fn send(&mut self) -> u32 {
         if self.seq > 0xFFFF_FFFD {
             self.cycled = true;
         } else {
@@ -283,15 +283,19 @@ mod tests {
             auth: Auth::Ah,
             addresses: vec![IpAddr::from([192, 0, 2, 100])],
         };
-        repr.to_bytes(IpAddr::V4(SRC), IpAddr::V4(GROUP), ChecksumMode::PseudoHeader)
-            .unwrap()
+        repr.to_bytes(
+            IpAddr::V4(SRC),
+            IpAddr::V4(GROUP),
+            ChecksumMode::PseudoHeader,
+        )
+        .unwrap()
     }
 
     fn sealed(seq: u32, unicast: bool) -> Vec<u8> {
         let s = Seal {
             src: SRC,
             dst: GROUP,
-            id: 7,
+            id: 1,
             seq,
             unicast,
         };
@@ -299,20 +303,35 @@ mod tests {
     }
 
     /// What keepalived 2.2.7 sent for `auth_type AH`, `auth_pass secret`, VRID 51, priority 150,
-    /// one VIP 192.0.2.100 from 192.0.2.11, IP id 7, sequence 1: captured in the lab beside it.
-    /// The header checksum is left as sent (the kernel's); the ICV leaves it out.
+    /// one VIP 192.0.2.100 from 192.0.2.11: its first advert as master (IP id 1, sequence 1),
+    /// captured with tcpdump on a veth in a network namespace.
+    const KEEPALIVED: [u8; 64] = [
+        0x45, 0xc0, 0x00, 0x40, 0x00, 0x01, 0x00, 0x00, 0xff, 0x33, 0x18, 0xac, 0xc0, 0x00, 0x02,
+        0x0b, 0xe0, 0x00, 0x00, 0x12, 0x70, 0x04, 0x00, 0x00, 0xc0, 0x00, 0x02, 0x0b, 0x00, 0x00,
+        0x00, 0x01, 0x4c, 0xd1, 0x7f, 0xc7, 0xb0, 0x83, 0x53, 0xd9, 0xb2, 0x78, 0x17, 0x71, 0x21,
+        0x33, 0x96, 0x01, 0x02, 0x01, 0x84, 0x65, 0xc0, 0x00, 0x02, 0x64, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00,
+    ];
+
     #[test]
-    fn the_icv_is_keepalived_s() {
-        let d = sealed(1, false);
-        let covered = &d[..IPV4_HEADER_LEN + LEN];
-        let c = Covered::new(covered).unwrap();
-        assert_eq!(c.spi(), SRC);
-        assert_eq!(c.seq(), 1);
-        assert!(c.verify(&d[IPV4_HEADER_LEN + LEN..], &Key::from_password("secret"), false));
-        assert_eq!(
-            &d[IPV4_HEADER_LEN..IPV4_HEADER_LEN + 12],
-            &[112, 4, 0, 0, 192, 0, 2, 11, 0, 0, 0, 1]
-        );
+    fn keepalived_s_advert_verifies_and_ours_is_the_same_bytes() {
+        let key = Key::from_password("secret");
+        let raw = split_datagram(&KEEPALIVED).unwrap();
+        let c = raw.ah.unwrap();
+        assert_eq!((c.spi(), c.seq()), (SRC, 1));
+        assert!(c.verify(raw.payload, &key, false));
+        assert!(!c.verify(raw.payload, &Key::from_password("secreT"), false));
+        let s = Seal {
+            src: SRC,
+            dst: GROUP,
+            id: 1,
+            seq: 1,
+            unicast: false,
+        };
+        let mut ours = seal(&vrrp(), &s, &key).unwrap();
+        // The kernel fills in the header checksum (left out of the ICV).
+        set_ip_checksum(&mut ours);
+        assert_eq!(ours, KEEPALIVED);
     }
 
     #[test]
@@ -369,20 +388,20 @@ mod tests {
     #[test]
     fn the_counter_refuses_replays_and_goes_on_from_what_it_heard() {
         let mut c = SeqCounter::default();
-        assert_eq!(c.next(), 1);
+        assert_eq!(c.send(), 1);
         assert!(!c.accept(1), "its own number again");
         assert!(c.accept(40));
         assert!(!c.accept(39));
-        assert_eq!(c.next(), 41);
+        assert_eq!(c.send(), 41);
         c.past(100);
-        assert_eq!(c.next(), 102);
+        assert_eq!(c.send(), 102);
         let mut full = SeqCounter {
             seq: 0xFFFF_FFFE,
             cycled: false,
         };
-        assert_eq!(full.next(), 0xFFFF_FFFE);
+        assert_eq!(full.send(), 0xFFFF_FFFE);
         full.on_master();
-        assert_eq!(full.next(), 1);
+        assert_eq!(full.send(), 1);
     }
 
     fn set_ip_checksum(d: &mut [u8]) {

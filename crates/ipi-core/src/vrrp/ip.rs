@@ -128,11 +128,13 @@ fn split_ipv4(ip: &[u8]) -> Result<RawDatagram<'_>, Error> {
     let (ah, payload) = match protocol {
         PROTOCOL => (None, datagram.get(header_len..).unwrap_or(&[])),
         ah::PROTOCOL => {
-            let headers = datagram.get(..header_len + ah::LEN).ok_or(Error::Truncated {
-                what: "AH header",
-                needed: header_len + ah::LEN,
-                got: datagram.len(),
-            })?;
+            let headers = datagram
+                .get(..header_len + ah::LEN)
+                .ok_or(Error::Truncated {
+                    what: "AH header",
+                    needed: header_len + ah::LEN,
+                    got: datagram.len(),
+                })?;
             let rest = datagram.get(header_len + ah::LEN..).unwrap_or(&[]);
             (Some(Covered::new(headers)?), rest)
         }

@@ -48,7 +48,10 @@ pub(super) fn authentication(node: &Node, i: &mut VrrpInstance, errors: &mut Fou
             &node.location,
             format!("authentication: `auth_type {kind}` needs `auth_pass`"),
         ),
-        (other, _) => errors.push(&location, format!("`auth_type {other}`: must be PASS or AH")),
+        (other, _) => errors.push(
+            &location,
+            format!("`auth_type {other}`: must be PASS or AH"),
+        ),
     }
 }
 
@@ -114,7 +117,10 @@ mod tests {
     #[test]
     fn ah_keys_the_header_with_the_password() {
         let c = parse_str(
-            &instance("auth_type AH\n  auth_pass secret", "virtual_ipaddress { 192.0.2.100 }"),
+            &instance(
+                "auth_type AH\n  auth_pass secret",
+                "virtual_ipaddress { 192.0.2.100 }",
+            ),
             "k.conf",
         )
         .unwrap();
@@ -136,7 +142,10 @@ mod tests {
             let (c, warnings) = read(&text);
             assert_eq!(c.instances[0].auth(), Auth::None, "{what}");
             assert_eq!(c.instances[0].ah_key(), None);
-            assert!(warnings.contains(&format!("cannot be used with {what}")), "{warnings}");
+            assert!(
+                warnings.contains(&format!("cannot be used with {what}")),
+                "{warnings}"
+            );
             assert!(warnings.contains("k.conf:1"), "{warnings}");
         }
     }
@@ -159,7 +168,10 @@ mod tests {
     fn a_type_without_a_password_or_an_unknown_type_names_the_line() {
         let e = parse_str(&instance("auth_type AH", ""), "k.conf").unwrap_err();
         assert!(e.to_string().contains("k.conf:5"), "{e}");
-        assert!(e.to_string().contains("`auth_type AH` needs `auth_pass`"), "{e}");
+        assert!(
+            e.to_string().contains("`auth_type AH` needs `auth_pass`"),
+            "{e}"
+        );
         let e = parse_str(&instance("auth_type MD5\n  auth_pass x", ""), "k.conf").unwrap_err();
         assert!(e.to_string().contains("k.conf:6"), "{e}");
         assert!(e.to_string().contains("must be PASS or AH"), "{e}");
