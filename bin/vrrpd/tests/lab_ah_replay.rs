@@ -76,7 +76,7 @@ fn after_the_master_dies(auth: &str) -> (Option<Duration>, u64) {
     let (a, b, client, _answer) = support::two_routers(&mut lab);
     let x = lab.host("x").unwrap();
     let vip: IpAddr = VIP.parse().unwrap();
-    let mut da = vrrpd(&a, &instance(150, auth));
+    let da = vrrpd(&a, &instance(150, auth));
     let db = vrrpd(&b, &instance(100, auth));
     until(
         "a serves the VIP",
