@@ -192,15 +192,16 @@ backend kubernetes
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(0), "{err}");
     for want in [
-        "haproxy.cfg:2: `chroot` ignored: systemd runs lb-proxy",
-        "haproxy.cfg:3: `ssl-default-bind-ciphers` ignored: lb-proxy terminates no TLS",
-        "haproxy.cfg:4: `stats` in global ignored",
+        // Each says what haproxy would have done, and why lb-proxy does not.
+        "haproxy.cfg:2: `chroot` ignored (haproxy would chroot into the directory once started): systemd runs lb-proxy",
+        "haproxy.cfg:3: `ssl-default-bind-ciphers` ignored (haproxy would offer these ciphers on its TLS binds): lb-proxy terminates no TLS",
+        "haproxy.cfg:4: `stats` in global ignored (haproxy would open its runtime API socket there)",
         "haproxy.cfg:8: 'option httplog' not usable with frontend 'kubernetes' (needs 'mode http'). Falling back to 'option tcplog'.",
         "haproxy.cfg:9: 'option forwardfor' ignored for frontend 'kubernetes' as it requires HTTP mode.",
         "haproxy.cfg:9: 'option forwardfor' ignored for backend 'kubernetes' as it requires HTTP mode.",
         "haproxy.cfg:10: 'timeout http-keep-alive' ignored for backend 'kubernetes'",
         "haproxy.cfg:11: 'errorfile 503' ignored for frontend 'kubernetes'",
-        "haproxy.cfg:24: default-server: `maxconn 250` accepted without effect",
+        "haproxy.cfg:24: default-server: `maxconn 250` accepted without effect (haproxy would send this server at most `maxconn` connections at once and queue the others",
     ] {
         let line = err.lines().find(|l| l.contains(want));
         assert!(

@@ -963,7 +963,7 @@ impl Parser<'_> {
                     s.maxconn = (n > 0).then_some(n);
                 }
                 if n > 0 {
-                    self.warnings.push(at, format!("{what}: `{opt} {n}` accepted without effect: lb-proxy does not queue connections per server"));
+                    self.warnings.push(at, format!("{what}: `{opt} {n}` accepted without effect (haproxy would send this server at most `maxconn` connections at once and queue the others, up to `maxqueue`): lb-proxy does not queue connections per server"));
                 }
             }
             "resolvers" if !v.is_empty() => s.resolvers = Some(v.to_string()),
