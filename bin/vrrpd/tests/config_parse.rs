@@ -567,7 +567,10 @@ fn what_is_not_vrrpds_job_is_accepted_with_a_warning() {
         "{err}"
     );
     assert!(
-        err.contains("lvs.conf:16: warning: ignored: LVS is not part of vrrpd (`virtual_server`)"),
+        err.contains(
+            "lvs.conf:16: warning: ignored: keepalived would run these IPVS virtual servers and \
+             their health checkers; LVS is not part of vrrpd (`virtual_server`)"
+        ),
         "{err}"
     );
 }

@@ -33,16 +33,30 @@ pub enum Area {
 impl fmt::Display for Area {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Area::Lvs => "LVS is not part of vrrpd",
-            Area::Smtp => "vrrpd sends no mail (SMTP alerts are not part of vrrpd)",
-            Area::Dbus => "DBus is not part of vrrpd",
-            Area::Snmp => "SNMP is not part of vrrpd",
-            Area::Bfd => "BFD is not part of vrrpd",
-            Area::Scheduling => {
-                "keepalived's scheduling and memory locking are not part of vrrpd (systemd's \
-                 unit sets vrrpd's)"
+            Area::Lvs => {
+                "keepalived would run these IPVS virtual servers and their health checkers; \
+                 LVS is not part of vrrpd"
             }
-            Area::Process => "keepalived's process management is not part of vrrpd",
+            Area::Smtp => {
+                "keepalived would mail these alerts; vrrpd sends no mail (SMTP alerts are not \
+                 part of vrrpd: a notify script can)"
+            }
+            Area::Dbus => {
+                "keepalived would publish its instances on DBus; DBus is not part of vrrpd"
+            }
+            Area::Snmp => {
+                "keepalived would serve its MIBs to an SNMP agent; SNMP is not part of vrrpd \
+                 (its Prometheus metrics say the same)"
+            }
+            Area::Bfd => "keepalived would run these BFD sessions; BFD is not part of vrrpd",
+            Area::Scheduling => {
+                "keepalived would set its own scheduling, priority, affinity or memory locking; \
+                 those are not part of vrrpd (systemd's unit sets vrrpd's)"
+            }
+            Area::Process => {
+                "keepalived would name, number or time its own processes by it; keepalived's \
+                 process management is not part of vrrpd"
+            }
             Area::Statics => {
                 "keepalived would add these at start and keep them whatever the VRRP state; \
                  vrrpd leaves them to the system's network configuration (they never move \
@@ -238,10 +252,12 @@ mod tests {
         let kept = set_aside(nodes, &mut warnings);
         assert_eq!(
             warnings.to_string(),
-            "k.conf:2: ignored: vrrpd sends no mail (SMTP alerts are not part of vrrpd) \
-             (`smtp_server`)\nk.conf:5: ignored: LVS is not part of vrrpd (`virtual_server`)\n\
-             k.conf:9: ignored: vrrpd sends no mail (SMTP alerts are not part of vrrpd) \
-             (`smtp_alert`)"
+            "k.conf:2: ignored: keepalived would mail these alerts; vrrpd sends no mail (SMTP \
+             alerts are not part of vrrpd: a notify script can) (`smtp_server`)\n\
+             k.conf:5: ignored: keepalived would run these IPVS virtual servers and their \
+             health checkers; LVS is not part of vrrpd (`virtual_server`)\n\
+             k.conf:9: ignored: keepalived would mail these alerts; vrrpd sends no mail (SMTP \
+             alerts are not part of vrrpd: a notify script can) (`smtp_alert`)"
         );
         assert_eq!(kept.len(), 2);
         assert_eq!(kept[0].block.as_ref().unwrap().len(), 1);
