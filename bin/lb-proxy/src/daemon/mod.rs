@@ -6,7 +6,8 @@
 //!   [`connect`]: retries, redispatch, connect races; [`replay`]: the client's first bytes again to another server when a
 //!   server closes without answering.
 //! - [`pulse`]: the heartbeat that spares each new connection a wake-up of its event loop.
-//! - [`checks`]: one health-check task per checked server; [`resolve`]: one DNS task per
+//! - [`checks`]: one health-check task per checked server, its [`probe`] the IO that feeds
+//!   [`crate::health`]'s sans-IO counters; [`resolve`]: one DNS task per
 //!   server written with a name and `resolvers`.
 //! - [`web`] and [`stats`]: monitor URIs and the stats page.
 //! - [`redirect`]: VIP:6443 to the frontend while a server is UP.
@@ -19,6 +20,7 @@ pub mod admit;
 pub mod checks;
 pub mod connect;
 pub mod inspect;
+pub mod probe;
 pub mod pulse;
 pub mod redirect;
 pub mod replay;

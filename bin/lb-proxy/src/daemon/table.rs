@@ -12,12 +12,13 @@ use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 
 use super::admit;
+use super::probe::Probe;
 use crate::balance::{backups, effective_weight, RoundRobin, SourceMap};
 use crate::config::model::{Bind, MonitorFail, Race, Stats};
 use crate::config::routing::Routing;
 use crate::config::{self, Balance, Config, Kind, Mode, Proxy};
 use crate::forward::{Idle, Moved};
-use crate::health::{Change, Event, Health, Passive, Probe};
+use crate::health::{Change, Event, Health, Passive};
 
 /// haproxy's frontend `maxconn` when nothing sets it.
 pub const DEFAULT_MAXCONN: u32 = 2000;
