@@ -18,7 +18,7 @@ use crate::family::Family;
 use crate::field::{FieldError, FieldErrors, FieldPath};
 use crate::inventory::Inventory;
 use crate::name;
-use crate::vip::{self, VipList};
+use crate::vip::{self, VipKind, VipList};
 use crate::vrid::Vrids;
 
 /// The platforms whose clusters hold their own VIPs.
@@ -164,6 +164,23 @@ impl Cluster {
     /// The VRRP router ids OpenShift derives from the cluster name.
     pub fn vrids(&self) -> Vrids {
         Vrids::for_cluster(&self.name)
+    }
+
+    /// The API or Ingress VIP of this family, if the cluster has one.
+    pub fn vip(&self, kind: VipKind, family: Family) -> Option<IpAddr> {
+        match kind {
+            VipKind::Api => self.api_vip(family),
+            VipKind::Ingress => self.ingress_vip(family),
+        }
+    }
+
+    /// The VRRP router id of the API or Ingress VIP's instances.
+    pub fn vrid(&self, kind: VipKind) -> u8 {
+        let vrids = self.vrids();
+        match kind {
+            VipKind::Api => vrids.api,
+            VipKind::Ingress => vrids.ingress,
+        }
     }
 }
 

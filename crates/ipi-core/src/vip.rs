@@ -126,18 +126,24 @@ impl VipList {
     }
 }
 
-/// Which VIP a message is about, in the installer's words.
-#[derive(Clone, Copy)]
-enum Kind {
+/// The two VIPs a cluster holds with VRRP: the API's and the Ingress'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VipKind {
+    /// The API (and api-int) VIP.
     Api,
+    /// The Ingress (`*.apps`) VIP.
     Ingress,
 }
 
-impl Kind {
-    fn name(self) -> &'static str {
+impl VipKind {
+    /// Both, the API's first.
+    pub const ALL: [VipKind; 2] = [VipKind::Api, VipKind::Ingress];
+
+    /// Its name in the installer's messages: `API`, `Ingress`.
+    pub fn name(self) -> &'static str {
         match self {
-            Kind::Api => "API",
-            Kind::Ingress => "Ingress",
+            VipKind::Api => "API",
+            VipKind::Ingress => "Ingress",
         }
     }
 }
@@ -156,7 +162,7 @@ pub(crate) fn validate(
         .map(|v| v.text.parse().ok())
         .collect();
     let api = validate_kind(
-        Kind::Api,
+        VipKind::Api,
         &vips.api,
         &ingress,
         machine_networks,
@@ -164,7 +170,7 @@ pub(crate) fn validate(
         errors,
     );
     let ingress = validate_kind(
-        Kind::Ingress,
+        VipKind::Ingress,
         &vips.ingress,
         &[],
         machine_networks,
@@ -186,7 +192,7 @@ pub(crate) fn validate(
 }
 
 fn validate_kind(
-    kind: Kind,
+    kind: VipKind,
     field: &VipField,
     ingress: &[Option<IpAddr>],
     machine_networks: &[IpNetwork],

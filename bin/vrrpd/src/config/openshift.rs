@@ -10,6 +10,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use ipi_core::vip::VipKind;
 use ipi_core::{Cluster, Family, Inventory, Role};
 
 use super::model::{
@@ -90,17 +91,21 @@ pub fn from_cluster(cluster: &Cluster, node: &Node<'_>, scripts: &Scripts) -> Co
         ..Config::default()
     };
     let families = [cluster.primary_family(), other(cluster.primary_family())];
-    for kind in [Kind::Api, Kind::Ingress] {
-        let Some((priority, tracked)) = kind.on(node.role) else {
+    for kind in VipKind::ALL {
+        let Some((priority, tracked)) = on(kind, node.role) else {
             continue;
         };
         let mut members = Vec::new();
         for (n, family) in families.iter().enumerate() {
-            if let Some(vip) = kind.vip(cluster, *family) {
-                let name = format!("{}_{}", cluster.name, suffix(kind.name(), n, *family));
-                let mut i = instance(name, node, kind.vrid(cluster), priority, vip, tracked);
-                i.auth_pass = vip.is_ipv4().then(|| kind.password(&cluster.name).into());
-                i.unicast_peers = peers(node, &kind.roles(), Family::of(vip));
+            if let Some(vip) = cluster.vip(kind, *family) {
+                let name = format!(
+                    "{}_{}",
+                    cluster.name,
+                    suffix(instance_name(kind), n, *family)
+                );
+                let mut i = instance(name, node, cluster.vrid(kind), priority, vip, tracked);
+                i.auth_pass = vip.is_ipv4().then(|| password(kind, &cluster.name).into());
+                i.unicast_peers = peers(node, &roles(kind), Family::of(vip));
                 members.push(i.name.clone());
                 c.instances.push(i);
             }
@@ -109,7 +114,7 @@ pub fn from_cluster(cluster: &Cluster, node: &Node<'_>, scripts: &Scripts) -> Co
         // family's instance comes first: it breaks ties between equal priorities for both.
         if members.len() > 1 {
             c.sync_groups.push(SyncGroup {
-                name: format!("{}_{}_DUAL_STACK", cluster.name, kind.name()),
+                name: format!("{}_{}_DUAL_STACK", cluster.name, instance_name(kind)),
                 members,
                 notify: Notify::default(),
                 location: Location::default(),
@@ -175,63 +180,42 @@ fn role_scripts(role: Role, lines: &ScriptLines) -> Vec<VrrpScript> {
     }
 }
 
-/// The two VIPs OpenShift holds with VRRP.
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Api,
-    Ingress,
+/// The instance name's part for a VIP, as OpenShift's keepalived template writes it.
+fn instance_name(kind: VipKind) -> &'static str {
+    match kind {
+        VipKind::Api => "API",
+        VipKind::Ingress => "INGRESS",
+    }
 }
 
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Api => "API",
-            Kind::Ingress => "INGRESS",
+/// A role's priority and track scripts for this VIP; None when the role does not run it.
+fn on(kind: VipKind, role: Role) -> Option<(u8, &'static [&'static str])> {
+    match (kind, role) {
+        (VipKind::Api, Role::Bootstrap) => Some((BOOTSTRAP_API_PRIORITY, &["chk_ocp"])),
+        (VipKind::Api, Role::Master) => {
+            Some((MASTER_API_PRIORITY, &["chk_ocp_lb", "chk_ocp_both"]))
         }
+        (VipKind::Api, Role::Worker) => None,
+        (VipKind::Ingress, Role::Master | Role::Worker) => {
+            Some((INGRESS_PRIORITY, &["chk_ingress"]))
+        }
+        (VipKind::Ingress, Role::Bootstrap) => None,
     }
+}
 
-    /// A role's priority and track scripts for this VIP; None when the role does not run it.
-    fn on(self, role: Role) -> Option<(u8, &'static [&'static str])> {
-        match (self, role) {
-            (Kind::Api, Role::Bootstrap) => Some((BOOTSTRAP_API_PRIORITY, &["chk_ocp"])),
-            (Kind::Api, Role::Master) => {
-                Some((MASTER_API_PRIORITY, &["chk_ocp_lb", "chk_ocp_both"]))
-            }
-            (Kind::Api, Role::Worker) => None,
-            (Kind::Ingress, Role::Master | Role::Worker) => {
-                Some((INGRESS_PRIORITY, &["chk_ingress"]))
-            }
-            (Kind::Ingress, Role::Bootstrap) => None,
-        }
+/// The roles whose nodes run this VIP's instance: the unicast peers.
+fn roles(kind: VipKind) -> [Role; 2] {
+    match kind {
+        VipKind::Api => [Role::Bootstrap, Role::Master],
+        VipKind::Ingress => [Role::Master, Role::Worker],
     }
+}
 
-    /// The roles whose nodes run this VIP's instance: the unicast peers.
-    fn roles(self) -> [Role; 2] {
-        match self {
-            Kind::Api => [Role::Bootstrap, Role::Master],
-            Kind::Ingress => [Role::Master, Role::Worker],
-        }
-    }
-
-    fn vip(self, cluster: &Cluster, family: Family) -> Option<IpAddr> {
-        match self {
-            Kind::Api => cluster.api_vip(family),
-            Kind::Ingress => cluster.ingress_vip(family),
-        }
-    }
-
-    fn vrid(self, cluster: &Cluster) -> u8 {
-        match self {
-            Kind::Api => cluster.vrids().api,
-            Kind::Ingress => cluster.vrids().ingress,
-        }
-    }
-
-    fn password(self, cluster_name: &str) -> String {
-        match self {
-            Kind::Api => format!("{cluster_name}_api_vip"),
-            Kind::Ingress => format!("{cluster_name}_ingress_vip"),
-        }
+/// The PASS password OpenShift's template gives the VIP's instances.
+fn password(kind: VipKind, cluster_name: &str) -> String {
+    match kind {
+        VipKind::Api => format!("{cluster_name}_api_vip"),
+        VipKind::Ingress => format!("{cluster_name}_ingress_vip"),
     }
 }
 
