@@ -543,6 +543,39 @@ pub struct Proxy {
     pub location: Location,
 }
 
+impl Proxy {
+    /// A section as its first line makes it, before any setting: haproxy's defaults (3
+    /// retries, round robin, no servers, binds, checks or stats).
+    pub fn new(name: &str, kind: Kind, mode: Mode, location: Location) -> Proxy {
+        Proxy {
+            name: name.to_string(),
+            kind,
+            mode,
+            maxconn: None,
+            retries: 3,
+            redispatch: None,
+            retry_on: RetryOn::default(),
+            race: None,
+            replay_unanswered: false,
+            timeouts: Timeouts::default(),
+            binds: Vec::new(),
+            default_backend: None,
+            routing: Default::default(),
+            httpchk: None,
+            tcp_check: None,
+            balance: Balance::RoundRobin,
+            avalanche: false,
+            consistent: false,
+            allbackups: false,
+            monitor_uri: None,
+            monitor_fail: None,
+            stats: Stats::default(),
+            servers: Vec::new(),
+            location,
+        }
+    }
+}
+
 /// `balance`: how a backend picks a server for a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Balance {

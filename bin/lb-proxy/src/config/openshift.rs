@@ -9,8 +9,8 @@ use std::time::Duration;
 use ipi_core::{Cluster, Family, Inventory, Role};
 
 use super::model::{
-    Balance, Bind, Config, Global, HttpCheck, Kind, Location, Mode, MonitorFail, OnError, Proxy,
-    Race, RetryOn, Server, Stats, Timeouts,
+    Bind, Config, Global, HttpCheck, Kind, Location, Mode, MonitorFail, OnError, Proxy, Race,
+    RetryOn, Server, Stats, Timeouts,
 };
 use super::parse::server_defaults;
 
@@ -46,11 +46,7 @@ pub const CONNECT: Duration = Duration::from_secs(2);
 
 fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
     Proxy {
-        name: name.to_string(),
-        kind,
-        mode,
         maxconn: Some(20_000),
-        retries: 3,
         redispatch: Some(1),
         retry_on: RetryOn {
             empty_response: true,
@@ -71,20 +67,7 @@ fn proxy(name: &str, kind: Kind, mode: Mode) -> Proxy {
             http_request: Some(Duration::from_secs(30)),
             ..Timeouts::default()
         },
-        binds: Vec::new(),
-        default_backend: None,
-        routing: Default::default(),
-        httpchk: None,
-        tcp_check: None,
-        balance: Balance::RoundRobin,
-        avalanche: false,
-        consistent: false,
-        allbackups: false,
-        monitor_uri: None,
-        monitor_fail: None,
-        stats: Stats::default(),
-        servers: Vec::new(),
-        location: Location::default(),
+        ..Proxy::new(name, kind, mode, Location::default())
     }
 }
 

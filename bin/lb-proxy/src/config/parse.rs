@@ -198,9 +198,6 @@ impl Parser<'_> {
         }
         let d = &self.defaults;
         self.config.proxies.push(Proxy {
-            name: name.clone(),
-            kind,
-            mode: d.mode,
             maxconn: d.maxconn,
             retries: d.retries.unwrap_or(3),
             redispatch: d.redispatch,
@@ -208,20 +205,8 @@ impl Parser<'_> {
             race: d.race,
             replay_unanswered: d.replay_unanswered,
             timeouts: d.timeouts,
-            binds: Vec::new(),
-            default_backend: None,
-            routing: Default::default(),
-            httpchk: None,
-            tcp_check: None,
-            balance: Balance::RoundRobin,
-            avalanche: false,
-            consistent: false,
-            allbackups: false,
-            monitor_uri: None,
-            monitor_fail: None,
             stats: d.stats.clone(),
-            servers: Vec::new(),
-            location: at.clone(),
+            ..Proxy::new(name, kind, d.mode, at.clone())
         });
         self.server = self.defaults.server.clone();
         self.http_only.push(self.defaults.http_only.clone());
