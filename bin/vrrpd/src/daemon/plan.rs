@@ -99,6 +99,7 @@ pub fn restarts(d: &Difference) -> bool {
             "version",
             "vrrp_version",
             "native_ipv6",
+            "use_vmac",
             "virtual_routes",
             "virtual_rules",
         ]
@@ -317,8 +318,12 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         garp,
         lower_prio_no_advert,
         preempt_on_lower_priority,
+        vmac,
         location: _,
     } = a;
+    // Where use_vmac is written does not count, the macvlan and where adverts go do.
+    let vmac_of =
+        |m: &Option<crate::config::Vmac>| m.as_ref().map(|m| (m.name.clone(), m.xmit_base));
     [
         ("interface", *interface != b.interface),
         ("state", *state != b.state),
@@ -362,6 +367,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
             "preempt_on_lower_priority",
             *preempt_on_lower_priority != b.preempt_on_lower_priority,
         ),
+        ("use_vmac", vmac_of(vmac) != vmac_of(&b.vmac)),
     ]
     .into_iter()
     .filter_map(|(keyword, differs)| differs.then_some(keyword))

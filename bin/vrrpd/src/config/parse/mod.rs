@@ -7,6 +7,7 @@ mod addresses;
 mod args;
 mod fifo;
 mod track;
+mod vmac;
 
 use ipi_core::secret::Secret;
 use ipi_core::vrrp::Version;
@@ -60,6 +61,7 @@ pub fn config(nodes: &[Node], errors: &mut Found) -> Config {
         }
     }
     unknown_tracks(&mut c, errors);
+    vmac::names(&mut c, errors);
     c
 }
 
@@ -180,7 +182,8 @@ fn vrrp_instance(node: &Node, global: &GlobalDefs, errors: &mut Found) -> Option
             || addresses(n, &mut i, errors)
             || tracking(n, &mut i, errors)
             || notify(n, &mut i.notify, errors)
-            || garp(n, &n.keyword, &mut i.garp, errors);
+            || garp(n, &n.keyword, &mut i.garp, errors)
+            || vmac::vmac(n);
         if !known {
             unknown(n, &within, errors);
         }
@@ -197,6 +200,7 @@ fn vrrp_instance(node: &Node, global: &GlobalDefs, errors: &mut Found) -> Option
     if let Some((text, location)) = advert_int_text {
         i.advert_int_cs = advert_int(&i, global, &text, &location, errors).unwrap_or(100);
     }
+    vmac::finish(node, &mut i, errors);
     Some(i)
 }
 
