@@ -27,6 +27,8 @@ use super::error::{netlink_errno, Error};
 pub struct Netlink {
     pub(super) handle: rtnetlink::Handle,
     task: JoinHandle<()>,
+    /// The `use_vmac` macvlans made through it ([`super::vmac`]).
+    pub(super) made: std::sync::Mutex<super::vmac::Made>,
 }
 
 impl Drop for Netlink {
@@ -142,7 +144,11 @@ impl Netlink {
         let (connection, handle, _) =
             rtnetlink::new_connection().map_err(Error::io("rtnetlink", "open socket"))?;
         let task = tokio::spawn(connection);
-        Ok(Netlink { handle, task })
+        Ok(Netlink {
+            handle,
+            task,
+            made: std::sync::Mutex::default(),
+        })
     }
 
     /// The interface named `name`.
