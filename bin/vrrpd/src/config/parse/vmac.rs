@@ -209,3 +209,22 @@ pub fn default_name(vrid: u8, ipv6: bool, taken: impl Fn(&str) -> bool) -> Strin
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::default_name;
+
+    #[test]
+    fn default_names_follow_keepalived_s_order() {
+        let upto = |taken: &[&str], ipv6: bool| default_name(7, ipv6, |n| taken.contains(&n));
+        assert_eq!(upto(&[], false), "vrrp.7");
+        assert_eq!(upto(&["vrrp.7"], false), "vrrp1.7");
+        assert_eq!(upto(&["vrrp.7"], true), "vrrp6.7");
+        assert_eq!(upto(&["vrrp.7", "vrrp6.7"], true), "vrrp1.7");
+        let five: Vec<String> = (1..=5).map(|n| format!("vrrp{n}.7")).collect();
+        let mut taken: Vec<&str> = vec!["vrrp.7", "vrrp6.7"];
+        taken.extend(five.iter().map(String::as_str));
+        assert_eq!(upto(&taken, true), "vrrp7.7");
+        assert_eq!(upto(&taken[..4], false), "vrrp3.7");
+    }
+}
