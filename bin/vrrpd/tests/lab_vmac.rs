@@ -174,49 +174,8 @@ fn failover(first: Speaker, second: Speaker, mode: Mode) -> Duration {
     let backup = start(&b, second, 100, mode);
     let mut master = start(&m, first, 150, mode);
     let dev = if mode == Mode::Without { "eth0" } else { LINK };
-    until(
-        &format!("{what}: m holds the VIP on {dev}"),
-        Duration::from_secs(10),
-        &[&master.daemon, &backup.daemon],
-        || holds_on(&m, dev),
-    );
-    assert!(!holds_on(&b, dev), "{what}: the backup holds the VIP too");
-    if mode != Mode::Without {
-        assert_vmac(&m, &format!("{what}: master"), true);
-        // The backup's is there without the VIP: up with keepalived 2.2.7, down with vrrpd,
-        // which sends nothing from the virtual MAC as a backup (net::vmac).
-        assert_vmac(
-            &b,
-            &format!("{what}: backup"),
-            second == Speaker::Keepalived,
-        );
-    }
-    // The client learns the VIP's MAC from its own ARP request: a datagram that m takes
-    // without answering (an answer needs m to find the client's MAC, see below).
-    resolve(&client, &m);
-    let want = want(&m, mode);
-    assert_eq!(
-        neighbour_mac(&client).as_deref(),
-        Some(want.as_str()),
-        "{what}: the client's ARP entry for the VIP"
-    );
-    if first == Speaker::Vrrpd {
-        // Served by the master: vrrpd's answers leave through eth0, and with its
-        // arp_announce 2 the kernel asks for the client's MAC from eth0's own address, so the
-        // client's entry for the VIP keeps the virtual MAC. (keepalived asks from the VIP,
-        // and the client's entry takes its eth0's MAC: see after the failover.)
-        until(
-            &format!("{what}: the client is served by m"),
-            Duration::from_secs(5),
-            &[&master.daemon],
-            || answers(&client, IpAddr::V4(VIP)).as_deref() == Some("m"),
-        );
-        assert_eq!(
-            neighbour_mac(&client).as_deref(),
-            Some(want.as_str()),
-            "{what}: the client's ARP entry once served"
-        );
-    }
+    started(&m, &b, (&master, &backup), mode, &what);
+    before_failover(&client, &m, &master, mode, &what);
     drop_garps(&client);
     // The master stops: the backup must serve the client within the timers.
     let stopped = Instant::now();
@@ -235,51 +194,105 @@ fn failover(first: Speaker, second: Speaker, mode: Mode) -> Duration {
     let unserved = served.map_or(BOUND * 3, |_| stopped.elapsed());
     master.daemon.wait(Duration::from_secs(5)).unwrap();
     let file = capture.stop().unwrap();
-    let seen = decode(&file);
     if mode != Mode::Without {
-        // Every gratuitous ARP of the new master was dropped at the client, and it was served:
-        // its entry still says the virtual MAC.
-        assert!(
-            garps_dropped(&client) > 0,
-            "{what}: no gratuitous ARP reached the client's rule\n{seen}"
-        );
-        // Served by the new master: vrrpd leaves the entry at the virtual MAC; keepalived
-        // 2.2.7's ARP request for the client (from its eth0, the VIP as sender) moves it to
-        // its eth0's own MAC, where it stays after keepalived's next failover.
-        let after = if second == Speaker::Vrrpd {
-            VMAC.to_string()
-        } else {
-            mac(&b)
-        };
-        assert_eq!(
-            neighbour_mac(&client),
-            Some(after),
-            "{what}: the client's entry once served by b"
-        );
-        wire_checks(&file, &seen, &m, &b, mode, &what);
-        // The macvlan goes when the router exits.
-        assert!(
-            link(&m, LINK).is_none(),
-            "{what}: {LINK} is still on m after {} exited",
-            first.name()
-        );
+        after_failover(&file, &client, (&m, &b), (first, second), mode, &what);
     }
-    if mode != Mode::Without && unserved >= BOUND {
+    if unserved >= BOUND && mode != Mode::Without {
         eprintln!(
-            "{what}: unserved for {unserved:?}\n{}\n{}\n{seen}",
+            "{what}: unserved for {unserved:?}\n{}\n{}",
             master.daemon.log(),
             backup.daemon.log()
         );
-        for a in &seen.arps {
-            eprintln!("ARP {a:?}");
-        }
-        for f in dissect(&file, "vrrp", &["frame.time_epoch", "ip.src", "eth.src"]).unwrap() {
-            eprintln!("ADV {f:?}");
-        }
-        eprintln!("MACS m {} b {} client {}", mac(&m), mac(&b), mac(&client));
     }
     drop(backup);
     unserved
+}
+
+/// Both routers run: m holds the VIP (on the macvlan with `use_vmac`), b does not; both
+/// macvlans are there, the master's up, the backup's up with keepalived 2.2.7 and down with
+/// vrrpd, which sends nothing from the virtual MAC as a backup (net::vmac).
+fn started(m: &Host, b: &Host, (master, backup): (&Router, &Router), mode: Mode, what: &str) {
+    let dev = if mode == Mode::Without { "eth0" } else { LINK };
+    until(
+        &format!("{what}: m holds the VIP on {dev}"),
+        Duration::from_secs(10),
+        &[&master.daemon, &backup.daemon],
+        || holds_on(m, dev),
+    );
+    assert!(!holds_on(b, dev), "{what}: the backup holds the VIP too");
+    if mode != Mode::Without {
+        assert_vmac(m, &format!("{what}: master"), true);
+        assert_vmac(
+            b,
+            &format!("{what}: backup"),
+            backup.speaker == Speaker::Keepalived,
+        );
+    }
+}
+
+/// The client learns the VIP's MAC from its own ARP request: a datagram that m takes
+/// without answering (an answer needs m to find the client's MAC, see below). A vrrpd master
+/// also serves it: vrrpd's answers leave through eth0, and with its arp_announce 2 the kernel
+/// asks for the client's MAC from eth0's own address, so the client's entry for the VIP
+/// keeps the virtual MAC (keepalived asks from the VIP, and the client's entry takes its
+/// eth0's MAC: see [`after_failover`]).
+fn before_failover(client: &Host, m: &Host, master: &Router, mode: Mode, what: &str) {
+    resolve(client, m);
+    let want = want(m, mode);
+    assert_eq!(
+        neighbour_mac(client).as_deref(),
+        Some(want.as_str()),
+        "{what}: the client's ARP entry for the VIP"
+    );
+    if master.speaker == Speaker::Vrrpd {
+        until(
+            &format!("{what}: the client is served by m"),
+            Duration::from_secs(5),
+            &[&master.daemon],
+            || answers(client, IpAddr::V4(VIP)).as_deref() == Some("m"),
+        );
+        assert_eq!(
+            neighbour_mac(client).as_deref(),
+            Some(want.as_str()),
+            "{what}: the client's ARP entry once served"
+        );
+    }
+}
+
+/// After a failover with `use_vmac`: every gratuitous ARP of the new master was dropped at
+/// the client; the wire as [`wire_checks`] wants it; the old master's macvlan gone with it.
+/// Served by the new master, the client's entry says the virtual MAC with vrrpd; keepalived
+/// 2.2.7's ARP request for the client (from its eth0, the VIP as sender) moves it to its
+/// eth0's own MAC, where it stays after keepalived's next failover.
+fn after_failover(
+    file: &std::path::Path,
+    client: &Host,
+    (m, b): (&Host, &Host),
+    (first, second): (Speaker, Speaker),
+    mode: Mode,
+    what: &str,
+) {
+    let seen = decode(file);
+    assert!(
+        garps_dropped(client) > 0,
+        "{what}: no gratuitous ARP reached the client's rule\n{seen}"
+    );
+    let after = if second == Speaker::Vrrpd {
+        VMAC.to_string()
+    } else {
+        mac(b)
+    };
+    assert_eq!(
+        neighbour_mac(client),
+        Some(after),
+        "{what}: the client's entry once served by b"
+    );
+    wire_checks(file, &seen, m, b, mode, what);
+    assert!(
+        link(m, LINK).is_none(),
+        "{what}: {LINK} is still on m after {} exited",
+        first.name()
+    );
 }
 
 /// On the wire: the ARP replies for the VIP come from the virtual MAC (Ethernet and ARP

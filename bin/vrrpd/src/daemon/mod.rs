@@ -526,8 +526,7 @@ impl Daemon {
         if !rx::addressed(d.dst, self.parts.vrs[vr].cfg.is_unicast()) && self.parts.has_twin(vr) {
             return; // for the instance of this VRID in the other mode, on its own socket
         }
-        let v = &self.parts.vrs[vr];
-        if v.vmac.is_some() && socket == v.socket && v.vmac_up.get() {
+        if self.parts.heard_on_vmac(vr, socket) {
             return; // heard on the macvlan's socket too (net::vmac)
         }
         match rx::check(&d, &repr, &self.parts.vrs[vr].expect) {

@@ -174,6 +174,13 @@ impl Parts {
             .is_some_and(|(_, _, source)| source.is_some())
     }
 
+    /// Whether what instance `vr` heard on `socket` is heard on its macvlan's socket too, and
+    /// taken from there: `socket` is the base interface's and the macvlan is up (a master's).
+    pub fn heard_on_vmac(&self, vr: usize, socket: usize) -> bool {
+        let v = &self.vrs[vr];
+        v.vmac.is_some() && socket == v.socket && v.vmac_up.get()
+    }
+
     /// Whether another instance on `vr`'s interface and family has `vr`'s VRID in the other
     /// mode (unicast and multicast are separate VRID spaces): then a datagram of that mode
     /// belongs to it, not to `vr`. Without such a twin it is `vr`'s to check, as before.
