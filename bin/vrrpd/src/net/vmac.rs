@@ -48,7 +48,6 @@
 //! `all` and the interface's); vrrpd changes no interface but its own and says so in the log
 //! when `all` is strict (1), which drops what arrives for the VIPs.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use futures_util::TryStreamExt;
@@ -58,6 +57,7 @@ use rtnetlink::packet_route::link::{
 };
 use rtnetlink::{LinkMacVlan, LinkUnspec};
 
+pub use super::address::Made;
 use super::address::{Interface, Netlink};
 use super::error::{netlink_errno, Error};
 
@@ -76,16 +76,6 @@ pub struct VmacSpec {
     pub base: String,
     /// Its MAC address (RFC 5798 7.3).
     pub mac: [u8; 6],
-}
-
-/// The macvlans this process made or took over, and the base interfaces' ARP settings found
-/// before the first of them.
-#[derive(Debug, Default)]
-pub struct Made {
-    /// The macvlans by name, each with the interfaces whose ARP settings it changed.
-    vmacs: BTreeMap<String, Vec<String>>,
-    /// `arp_ignore`, `arp_filter` and `arp_announce` as found, by interface.
-    saved: BTreeMap<String, [String; 3]>,
 }
 
 /// What an interface of the wanted name is.
