@@ -375,6 +375,37 @@ fn use_vmac_beside_keepalived_the_client_keeps_the_virtual_mac_across_a_failover
     );
 }
 
+fn conf_at(a: &Host, priority: u8) -> String {
+    conf(a, priority, Mode::Vmac)
+}
+
+/// A SIGHUP to `router` on `a`, whose log then says `logged`: the VIP never leaves the
+/// macvlan, which keeps its index `index`.
+fn reload_keeps(a: &Host, router: &Router, logged: &str, index: &serde_json::Value) {
+    let before = router.daemon.log().matches(logged).count();
+    let watcher = a.clone();
+    let holds = support::Sampler::start(move || holds_on(&watcher, LINK));
+    router.daemon.signal(Signal::SIGHUP).unwrap();
+    until(
+        &format!("the reload ({logged})"),
+        Duration::from_secs(5),
+        &[&router.daemon],
+        || router.daemon.log().matches(logged).count() > before,
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let samples = holds.stop();
+    assert!(
+        samples.iter().all(|(_, h)| *h),
+        "the VIP left {LINK} during the reload ({logged})\n{}",
+        router.daemon.log()
+    );
+    assert_eq!(
+        &link(a, LINK).unwrap()["ifindex"],
+        index,
+        "{LINK} was made again by the reload ({logged})"
+    );
+}
+
 #[test]
 fn a_reload_keeps_the_macvlan_and_the_vip_and_exit_removes_it() {
     if !ipi_lab::available() {
@@ -391,28 +422,13 @@ fn a_reload_keeps_the_macvlan_and_the_vip_and_exit_removes_it() {
     );
     assert_vmac(&a, "vrrpd", true);
     let index = link(&a, LINK).unwrap()["ifindex"].clone();
-    // Watch the VIP through the reload: never gone.
-    let watcher = a.clone();
-    let holds = support::Sampler::start(move || holds_on(&watcher, LINK));
-    router.daemon.signal(Signal::SIGHUP).unwrap();
-    until(
-        "the reload",
-        Duration::from_secs(5),
-        &[&router.daemon],
-        || router.daemon.log().contains("reload"),
-    );
-    std::thread::sleep(Duration::from_millis(500));
-    let samples = holds.stop();
-    assert!(
-        samples.iter().all(|(_, h)| *h),
-        "the VIP left {LINK} during the reload\n{}",
-        router.daemon.log()
-    );
-    assert_eq!(
-        link(&a, LINK).unwrap()["ifindex"],
-        index,
-        "{LINK} was made again by the reload"
-    );
+    // The same file (vrrpd sees nothing changed), then one with another priority, which
+    // the running instance takes in place: the setup runs again and finds its macvlan.
+    let conf = a.dir().join("keepalived.conf");
+    for (priority, logged) in [(150, "did not change"), (160, "reloaded")] {
+        std::fs::write(&conf, conf_at(&a, priority)).unwrap();
+        reload_keeps(&a, &router, logged, &index);
+    }
     router.daemon.signal(Signal::SIGTERM).unwrap();
     router.daemon.wait(Duration::from_secs(5)).unwrap();
     assert!(
