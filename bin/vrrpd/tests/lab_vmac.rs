@@ -436,3 +436,85 @@ fn a_reload_keeps_the_macvlan_and_the_vip_and_exit_removes_it() {
         "{LINK} is still there after vrrpd exited"
     );
 }
+
+#[test]
+fn an_interface_of_the_name_is_taken_over_made_again_or_left_alone() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let mut lab = Lab::new().unwrap();
+    let a = lab.host("a").unwrap();
+    // Not a macvlan (a veth): left alone, and vrrpd does not start (keepalived would pick
+    // vrrp1.51).
+    a.run_ok(
+        "ip",
+        ["link", "add", LINK, "type", "veth", "peer", "name", "vp51"],
+    )
+    .unwrap();
+    let mut router = start(&a, Speaker::Vrrpd, 150, Mode::Vmac);
+    let code = router.daemon.wait(Duration::from_secs(5)).unwrap();
+    assert!(
+        code.is_some_and(|c| c != 0),
+        "vrrpd ran beside a veth {LINK}"
+    );
+    assert!(
+        router
+            .daemon
+            .log()
+            .contains("exists and is a veth: left alone"),
+        "{}",
+        router.daemon.log()
+    );
+    assert_eq!(link(&a, LINK).unwrap()["linkinfo"]["info_kind"], "veth");
+    a.run_ok("ip", ["link", "del", LINK]).unwrap();
+    // A macvlan of the name in another mode and with another MAC: made again, as it should be.
+    a.run_ok(
+        "ip",
+        [
+            "link", "add", LINK, "link", "eth0", "type", "macvlan", "mode", "bridge",
+        ],
+    )
+    .unwrap();
+    let mut router = start(&a, Speaker::Vrrpd, 150, Mode::Vmac);
+    until(
+        "a holds the VIP on the macvlan made again",
+        Duration::from_secs(10),
+        &[&router.daemon],
+        || holds_on(&a, LINK),
+    );
+    assert_vmac(&a, "made again", true);
+    assert!(
+        router.daemon.log().contains("made again"),
+        "{}",
+        router.daemon.log()
+    );
+    // Killed: the macvlan stays behind, up and with the VIP. The next run takes it over as
+    // it is (same index), takes the VIP back and the macvlan down until it is master again.
+    let index = link(&a, LINK).unwrap()["ifindex"].clone();
+    router.daemon.signal(Signal::SIGKILL).unwrap();
+    router.daemon.wait(Duration::from_secs(5)).unwrap();
+    assert!(holds_on(&a, LINK), "the killed vrrpd's VIP");
+    let router = start(&a, Speaker::Vrrpd, 150, Mode::Vmac);
+    until(
+        "the earlier run's macvlan taken over",
+        Duration::from_secs(10),
+        &[&router.daemon],
+        || router.daemon.log().contains("taken over"),
+    );
+    until(
+        "a holds the VIP again",
+        Duration::from_secs(10),
+        &[&router.daemon],
+        || holds_on(&a, LINK),
+    );
+    assert_eq!(
+        link(&a, LINK).unwrap()["ifindex"],
+        index,
+        "{LINK} was made again"
+    );
+    assert!(
+        router.daemon.log().contains("left by an earlier run"),
+        "{}",
+        router.daemon.log()
+    );
+}

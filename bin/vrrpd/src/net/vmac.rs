@@ -17,8 +17,9 @@
 //! - An interface of the name that is a macvlan on the same base in mode private with the
 //!   virtual MAC (left by an earlier run) is taken over as it is; a macvlan that differs is
 //!   deleted and made again (keepalived updates one in place and deletes one on another base);
-//!   anything else of that name is left alone and the instance does not start (keepalived
-//!   picks another name, which scripts and monitoring written for the configured name miss).
+//!   anything else of that name is left alone and the configuration does not run (an error
+//!   naming it: vrrpd does not start, a reload is refused), where keepalived picks another
+//!   name, which scripts and monitoring written for the configured name miss.
 //! - Deleted when vrrpd exits, and at a reload when the new configuration no longer has it.
 //!
 //! Done differently: keepalived 2.2.7 sets the macvlan up at once and keeps it up in every
