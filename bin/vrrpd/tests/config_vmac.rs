@@ -94,8 +94,7 @@ fn a_written_name_and_vmac_xmit_base_in_either_order() {
 #[test]
 fn defaults_skip_names_in_use_as_keepalived_create_vmac_name_does() {
     // The same VRID on three interfaces: keepalived's vrrp.51, vrrp1.51, vrrp2.51; a written
-    // name is skipped by every default, wherever it is written (IPv6's order, vrrp6 second,
-    // is the parser's unit test: vrrpd refuses use_vmac for IPv6 for now).
+    // name is skipped by every default, wherever it is written.
     let text = [
         v4("A", "eth0", 51, "    use_vmac\n"),
         v4("B", "eth1", 51, "    use_vmac\n"),
@@ -112,14 +111,15 @@ fn defaults_skip_names_in_use_as_keepalived_create_vmac_name_does() {
 }
 
 #[test]
-fn use_vmac_on_an_ipv6_instance_is_refused_for_now() {
-    let got = errors(&v6("C", "eth0", 51, "    use_vmac\n"));
-    assert!(
-        got.iter().any(|e| e.starts_with(
-            "k.conf:4: vrrp_instance C: `use_vmac` for an IPv6 instance is not supported"
-        )),
-        "{got:?}"
-    );
+fn an_ipv6_instance_tries_vrrp6_second() {
+    let text = [
+        v4("A", "eth0", 51, "    use_vmac\n"),
+        v6("C", "eth0", 51, "    use_vmac\n"),
+        v6("D", "eth1", 51, "    use_vmac\n"),
+    ]
+    .concat();
+    let got: Vec<String> = names(&text).into_iter().map(|n| n.unwrap().0).collect();
+    assert_eq!(got, ["vrrp.51", "vrrp6.51", "vrrp1.51"]);
 }
 
 #[test]

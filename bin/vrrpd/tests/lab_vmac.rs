@@ -518,3 +518,81 @@ fn an_interface_of_the_name_is_taken_over_made_again_or_left_alone() {
         router.daemon.log()
     );
 }
+
+/// IPv6: the VIP on the macvlan with 00:00:5e:00:02:VRID, the adverts from the base
+/// interface's link-local address on it, beside keepalived 2.2.7 either way round.
+fn ipv6_failover(first: Speaker, second: Speaker) {
+    let vip6: std::net::Ipv6Addr = "2001:db8::200".parse().unwrap();
+    let vmac6 = "00:00:5e:00:02:33";
+    let what = format!("IPv6: {} master, {} backup", first.name(), second.name());
+    let mut lab = Lab::new().unwrap();
+    let (m, b) = (lab.host("m").unwrap(), lab.host("b").unwrap());
+    let client = lab.host("client").unwrap();
+    let _answer = [&m, &b].map(Responder::start);
+    let conf = |host: &Host, priority: u8| {
+        format!(
+            "global_defs {{\n    router_id {}\n}}\n\nvrrp_instance VI_6 {{\n    state BACKUP\n    \
+             interface eth0\n    native_ipv6\n    virtual_router_id {VRID}\n    priority {priority}\n    \
+             advert_int 0.2\n    use_vmac\n    virtual_ipaddress {{\n        {vip6}/128\n    }}\n}}\n",
+            host.name()
+        )
+    };
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_vrrpd"));
+    let backup = Router::start_with(&b, second, &conf(&b, 100), 100, Some(&program)).unwrap();
+    let mut master = Router::start_with(&m, first, &conf(&m, 150), 150, Some(&program)).unwrap();
+    let on = |host: &Host| {
+        let out = host.run("ip", ["-j", "addr", "show", "dev", LINK]).unwrap();
+        out.success && out.stdout.contains(&format!("\"{vip6}\""))
+    };
+    until(
+        &format!("{what}: m holds the VIP"),
+        Duration::from_secs(10),
+        &[&master, &backup],
+        || on(&m),
+    );
+    let l = link(&m, LINK).unwrap();
+    assert_eq!(l["address"], vmac6, "{what}: {l}");
+    until(
+        &format!("{what}: served by m"),
+        Duration::from_secs(5),
+        &[&master, &backup],
+        || answers(&client, IpAddr::V6(vip6)).as_deref() == Some("m"),
+    );
+    // The backup hears the master: it holds nothing (its macvlan, with keepalived, is up).
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        !on(&b),
+        "{what}: the backup holds the VIP too\n{}",
+        support::logs(&[&master, &backup])
+    );
+    let entry = || client.neighbour(IpAddr::V6(vip6)).and_then(|n| n.lladdr);
+    assert_eq!(
+        entry().as_deref(),
+        Some(vmac6),
+        "{what}: the client's entry"
+    );
+    master.daemon.signal(Signal::SIGTERM).unwrap();
+    until(
+        &format!("{what}: served by b"),
+        BOUND,
+        &[&master, &backup],
+        || answers(&client, IpAddr::V6(vip6)).as_deref() == Some("b"),
+    );
+    assert_eq!(
+        entry().as_deref(),
+        Some(vmac6),
+        "{what}: the client's entry after"
+    );
+    master.daemon.wait(Duration::from_secs(5)).unwrap();
+    assert!(link(&m, LINK).is_none(), "{what}: {LINK} left on m");
+}
+
+#[test]
+fn use_vmac_for_ipv6_beside_keepalived() {
+    if !ipi_lab::available() || !ipi_lab::tool("keepalived", "keepalived") {
+        return;
+    }
+    let (v, k) = (Speaker::Vrrpd, Speaker::Keepalived);
+    ipv6_failover(v, k);
+    ipv6_failover(k, v);
+}

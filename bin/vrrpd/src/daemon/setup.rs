@@ -430,6 +430,7 @@ async fn vr(
                     name: m.name.clone(),
                     base: i.interface.clone(),
                     mac: Vmac::mac(i.vrid, i.is_ipv6()),
+                    ipv6: i.is_ipv6(),
                 })
                 .await?,
         ),
@@ -439,6 +440,11 @@ async fn vr(
     let primary = parts.sockets[socket].source();
     let vmac = match vmac {
         Some(on) => {
+            let sends = i.vmac.as_ref().is_some_and(|m| !m.xmit_base);
+            if primary.is_ipv6() && sends {
+                // Sent from the base interface's link-local address, which must be there.
+                netlink.add_address(&on, &link_local(primary)).await?;
+            }
             let s = vmac_socket(&on, primary, parts)?;
             Some((on, s))
         }
@@ -528,11 +534,25 @@ fn vmac_socket(
     if let Some(n) = parts.socket_keys.iter().position(|k| *k == key) {
         return Ok(n);
     }
-    let s = VrrpSocket::open_on(vmac, source, false)?;
-    s.join_group_v4()?;
+    // IPv4: joined here, not by `open_on`, whose IP_MULTICAST_IF names the source address,
+    // which is on another interface.
+    let s = VrrpSocket::open_on(vmac, source, source.is_ipv6())?;
+    if source.is_ipv4() {
+        s.join_group_v4()?;
+    }
     parts.sockets.push(Arc::new(s));
     parts.socket_keys.push(key);
     Ok(parts.sockets.len() - 1)
+}
+
+/// `address` as a link-local address of a macvlan: /64, as keepalived adds it.
+fn link_local(address: IpAddr) -> Vip {
+    Vip {
+        address,
+        prefix_len: 64,
+        label: None,
+        preferred_lft: None,
+    }
 }
 
 /// The addresses `i` holds (VIPs, then excluded ones), each with the interface it goes on

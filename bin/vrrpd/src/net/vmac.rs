@@ -6,7 +6,11 @@
 //! What is done to it, as keepalived does it:
 //!
 //! - Made down, `addr_gen_mode none` (no EUI-64 link-local address from the virtual MAC,
-//!   RFC 5798 7.4), IPv6 off (`disable_ipv6`: nothing but the VIPs' IPv4 on it).
+//!   RFC 5798 7.4), IPv6 off for an IPv4 instance (`disable_ipv6`: nothing but the VIPs' IPv4
+//!   on it). An IPv6 instance's gets the base interface's link-local address (nodad), which
+//!   its adverts come from (keepalived's `set_link_local_address`), unless
+//!   `vmac_xmit_base`; with `keep_addr_on_down 1` (vrrpd's, as its macvlan goes down) the
+//!   kernel keeps its addresses while it is down.
 //! - On the macvlan: `arp_ignore 1` (ARP answered only for its own addresses, the VIPs),
 //!   `accept_local 1`, `rp_filter 0` (what arrives on it for a VIP is answered through the base
 //!   interface), `promote_secondaries 1`.
@@ -77,6 +81,8 @@ pub struct VmacSpec {
     pub base: String,
     /// Its MAC address (RFC 5798 7.3).
     pub mac: [u8; 6],
+    /// For an IPv6 instance: IPv6 stays on, and its addresses stay while it is down.
+    pub ipv6: bool,
 }
 
 /// What an interface of the wanted name is.
@@ -219,7 +225,12 @@ impl Netlink {
         if let Err(e) = self.handle.link().set(gen_mode).execute().await {
             tracing::warn!("{}: addr_gen_mode none: {e}", spec.name);
         }
-        write_sysctl("ipv6", &spec.name, "disable_ipv6", "1")?;
+        if spec.ipv6 {
+            // Its link-local address and VIPs are not dropped each time it goes down.
+            write_sysctl("ipv6", &spec.name, "keep_addr_on_down", "1")?;
+        } else {
+            write_sysctl("ipv6", &spec.name, "disable_ipv6", "1")?;
+        }
         tracing::info!(
             "{}: macvlan made on {} with {}",
             spec.name,

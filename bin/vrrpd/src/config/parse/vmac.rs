@@ -52,16 +52,6 @@ pub(super) fn finish(node: &Node, i: &mut VrrpInstance, errors: &mut Found) {
             ),
         );
     }
-    if i.is_ipv6() {
-        errors.push(
-            &n.location,
-            format!(
-                "vrrp_instance {}: `use_vmac` for an IPv6 instance is not supported by vrrpd \
-                 yet (IPv4 instances only)",
-                i.name
-            ),
-        );
-    }
     let mut m = Vmac {
         name: use_vmac(n, errors).unwrap_or_default(),
         xmit_base: xmit_base.is_some(),
