@@ -251,8 +251,14 @@ const REFUSED: &[(&str, &str)] = &[
          mode, its default without vrrp_strict); drop `no_accept`",
     ),
     (
-        "use_vmac",
-        "vrrpd sends from the interface's own MAC address (no macvlan VMAC interfaces)",
+        "use_vmac_addr",
+        "vrrpd puts a VIP with `dev` on that interface as it is (no macvlan there); `use_vmac` \
+         makes the instance's own one",
+    ),
+    (
+        "vmac_prefix",
+        "vrrpd names a macvlan `use_vmac` gives no name `vrrp.VRID` (keepalived's default); \
+         name it in `use_vmac NAME`",
     ),
     (
         "use_ipvlan",

@@ -29,7 +29,7 @@ pub use lexer::LexOptions;
 pub use model::{
     Command, Config, FileInit, GlobalDefs, Location, Notify, NotifyFifo, ParamMatch, RouteType,
     Service, SyncGroup, TrackFile, TrackProcess, TrackedFile, TrackedInterface, TrackedProcess,
-    TrackedScript, User, VirtualAddress, VirtualRoute, VirtualRule, VrrpInstance, VrrpScript,
+    TrackedScript, User, VirtualAddress, VirtualRoute, VirtualRule, Vmac, VrrpInstance, VrrpScript,
 };
 pub use source::{load_source, Source, SourceError};
 

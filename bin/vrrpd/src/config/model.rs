@@ -523,8 +523,33 @@ pub struct VrrpInstance {
     /// master advertises a priority below ours (see
     /// [`InstanceParams::preempt_on_lower_priority`](crate::fsm::InstanceParams)).
     pub preempt_on_lower_priority: bool,
+    /// `use_vmac [NAME]` (and `vmac_xmit_base`): the VIPs on a macvlan with RFC 5798's
+    /// virtual router MAC address.
+    pub vmac: Option<Vmac>,
     /// Where the block starts.
     pub location: Location,
+}
+
+/// keepalived's `use_vmac [NAME]`: a macvlan interface (mode private) on the instance's
+/// interface, with the virtual router MAC address of RFC 5798 7.3 (00-00-5E-00-01-{VRID},
+/// IPv6 00-00-5E-00-02-{VRID}), which holds the VIPs and sends the adverts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vmac {
+    /// The macvlan's name: NAME, else keepalived's default (`vrrp.VRID`, then `vrrp1.VRID`,
+    /// ... for IPv4, `vrrp6.VRID` second for IPv6), decided once the whole file is read.
+    pub name: String,
+    /// `vmac_xmit_base`: adverts are sent and received on the instance's interface, with its
+    /// own MAC address; only the VIPs are on the macvlan.
+    pub xmit_base: bool,
+    /// Where `use_vmac` is written.
+    pub location: Location,
+}
+
+impl Vmac {
+    /// The virtual router MAC address of `vrid` for the family (RFC 5798 7.3).
+    pub fn mac(vrid: u8, ipv6: bool) -> [u8; 6] {
+        [0x00, 0x00, 0x5e, 0x00, if ipv6 { 0x02 } else { 0x01 }, vrid]
+    }
 }
 
 impl VrrpInstance {
@@ -561,6 +586,7 @@ impl VrrpInstance {
             garp,
             lower_prio_no_advert: false,
             preempt_on_lower_priority: false,
+            vmac: None,
             location,
         }
     }
@@ -603,6 +629,26 @@ impl VrrpInstance {
     /// Whether adverts go to the unicast peers rather than the multicast group.
     pub fn is_unicast(&self) -> bool {
         !self.unicast_peers.is_empty()
+    }
+
+    /// The interface a VIP goes on: its `dev`, else the instance's interface, or the
+    /// instance's macvlan (`use_vmac`) for a VIP of the instance's family on the instance's
+    /// interface (keepalived's rule; excluded addresses of the other family stay on the
+    /// interface).
+    pub fn vip_interface<'a>(&'a self, v: &'a VirtualAddress) -> &'a str {
+        let on = v.dev.as_deref().unwrap_or(&self.interface);
+        match &self.vmac {
+            Some(m) if on == self.interface && v.address.is_ipv6() == self.is_ipv6() => &m.name,
+            _ => on,
+        }
+    }
+
+    /// The interface adverts are sent on: the macvlan of `use_vmac` unless `vmac_xmit_base`.
+    pub fn send_interface(&self) -> &str {
+        match &self.vmac {
+            Some(m) if !m.xmit_base => &m.name,
+            _ => &self.interface,
+        }
     }
 }
 

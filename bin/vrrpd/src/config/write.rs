@@ -277,6 +277,13 @@ fn election(out: &mut String, i: &VrrpInstance) {
     if i.native_ipv6 {
         line(out, 4, "native_ipv6");
     }
+    // The name always, the default one too: it depends on the other instances.
+    if let Some(m) = &i.vmac {
+        line(out, 4, &format!("use_vmac {}", m.name));
+        if m.xmit_base {
+            line(out, 4, "vmac_xmit_base");
+        }
+    }
     if !i.preempt {
         line(out, 4, "nopreempt");
     }

@@ -280,8 +280,13 @@ impl Daemon {
             .filter(|v| names.contains(&v.cfg.name))
         {
             for (interface, vip) in &v.vips {
+                // A use_vmac macvlan is down but on a master: probed from the interface.
+                let on = match &v.vmac {
+                    Some((vmac, _)) if vmac.index == interface.index => &v.interface,
+                    _ => interface,
+                };
                 by_interface
-                    .entry(interface.name.clone())
+                    .entry(on.name.clone())
                     .or_default()
                     .insert(vip.address);
             }

@@ -503,12 +503,11 @@ impl Daemon {
                 return;
             }
         };
-        // A datagram read before a reload rebuilt the sockets may name one that is gone.
-        let Some(on) = self.parts.sockets.get(socket) else {
+        // A datagram read before a reload rebuilt the sockets may name one that is gone; our
+        // own come back looped.
+        let on = self.parts.sockets.get(socket);
+        if on.is_none_or(|on| received.src == on.source()) {
             return;
-        };
-        if received.src == on.source() {
-            return; // our own, looped back
         }
         let d = received.raw();
         let repr = match rx::parse(&d) {
@@ -527,6 +526,9 @@ impl Daemon {
         };
         if !rx::addressed(d.dst, self.parts.vrs[vr].cfg.is_unicast()) && self.parts.has_twin(vr) {
             return; // for the instance of this VRID in the other mode, on its own socket
+        }
+        if self.parts.heard_on_vmac(vr, socket) {
+            return; // heard on the macvlan's socket too (net::vmac)
         }
         let checked = rx::check(&d, &repr, &self.parts.vrs[vr].expect)
             .and_then(|event| self.ah_fresh(vr, &d, repr.priority).map(|()| event));
@@ -687,7 +689,7 @@ impl Daemon {
             },
             addresses: v.expect.addresses.clone(),
         };
-        let socket = Arc::clone(&self.parts.sockets[v.socket]);
+        let socket = Arc::clone(&self.parts.sockets[v.send_socket]);
         let sent = match &v.ah {
             Some(ah) => (socket.send_advert_ah(&repr, &v.destinations, &ah.key, ah.next())).await,
             None => (socket.send_advert(&repr, &v.destinations, ChecksumMode::PseudoHeader)).await,
@@ -713,6 +715,9 @@ impl Daemon {
             self.stop_paced(&v.cfg.name);
             self.routes(vr, false).await;
         }
+        if add {
+            self.vmac_up(vr, true).await;
+        }
         for (interface, vip) in &v.vips {
             let r = if add {
                 self.netlink.add_address(interface, vip).await
@@ -725,6 +730,19 @@ impl Daemon {
         }
         if add {
             self.routes(vr, true).await;
+        } else {
+            self.vmac_up(vr, false).await;
+        }
+    }
+
+    /// A `use_vmac` instance's macvlan set up before its VIPs are added, down after they are
+    /// removed: only a master's is up ([`crate::net::vmac`]).
+    async fn vmac_up(&self, vr: usize, up: bool) {
+        let v = &self.parts.vrs[vr];
+        let Some((vmac, _)) = &v.vmac else { return };
+        match self.netlink.set_vmac_up(vmac, up).await {
+            Ok(()) => v.vmac_up.set(up),
+            Err(e) => tracing::error!("{}: {e}", v.cfg.name),
         }
     }
 
@@ -736,6 +754,12 @@ impl Daemon {
     /// the chaos schedule: two holders after SIGKILL of the holder's vrrpd).
     async fn clear_leftovers(&self) {
         // An address owner's VIPs are its own addresses (RFC 5798 3): never taken away.
+        for (n, v) in self.parts.vrs.iter().enumerate() {
+            // A macvlan left up by an earlier run: down until the instance is master.
+            if v.vmac.as_ref().is_some_and(|(on, _)| on.admin_up) {
+                self.vmac_up(n, false).await;
+            }
+        }
         for v in self.parts.vrs.iter().filter(|v| v.cfg.priority != 255) {
             for (interface, vip) in &v.vips {
                 match self.netlink.remove_address(interface, vip).await {
@@ -867,6 +891,8 @@ impl Daemon {
             t.abort();
         }
         self.runners.clear();
+        // keepalived deletes its macvlans at exit: the VIPs are gone from them already.
+        self.netlink.remove_vmacs(|_| false).await;
         // Let notify_stop scripts start before the runtime goes.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

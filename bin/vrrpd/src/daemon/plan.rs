@@ -99,6 +99,7 @@ pub fn restarts(d: &Difference) -> bool {
             "version",
             "vrrp_version",
             "native_ipv6",
+            "use_vmac",
             "virtual_routes",
             "virtual_rules",
         ]
@@ -285,6 +286,11 @@ fn instance_differences(
     out
 }
 
+/// Where use_vmac is written does not count, the macvlan and where adverts go do.
+fn vmac_of(m: &Option<crate::config::Vmac>) -> Option<(String, bool)> {
+    m.as_ref().map(|m| (m.name.clone(), m.xmit_base))
+}
+
 /// The keywords whose values differ between `a` and `b`. Every field is named (no `..`), so a
 /// new one cannot be forgotten here.
 fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item = &'static str> {
@@ -313,11 +319,12 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         track_interfaces,
         track_processes,
         track_files,
-        dont_track_primary,
+        dont_track_primary: dtp,
         notify,
         garp,
-        lower_prio_no_advert,
+        lower_prio_no_advert: lpna,
         preempt_on_lower_priority,
+        vmac,
         location: _,
     } = a;
     [
@@ -332,7 +339,7 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         ("preempt_delay", *preempt_delay_cs != b.preempt_delay_cs),
         (
             "authentication",
-            *auth_pass != b.auth_pass || *auth_ah != b.auth_ah,
+            (auth_pass, auth_ah) != (&b.auth_pass, &b.auth_ah),
         ),
         ("virtual_ipaddress", *vips != b.vips),
         (
@@ -351,21 +358,16 @@ fn keywords<'a>(a: &'a VrrpInstance, b: &'a VrrpInstance) -> impl Iterator<Item 
         ("track_interface", *track_interfaces != b.track_interfaces),
         ("track_process", *track_processes != b.track_processes),
         ("track_file", *track_files != b.track_files),
-        (
-            "dont_track_primary",
-            *dont_track_primary != b.dont_track_primary,
-        ),
+        ("dont_track_primary", *dtp != b.dont_track_primary),
         // Notify commands keep where they are written: a moved notify line counts as changed.
         ("notify", *notify != b.notify),
         ("garp", *garp != b.garp),
-        (
-            "lower_prio_no_advert",
-            *lower_prio_no_advert != b.lower_prio_no_advert,
-        ),
+        ("lower_prio_no_advert", *lpna != b.lower_prio_no_advert),
         (
             "preempt_on_lower_priority",
             *preempt_on_lower_priority != b.preempt_on_lower_priority,
         ),
+        ("use_vmac", vmac_of(vmac) != vmac_of(&b.vmac)),
     ]
     .into_iter()
     .filter_map(|(keyword, differs)| differs.then_some(keyword))

@@ -84,7 +84,12 @@ impl Daemon {
     /// open, a script user gone) is refused before anything running is touched, rather than
     /// after the units were taken out (which left a daemon without state machines).
     async fn apply(&mut self, new: Config) -> Result<(), setup::SetupError> {
-        setup::build(&new, &self.netlink, BTreeMap::new()).await?;
+        if let Err(e) = setup::build(&new, &self.netlink, BTreeMap::new()).await {
+            // The trial may have made macvlans the running configuration does not have.
+            let running = setup::vmac_names(&self.config);
+            self.netlink.remove_vmacs(|n| running.contains(n)).await;
+            return Err(e);
+        }
         let plan = plan::plan(&self.config, &new);
         log_plan(&plan);
         let old_vips: BTreeMap<String, BTreeSet<VipKey>> = self
@@ -109,6 +114,10 @@ impl Daemon {
                     self.fifos = fifo::Fifos::open(&new.global.notify_fifos, &self.parts.readers);
                 }
                 self.config = new;
+                // The macvlans of instances gone or changed (use_vmac is on every VIP's
+                // interface: their VIPs were withdrawn with them).
+                let wanted = setup::vmac_names(&self.config);
+                self.netlink.remove_vmacs(|n| wanted.contains(n)).await;
                 self.parts_changed();
                 tracing::info!("reloaded");
             }

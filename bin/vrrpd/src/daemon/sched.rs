@@ -94,10 +94,14 @@ impl Index {
     /// The maps of `vrs`.
     pub fn new(vrs: &[Vr]) -> Index {
         Index {
+            // A use_vmac instance hears its group on its macvlan's socket too.
             by_vrid: vrs
                 .iter()
                 .enumerate()
-                .map(|(n, v)| ((v.socket, v.cfg.vrid), n))
+                .flat_map(|(n, v)| {
+                    let vmac = v.vmac.as_ref().map(|(_, s)| ((*s, v.cfg.vrid), n));
+                    std::iter::once(((v.socket, v.cfg.vrid), n)).chain(vmac)
+                })
                 .collect(),
             by_member: vrs
                 .iter()

@@ -13,13 +13,14 @@ use super::plan::{self, UnitKey};
 use super::rx::Expect;
 use super::script_security::{self, Notifiers, Readers, Scripts, UserError};
 use super::scripts::Identity;
-use crate::config::{Config, Location, VrrpInstance};
+use crate::config::{Config, Location, Vmac, VrrpInstance};
 use crate::fsm::{
     InitialState, Instance, InstanceParams, ParamsError, SyncGroup, TrackFile, TrackInterface,
     TrackScript,
 };
 use crate::net::{
-    multicast_group, Announcer, Interface, Netlink, Route, Rule, SocketConfig, Vip, VrrpSocket,
+    multicast_group, Announcer, Interface, Netlink, Route, Rule, SocketConfig, Vip, VmacSpec,
+    VrrpSocket,
 };
 
 /// Why a configuration cannot run. Each names the block at fault.
@@ -72,6 +73,16 @@ pub struct Vr {
     pub interface: Interface,
     /// Index of its socket in [`Parts::sockets`].
     pub socket: usize,
+    /// Index of the socket its adverts go out on: [`Vr::socket`], or with `use_vmac` (without
+    /// `vmac_xmit_base`) the macvlan's ([`vmac_socket`]).
+    pub send_socket: usize,
+    /// The `use_vmac` macvlan and its socket (index in [`Parts::sockets`]), which hears the
+    /// group while the macvlan is up ([`crate::net::vmac`]).
+    pub vmac: Option<(Interface, usize)>,
+    /// Whether the macvlan is up: the instance is master (or was, before a reload). While it
+    /// is, the adverts that the base interface's socket hears are heard on the macvlan's too,
+    /// and taken from there only.
+    pub vmac_up: std::cell::Cell<bool>,
     /// The VIPs with the interface each goes on.
     pub vips: Vec<(Interface, Vip)>,
     /// `virtual_routes`, added after the VIPs and removed before them.
@@ -164,6 +175,13 @@ impl Parts {
         self.socket_keys
             .get(socket)
             .is_some_and(|k| k.unicast_source.is_some())
+    }
+
+    /// Whether what instance `vr` heard on `socket` is heard on its macvlan's socket too, and
+    /// taken from there: `socket` is the base interface's and the macvlan is up (a master's).
+    pub fn heard_on_vmac(&self, vr: usize, socket: usize) -> bool {
+        let v = &self.vrs[vr];
+        v.vmac.is_some() && socket == v.socket && v.vmac_up.get()
     }
 
     /// Whether another instance on `vr`'s interface and family has `vr`'s VRID in the other
@@ -420,9 +438,39 @@ async fn vr(
 ) -> Result<(Vr, Instance), InstanceError> {
     let interface = netlink.interface(&i.interface).await?;
     let family = if i.is_ipv6() { Family::V6 } else { Family::V4 };
+    let vmac = match &i.vmac {
+        Some(m) => Some(
+            netlink
+                .ensure_vmac(&VmacSpec {
+                    name: m.name.clone(),
+                    base: i.interface.clone(),
+                    mac: Vmac::mac(i.vrid, i.is_ipv6()),
+                    ipv6: i.is_ipv6(),
+                })
+                .await?,
+        ),
+        None => None,
+    };
     let socket = socket(i, family, netlink, parts).await?;
     let primary = parts.sockets[socket].source();
-    let vips = vips(i, &interface, netlink).await?;
+    let vmac = match vmac {
+        Some(on) => {
+            let sends = i.vmac.as_ref().is_some_and(|m| !m.xmit_base);
+            if primary.is_ipv6() && sends {
+                // Sent from the base interface's link-local address, which must be there.
+                netlink.add_address(&on, &link_local(primary)).await?;
+            }
+            let s = vmac_socket(&on, primary, i.auth_ah, parts)?;
+            Some((on, s))
+        }
+        None => None,
+    };
+    let send_socket = match (&vmac, &i.vmac) {
+        (Some((_, s)), Some(m)) if !m.xmit_base => *s,
+        _ => socket,
+    };
+    let vmac_up = vmac.as_ref().is_some_and(|(on, _)| on.admin_up);
+    let vips = vips(i, &interface, vmac.as_ref().map(|(on, _)| on), netlink).await?;
     let routes = routes(i, netlink).await?;
     let params = params(c, i, primary, &parts.scripts)?;
     let source = source_track(i);
@@ -432,14 +480,19 @@ async fn vr(
         }
     }
     let instance = Instance::new(params)?;
-    let announcer = Announcer::new(&interface).ok().map(|a| {
-        a.router_flag(crate::net::announce::ipv6_forwarding(&i.interface).unwrap_or(false))
-    });
+    let announcer = Announcer::new(vmac.as_ref().map_or(&interface, |(on, _)| on))
+        .ok()
+        .map(|a| {
+            a.router_flag(crate::net::announce::ipv6_forwarding(&i.interface).unwrap_or(false))
+        });
     let vr = Vr {
         expect: Expect::of(c, i),
         cfg: i.clone(),
         interface,
         socket,
+        send_socket,
+        vmac,
+        vmac_up: std::cell::Cell::new(vmac_up),
         vips,
         routes,
         rules: i.virtual_rules.clone(),
@@ -486,18 +539,64 @@ async fn socket(
     Ok(parts.sockets.len() - 1)
 }
 
+/// The socket on `vmac` that sends the adverts of a `use_vmac` instance from the virtual MAC
+/// address, from `source` (its interface's); keepalived's AH with `ah`. It joins no group: membership there would have
+/// the kernel send IGMP reports from the virtual MAC, from the backups as well, and the
+/// link's switches would learn the MAC where it does not belong (keepalived has nftables
+/// move them to the base interface). The adverts are received on the interface's own socket,
+/// which hears the group for the macvlan too.
+fn vmac_socket(
+    vmac: &Interface,
+    source: IpAddr,
+    ah: bool,
+    parts: &mut Parts,
+) -> Result<usize, InstanceError> {
+    let family = Family::of(source);
+    let key = SocketKey {
+        interface: vmac.name.clone(),
+        family,
+        unicast_source: None,
+        ah,
+    };
+    if let Some(n) = parts.socket_keys.iter().position(|k| *k == key) {
+        return Ok(n);
+    }
+    // IPv4: joined here, not by `open_on`, whose IP_MULTICAST_IF names the source address,
+    // which is on another interface.
+    let s = VrrpSocket::open_on(vmac, source, source.is_ipv6(), ah)?;
+    if source.is_ipv4() {
+        s.join_group_v4()?;
+    }
+    parts.sockets.push(Arc::new(s));
+    parts.socket_keys.push(key);
+    Ok(parts.sockets.len() - 1)
+}
+
+/// `address` as a link-local address of a macvlan: /64, as keepalived adds it.
+fn link_local(address: IpAddr) -> Vip {
+    Vip {
+        address,
+        prefix_len: 64,
+        label: None,
+        preferred_lft: None,
+    }
+}
+
 /// The addresses `i` holds (VIPs, then excluded ones), each with the interface it goes on
-/// (`dev`, else the instance's).
+/// ([`VrrpInstance::vip_interface`]: `dev`, else the instance's or its macvlan).
 async fn vips(
     i: &VrrpInstance,
     interface: &Interface,
+    vmac: Option<&Interface>,
     netlink: &Netlink,
 ) -> Result<Vec<(Interface, Vip)>, InstanceError> {
     let mut vips = Vec::new();
     for v in i.held() {
-        let on = match &v.dev {
-            Some(dev) => netlink.interface(dev).await?,
-            None => interface.clone(),
+        let name = i.vip_interface(v);
+        let on = match vmac.filter(|m| m.name == name) {
+            Some(m) => m.clone(),
+            None if name == interface.name => interface.clone(),
+            None => netlink.interface(name).await?,
         };
         vips.push((
             on,
@@ -558,16 +657,24 @@ pub fn sources(c: &Config) -> BTreeSet<(String, String, IpAddr)> {
         .collect()
 }
 
+/// The names of the configuration's `use_vmac` macvlans.
+pub fn vmac_names(c: &Config) -> BTreeSet<String> {
+    c.instances
+        .iter()
+        .filter_map(|i| i.vmac.as_ref().map(|m| m.name.clone()))
+        .collect()
+}
+
 /// A VIP as a reload compares it: the interface it goes on (by name), the address, its prefix
 /// length and its label.
 pub type VipKey = (String, IpAddr, u8, Option<String>);
 
 /// The addresses `i` holds (VIPs and excluded ones), each with the name of the interface it
-/// goes on (`dev`, else the instance's).
+/// goes on ([`VrrpInstance::vip_interface`]).
 pub fn vip_keys(i: &VrrpInstance) -> BTreeSet<VipKey> {
     i.held()
         .map(|v| {
-            let on = v.dev.clone().unwrap_or_else(|| i.interface.clone());
+            let on = i.vip_interface(v).to_string();
             (on, v.address, v.prefix_len, v.label.clone())
         })
         .collect()

@@ -27,6 +27,18 @@ use super::error::{netlink_errno, Error};
 pub struct Netlink {
     pub(super) handle: rtnetlink::Handle,
     task: JoinHandle<()>,
+    /// The `use_vmac` macvlans made through it ([`super::vmac`]).
+    pub(super) made: std::sync::Mutex<Made>,
+}
+
+/// The `use_vmac` macvlans this process made or took over, and the base interfaces'
+/// settings found before the first of them ([`super::vmac`] keeps it).
+#[derive(Debug, Default)]
+pub struct Made {
+    /// The macvlans by name, each with the interfaces whose ARP settings it changed.
+    pub(super) vmacs: std::collections::BTreeMap<String, Vec<String>>,
+    /// `arp_ignore`, `arp_filter` and `arp_announce` as found, by interface.
+    pub(super) saved: std::collections::BTreeMap<String, [String; 3]>,
 }
 
 impl Drop for Netlink {
@@ -142,7 +154,11 @@ impl Netlink {
         let (connection, handle, _) =
             rtnetlink::new_connection().map_err(Error::io("rtnetlink", "open socket"))?;
         let task = tokio::spawn(connection);
-        Ok(Netlink { handle, task })
+        Ok(Netlink {
+            handle,
+            task,
+            made: std::sync::Mutex::default(),
+        })
     }
 
     /// The interface named `name`.

@@ -9,6 +9,7 @@
 //! - [`announce`]: gratuitous ARP and unsolicited neighbour advertisements for VIPs.
 //! - [`link`]: an interface's up/down state as a stream, for `track_interface`.
 //! - [`route`]: routes held with an instance's state (`virtual_routes`), idempotently.
+//! - [`vmac`]: keepalived's `use_vmac` macvlans, made, set up and deleted.
 //!
 //! Everything that talks to the kernel runs in the network namespace of the thread that calls
 //! it (sockets belong to the namespace they were created in), and the rtnetlink parts spawn
@@ -19,6 +20,7 @@ pub mod announce;
 mod error;
 pub mod link;
 pub mod route;
+pub mod vmac;
 pub mod vrrp_socket;
 
 pub use address::{AddressFlags, Interface, InterfaceAddress, Netlink, Outcome, Vip};
@@ -26,4 +28,5 @@ pub use announce::Announcer;
 pub use error::Error;
 pub use link::{AddressWatcher, LinkState, LinkWatcher};
 pub use route::{Route, Rule};
+pub use vmac::VmacSpec;
 pub use vrrp_socket::{multicast_group, Received, SocketConfig, VrrpSocket};

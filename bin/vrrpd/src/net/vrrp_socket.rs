@@ -427,6 +427,17 @@ impl VrrpSocket {
         }
     }
 
+    /// Joins 224.0.0.18 on the socket's own interface without naming a source address
+    /// (`IP_MULTICAST_IF` is left alone): for a socket on a `use_vmac` macvlan, whose source
+    /// address is on the interface below it (an address elsewhere than the bound device is
+    /// refused as `IP_MULTICAST_IF`).
+    pub fn join_group_v4(&self) -> Result<(), Error> {
+        self.fd
+            .get_ref()
+            .join_multicast_v4_n(&IPV4_GROUP, &InterfaceIndexOrAddress::Index(self.index))
+            .map_err(Error::io(&self.interface, format!("join {IPV4_GROUP}")))
+    }
+
     fn check_family(&self, address: IpAddr, operation: &'static str) -> Result<(), Error> {
         if Family::of(address) == self.family {
             return Ok(());

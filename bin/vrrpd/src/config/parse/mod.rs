@@ -8,6 +8,7 @@ mod args;
 mod auth;
 mod fifo;
 mod track;
+mod vmac;
 
 use ipi_core::vrrp::Version;
 
@@ -60,6 +61,7 @@ pub fn config(nodes: &[Node], errors: &mut Found) -> Config {
         }
     }
     unknown_tracks(&mut c, errors);
+    vmac::names(&mut c, errors);
     c
 }
 
@@ -180,7 +182,8 @@ fn vrrp_instance(node: &Node, global: &GlobalDefs, errors: &mut Found) -> Option
             || addresses(n, &mut i, errors)
             || tracking(n, &mut i, errors)
             || notify(n, &mut i.notify, errors)
-            || garp(n, &n.keyword, &mut i.garp, errors);
+            || garp(n, &n.keyword, &mut i.garp, errors)
+            || vmac::vmac(n);
         if !known {
             unknown(n, &within, errors);
         }
@@ -198,6 +201,7 @@ fn vrrp_instance(node: &Node, global: &GlobalDefs, errors: &mut Found) -> Option
         i.advert_int_cs = advert_int(&i, global, &text, &location, errors).unwrap_or(100);
     }
     auth::settle(&mut i, global, errors);
+    vmac::finish(node, &mut i, errors);
     Some(i)
 }
 
