@@ -253,11 +253,85 @@ async fn copy_once(from: &mut ReadHalf<'_>, to: &mut WriteHalf<'_>) -> io::Resul
                 return Err(e);
             }
         };
-        let written = to.write_all(&buf[..n]).await;
+        let written = if has_ended(from) {
+            write_last(to, &buf[..n]).await
+        } else {
+            to.write_all(&buf[..n]).await
+        };
         let full = n == buf.len();
         give_buffer(buf);
         written?;
         return Ok((n, full));
+    }
+}
+
+/// Whether `from`'s peer has ended its side (its FIN has come, EPOLLRDHUP): what is read now
+/// is the last of it, and an end of file follows at once.
+fn has_ended(from: &ReadHalf<'_>) -> bool {
+    use std::future::Future;
+    let ready = std::pin::pin!(from.as_ref().ready(Interest::READABLE));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    matches!(ready.poll(&mut cx), Poll::Ready(Ok(r)) if r.is_read_closed())
+}
+
+/// Writes the last bytes of a direction whose FIN is next: held back (`MSG_MORE`) so that the
+/// shutdown that follows sends them and the FIN in one segment, as haproxy does (one packet
+/// and its ACK fewer per connection). What the socket does not take at once goes the usual
+/// way.
+async fn write_last(to: &mut WriteHalf<'_>, bytes: &[u8]) -> io::Result<()> {
+    use nix::libc::{MSG_MORE, MSG_NOSIGNAL};
+    let socket = to.as_ref();
+    let sent = socket.try_io(Interest::WRITABLE, || {
+        socket2::SockRef::from(socket).send_with_flags(bytes, MSG_MORE | MSG_NOSIGNAL)
+    });
+    let rest = match sent {
+        Ok(n) => &bytes[n..],
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => bytes,
+        Err(e) => return Err(e),
+    };
+    to.write_all(rest).await
+}
+
+/// The client's first bytes when they are there already, read before a server is connected
+/// so that they can leave with the handshake's last ACK (haproxy's `tcp-smart-connect`).
+#[derive(Debug)]
+pub struct First {
+    buf: Option<Box<[u8]>>,
+    len: usize,
+}
+
+impl First {
+    /// What the client has sent so far, if anything, in one non-blocking read: None when
+    /// nothing is there yet, the client has closed or the read failed (the forwarding then
+    /// sees it as it comes).
+    pub fn read(client: &TcpStream) -> Option<First> {
+        use std::io::Read;
+        let mut buf = take_buffer();
+        // A plain recv(2) on the descriptor: tokio's readiness is neither needed nor touched.
+        let read = (&*socket2::SockRef::from(client)).read(&mut buf);
+        match read {
+            Ok(len) if len > 0 => Some(First {
+                buf: Some(buf),
+                len,
+            }),
+            _ => {
+                give_buffer(buf);
+                None
+            }
+        }
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.buf.as_deref().map_or(&[], |b| &b[..self.len])
+    }
+}
+
+impl Drop for First {
+    fn drop(&mut self) {
+        if let Some(buf) = self.buf.take() {
+            give_buffer(buf);
+        }
     }
 }
 

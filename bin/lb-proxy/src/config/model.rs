@@ -508,6 +508,16 @@ pub struct Proxy {
     /// something whole (a server closing an idle client, or one that sent part of a TLS
     /// handshake, is passed on to the client and counts nothing against the server).
     pub replay_unanswered: bool,
+    /// `option tcp-smart-accept` (a frontend's): the ACK of a client's first bytes waits to
+    /// leave with the answer (TCP_QUICKACK off on the listening socket). Off by default, as
+    /// in haproxy's `mode tcp`: a client that writes its request in two pieces with Nagle's
+    /// algorithm on waits for that ACK, up to the delayed-ACK timer (40 ms and more).
+    pub smart_accept: bool,
+    /// `option tcp-smart-connect` (a backend's): when the client's first bytes are there
+    /// already, they leave with the last ACK of the handshake to the server (TCP_QUICKACK off
+    /// before connect). On by default in lb-proxy, off in haproxy; `no option
+    /// tcp-smart-connect` turns it off.
+    pub smart_connect: bool,
     /// The timeouts.
     pub timeouts: Timeouts,
     /// `bind` lines.
@@ -545,7 +555,8 @@ pub struct Proxy {
 
 impl Proxy {
     /// A section as its first line makes it, before any setting: haproxy's defaults (3
-    /// retries, round robin, no servers, binds, checks or stats).
+    /// retries, round robin, no servers, binds, checks or stats), but for lb-proxy's smart
+    /// connect.
     pub fn new(name: &str, kind: Kind, mode: Mode, location: Location) -> Proxy {
         Proxy {
             name: name.to_string(),
@@ -557,6 +568,8 @@ impl Proxy {
             retry_on: RetryOn::default(),
             race: None,
             replay_unanswered: false,
+            smart_accept: false,
+            smart_connect: true,
             timeouts: Timeouts::default(),
             binds: Vec::new(),
             default_backend: None,

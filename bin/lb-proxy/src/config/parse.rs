@@ -23,6 +23,8 @@ struct Defaults {
     retry_on: RetryOn,
     race: Option<Race>,
     replay_unanswered: bool,
+    smart_accept: bool,
+    smart_connect: bool,
     timeouts: Timeouts,
     /// `option httpchk|tcp-check|ssl-hello-chk` and the check rules.
     checks: checks::Rules,
@@ -44,6 +46,8 @@ impl Default for Defaults {
             retry_on: RetryOn::default(),
             race: None,
             replay_unanswered: false,
+            smart_accept: false,
+            smart_connect: true,
             timeouts: Timeouts::default(),
             checks: checks::Rules::default(),
             http_only: Vec::new(),
@@ -204,6 +208,8 @@ impl Parser<'_> {
             retry_on: d.retry_on,
             race: d.race,
             replay_unanswered: d.replay_unanswered,
+            smart_accept: d.smart_accept,
+            smart_connect: d.smart_connect,
             timeouts: d.timeouts,
             stats: d.stats.clone(),
             ..Proxy::new(name, kind, d.mode, at.clone())
@@ -483,10 +489,14 @@ impl Parser<'_> {
             Some("redispatch") if w.len() == 3 => {
                 self.apply(|d| d.redispatch = None, |p| p.redispatch = None);
             }
+            Some(o @ ("tcp-smart-accept" | "tcp-smart-connect")) if w.len() == 3 => {
+                self.smart(o, false);
+            }
             _ => self.errors.push(
                 at,
                 format!(
-                    "`{}`: lb-proxy reads `no option redispatch` only",
+                    "`{}`: lb-proxy reads `no option` with redispatch, tcp-smart-accept and \
+                     tcp-smart-connect",
                     w.join(" ")
                 ),
             ),
@@ -604,6 +614,10 @@ impl Parser<'_> {
                 self.no_more(w, 2, at);
                 self.apply(|_| {}, |p| p.allbackups = true);
             }
+            Some(o @ ("tcp-smart-accept" | "tcp-smart-connect")) => {
+                self.no_more(w, 2, at);
+                self.smart(o, true);
+            }
             Some("ssl-hello-chk") => {
                 self.no_more(w, 2, at);
                 self.with_rules(checks::Rules::option_ssl_hello);
@@ -614,6 +628,15 @@ impl Parser<'_> {
                 .errors
                 .push(at, format!("`option {o}` is not supported by lb-proxy")),
             None => self.errors.push(at, "`option` needs a name"),
+        }
+    }
+
+    /// `[no] option tcp-smart-accept|tcp-smart-connect`.
+    fn smart(&mut self, option: &str, on: bool) {
+        if option == "tcp-smart-accept" {
+            self.apply(|d| d.smart_accept = on, |p| p.smart_accept = on);
+        } else {
+            self.apply(|d| d.smart_connect = on, |p| p.smart_connect = on);
         }
     }
 
@@ -1269,6 +1292,28 @@ mod tests {
     }
 
     #[test]
+    fn smart_connect_is_on_and_smart_accept_off_unless_the_defaults_or_a_section_say() {
+        let text = "defaults\n  mode tcp\n\
+                    frontend f\n  bind :80\n  default_backend b\n\
+                    backend b\n  no option tcp-smart-connect\n  server s 192.0.2.1:80\n\
+                    defaults\n  mode tcp\n  option tcp-smart-accept\n  no option tcp-smart-connect\n\
+                    listen both\n  bind :81\n  server s 192.0.2.1:80\n\
+                    listen again\n  bind :82\n  no option tcp-smart-accept\n  option tcp-smart-connect\n  \
+                    server s 192.0.2.1:80\n";
+        let mut errors = Errors::default();
+        let c = config(text, "t", &mut errors, &mut Errors::default());
+        assert!(errors.is_empty(), "{errors}");
+        let smart = |name: &str| {
+            let p = c.proxy(name).unwrap();
+            (p.smart_accept, p.smart_connect)
+        };
+        assert_eq!(smart("f"), (false, true), "lb-proxy's default");
+        assert_eq!(smart("b"), (false, false));
+        assert_eq!(smart("both"), (true, false), "from the defaults");
+        assert_eq!(smart("again"), (false, true));
+    }
+
+    #[test]
     fn bad_values_of_the_retry_and_passive_keywords() {
         let text = "defaults\n  option redispatch x\n  retry-on conn-failure sometimes\n  \
                     retry-on none conn-failure\n  retry-on\n  no option httplog\n\
@@ -1285,7 +1330,7 @@ mod tests {
             "t:3: `retry-on sometimes`: lb-proxy reads conn-failure",
             "t:4: `retry-on none` takes no other keyword",
             "t:5: `retry-on` needs at least one keyword",
-            "t:6: `no option httplog`: lb-proxy reads `no option redispatch` only",
+            "t:6: `no option httplog`: lb-proxy reads `no option` with redispatch, tcp-smart-accept and tcp-smart-connect",
             "t:7: `#lb-proxy: race-connect 0`: race-connect takes a delay",
             "t:8: `#lb-proxy: race-connect 1s losses x`: race-connect takes a delay",
             "t:9: unknown lb-proxy keyword `race-to-the-bottom`",

@@ -430,6 +430,12 @@ fn proxy(out: &mut String, p: &Proxy, d: &Shared) {
     if d.replay.is_none() {
         replay(out, p.replay_unanswered);
     }
+    if p.smart_accept {
+        out.push_str("  option tcp-smart-accept\n");
+    }
+    if !p.smart_connect {
+        out.push_str("  no option tcp-smart-connect\n");
+    }
     for ((name, t), (_, shared)) in timeouts(&p.timeouts).into_iter().zip(timeouts(&d.timeouts)) {
         if let (Some(t), None) = (t, shared) {
             let _ = writeln!(out, "  timeout {name} {}", duration(t));

@@ -98,6 +98,13 @@ impl Listener {
         })
     }
 
+    /// With `on`, the connections it accepts delay the ACK of the client's first bytes, so
+    /// that it leaves with the answer (TCP_QUICKACK off on the listening socket, which the
+    /// accepted sockets inherit: haproxy's `tcp-smart-accept`); the kernel's default without.
+    pub fn delay_first_ack(&self, on: bool) -> io::Result<()> {
+        socket2::SockRef::from(self.fd.get_ref()).set_tcp_quickack(!on)
+    }
+
     /// Waits for a connection in the backlog, then for its permits in each of `gates` in
     /// order (a semaphore and how many), then accepts it. Cancel-safe: nothing is accepted
     /// until every permit is held.

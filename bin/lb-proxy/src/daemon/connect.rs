@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 use super::table::{Backend, Server};
 use crate::health::Event;
@@ -20,11 +20,15 @@ use crate::health::Event;
 /// `race-connect`, each attempt may race a second server ([`attempt`]). None when no server
 /// is UP or every attempt failed: the client is closed. `client` is the client's address
 /// (`balance source` hashes it).
-pub async fn connect(backend: &Backend, client: IpAddr) -> Option<(Arc<Server>, TcpStream)> {
+pub async fn connect(
+    backend: &Backend,
+    client: IpAddr,
+    first_bytes: bool,
+) -> Option<(Arc<Server>, TcpStream)> {
     let mut server = backend.pick(None, client)?;
     let mut retries = 0;
     loop {
-        let failed = match attempt(backend, server, client).await {
+        let failed = match attempt(backend, server, client, first_bytes).await {
             Ok(won) => return Some(won),
             Err(failed) => failed,
         };
@@ -90,8 +94,9 @@ async fn attempt(
     backend: &Backend,
     first: Arc<Server>,
     client: IpAddr,
+    first_bytes: bool,
 ) -> Result<(Arc<Server>, TcpStream), Failed> {
-    let a = dial(backend, &first);
+    let a = dial(backend, &first, first_bytes);
     tokio::pin!(a);
     let Some(race) = backend.race else {
         return settle(backend, first, a.await);
@@ -112,7 +117,7 @@ async fn attempt(
         race.delay,
         second.cfg.name
     );
-    let b = dial(backend, &second);
+    let b = dial(backend, &second, first_bytes);
     tokio::pin!(b);
     tokio::select! {
         r = &mut a => match settle(backend, first, r) {
@@ -129,23 +134,41 @@ async fn attempt(
     }
 }
 
-/// A TCP connection to `server` within `timeout connect`; Err(true) when the network said
-/// no, Err(false) on the timeout.
+/// A TCP connection to `server` within `timeout connect`, TCP_NODELAY set; Err(true) when
+/// the network said no, Err(false) on the timeout. With `first_bytes` (the client's first
+/// bytes are in hand and go out as soon as it is connected), the handshake's last ACK waits
+/// for them (TCP_QUICKACK off: haproxy's `tcp-smart-connect`): one packet fewer.
 fn dial(
     backend: &Backend,
     server: &Server,
+    first_bytes: bool,
 ) -> impl std::future::Future<Output = Result<TcpStream, (bool, String)>> + 'static {
     let (limit, address) = (backend.connect, server.address());
     async move {
         let Some(address) = address else {
             return Err((true, "no address: its name is not resolved".to_string()));
         };
-        match tokio::time::timeout(limit, TcpStream::connect(address)).await {
+        let socket = socket_for(address, first_bytes).map_err(|e| (true, e.to_string()))?;
+        match tokio::time::timeout(limit, socket.connect(address)).await {
             Ok(Ok(s)) => Ok(s),
             Ok(Err(e)) => Err((true, e.to_string())),
             Err(_) => Err((false, format!("no answer within {limit:?}"))),
         }
     }
+}
+
+/// A socket to connect to `address` from: TCP_NODELAY, and TCP_QUICKACK off when
+/// `first_bytes` wait to go.
+fn socket_for(address: std::net::SocketAddr, first_bytes: bool) -> std::io::Result<TcpSocket> {
+    let socket = match address {
+        std::net::SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        std::net::SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    socket.set_nodelay(true)?;
+    if first_bytes {
+        socket2::SockRef::from(&socket).set_tcp_quickack(false)?;
+    }
+    Ok(socket)
 }
 
 /// Counts how an attempt to `server` ended and tells its passive health.
@@ -156,7 +179,6 @@ fn settle(
 ) -> Result<(Arc<Server>, TcpStream), Failed> {
     match result {
         Ok(s) => {
-            let _ = s.set_nodelay(true);
             server.observe(Event::Connected, &backend.name);
             Ok((server, s))
         }

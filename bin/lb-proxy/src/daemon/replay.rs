@@ -42,7 +42,7 @@ pub async fn first_exchange(
     let mut first = Vec::new();
     let mut answer = vec![0; FIRST];
     for _ in 0..=backend.retries {
-        let (server, mut up) = connect(backend, from).await?;
+        let (server, mut up) = connect(backend, from, false).await?;
         let said = exchange(client, &mut up, &mut first, &mut answer);
         let said = match backend.idle.server {
             Some(limit) => tokio::time::timeout(limit, said)

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::{watch, Semaphore};
 
@@ -31,10 +32,19 @@ pub async fn accept_loop(
     gate: Arc<Semaphore>,
     pulse: Arc<Pulse>,
 ) {
+    let mut smart_accept = None;
     loop {
         let Some(frontend) = table.borrow_and_update().frontends.get(&name).cloned() else {
             return;
         };
+        // At the start and after a reload that changed it: one system call, not one per
+        // connection (accepted sockets inherit it).
+        if smart_accept != Some(frontend.smart_accept) {
+            smart_accept = Some(frontend.smart_accept);
+            if let Err(e) = listener.delay_first_ack(frontend.smart_accept) {
+                tracing::warn!("{name}: tcp-smart-accept: {e}");
+            }
+        }
         // Wait for a connection and its slots, or for a reload that may change the frontend.
         let gates = [(&frontend.slots, 1), (&gate, crate::fds::PER_CONNECTION)];
         let admitted = match listener.next(&name, &gates, &mut table).await {
@@ -95,14 +105,24 @@ async fn session(
     backend: &Backend,
     copy: Transfer,
 ) {
+    let first = (!backend.replay && backend.smart_connect)
+        .then(|| forward::First::read(&client))
+        .flatten();
     let connected = if backend.replay {
         replay::first_exchange(&mut client, peer.ip(), backend).await
     } else {
-        connect(backend, peer.ip()).await
+        connect(backend, peer.ip(), first.is_some()).await
     };
-    let Some((server, upstream)) = connected else {
+    let Some((server, mut upstream)) = connected else {
         return;
     };
+    if let Some(first) = first {
+        if upstream.write_all(first.bytes()).await.is_err() {
+            return;
+        }
+        let sent = first.bytes().len() as u64;
+        server.moved.up.fetch_add(sent, Ordering::Relaxed);
+    }
     server.sessions.fetch_add(1, Ordering::Relaxed);
     server.active.fetch_add(1, Ordering::Relaxed);
     let idle = Idle {

@@ -213,6 +213,9 @@ pub struct Backend {
     pub race: Option<Race>,
     /// lb-proxy's `replay-unanswered`.
     pub replay: bool,
+    /// `option tcp-smart-connect`: the client's first bytes, when they are there already, leave
+    /// with the handshake's last ACK.
+    pub smart_connect: bool,
     /// `timeout connect` (haproxy's default: none; 5 s here rather than forever).
     pub connect: Duration,
     /// The probe every checked server gets.
@@ -256,6 +259,7 @@ impl Backend {
             retry_connect: p.retry_on.conn_failure,
             race: p.race,
             replay: p.replay_unanswered,
+            smart_connect: p.smart_connect,
             connect: p.timeouts.connect.unwrap_or(Duration::from_secs(5)),
             probe: Probe::new(p.httpchk.as_ref(), p.tcp_check.as_deref(), tls),
             check_timeout: p.timeouts.check,
@@ -329,6 +333,8 @@ pub struct Frontend {
     pub maxconn: u32,
     /// The client side's inactivity timeouts.
     pub idle: Idle,
+    /// `option tcp-smart-accept`.
+    pub smart_accept: bool,
     /// Connections in all.
     pub sessions: AtomicU64,
     /// Connections now: from accept to close.
@@ -370,6 +376,7 @@ impl Frontend {
                 client_fin: p.timeouts.client_fin,
                 ..Idle::default()
             },
+            smart_accept: p.smart_accept,
             sessions: AtomicU64::new(0),
             active: AtomicU64::new(0),
         }
