@@ -11,6 +11,8 @@
 //!   is not hidden).
 //! - RSS with 9,000 idle connections (see [`IDLE`]).
 //! - `lb-proxy check` against `curl -kLfs`: wall time and peak RSS per call, over HTTPS.
+//! - The same keep-alive and new-connection rows in a second shape that nobody here tuned
+//!   ([`root`]: the root namespace, a four-line haproxy.cfg, nginx's defaults).
 //!
 //! `sudo cargo bench -p lb-proxy --bench vs_haproxy` (it builds a network namespace; needs
 //! haproxy, nginx, wrk, iperf3, curl and GNU time: `scripts/bench` installs them).
@@ -26,6 +28,9 @@ use std::time::{Duration, Instant};
 
 use ipi_lab::api::ApiServer;
 use ipi_lab::{Daemon, Host, Lab};
+
+#[path = "vs_haproxy/root.rs"]
+mod root;
 
 const NGINX: u16 = 8080;
 const IPERF: u16 = 5201;
@@ -86,23 +91,9 @@ fn main() {
             got[p as usize].push(r);
         }
     }
-    let median = |runs: &Vec<[f64; ROWS]>, i: usize| {
-        let mut v: Vec<f64> = runs.iter().map(|r| r[i]).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let mut rows: Vec<(&str, [f64; 2], &str, bool)> = Vec::new();
-    for (i, (label, unit, higher_better)) in LABELS.into_iter().enumerate() {
-        if quick && i >= QUICK_ROWS {
-            break;
-        }
-        rows.push((
-            label,
-            [median(&got[0], i), median(&got[1], i)],
-            unit,
-            higher_better,
-        ));
-    }
+    let shown = if quick { QUICK_ROWS } else { ROWS };
+    let mut rows = medians(&LABELS[..shown], &got);
+    rows.extend(root_rows(rounds));
     if !quick {
         let (curl, ours) = check_vs_curl(&host);
         rows.push((
@@ -129,6 +120,50 @@ fn main() {
             if higher { "higher" } else { "lower" }
         );
     }
+}
+
+/// A row of the table: label, [haproxy's, lb-proxy's], unit, whether higher is better.
+type Row = (&'static str, [f64; 2], &'static str, bool);
+
+/// The median of each figure over `runs`, one per row of `labels`.
+fn medians<const N: usize>(
+    labels: &[(&'static str, &'static str, bool)],
+    runs: &[Vec<[f64; N]>; 2],
+) -> Vec<Row> {
+    let median = |v: &Vec<[f64; N]>, i: usize| {
+        let mut v: Vec<f64> = v.iter().map(|r| r[i]).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (labels.iter().enumerate())
+        .map(|(i, &(label, unit, higher))| {
+            (
+                label,
+                [median(&runs[0], i), median(&runs[1], i)],
+                unit,
+                higher,
+            )
+        })
+        .collect()
+}
+
+/// The second shape ([`root`]), `rounds` alternating rounds.
+fn root_rows(rounds: usize) -> Vec<Row> {
+    let bench = root::Bench::start();
+    let mut got: [Vec<[f64; 4]>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        let order = if round % 2 == 0 {
+            [Proxy::LbProxy, Proxy::Haproxy]
+        } else {
+            [Proxy::Haproxy, Proxy::LbProxy]
+        };
+        for p in order {
+            let r = bench.round(p);
+            eprintln!("root-namespace round {round} {p:?}: {r:?}");
+            got[p as usize].push(r);
+        }
+    }
+    medians(&root::LABELS, &got)
 }
 
 /// The figures of one round, in [`LABELS`]' order.
@@ -274,15 +309,19 @@ struct Wrk {
     requests: f64,
 }
 
-/// wrk against `port`, as the acceptance harness runs it: one thread, 50 connections.
-fn wrk(host: &Host, port: u16, close: bool) -> Wrk {
-    let url = format!("http://127.0.0.1:{port}/1k");
-    let mut args = vec!["-t1", "-c50", "-d", SECONDS, url.as_str()];
+/// wrk's arguments against `path` on 127.0.0.1:`port` for `seconds`, as the issue's
+/// acceptance harness runs it: one thread, 50 connections.
+fn wrk_args(port: u16, path: &str, close: bool, seconds: &str) -> Vec<String> {
+    let mut args: Vec<String> = ["-t1", "-c50", "-d", seconds].map(String::from).into();
     if close {
-        args.splice(0..0, ["-H", "Connection: close"]);
+        args.splice(0..0, ["-H".to_string(), "Connection: close".to_string()]);
     }
-    let out = host.run("wrk", &args).unwrap();
-    let text = out.stdout.clone();
+    args.push(format!("http://127.0.0.1:{port}{path}"));
+    args
+}
+
+/// What wrk printed, read.
+fn parse_wrk(text: &str) -> Wrk {
     assert!(!text.contains("Non-2xx"), "wrk saw errors: {text}");
     let rate = text
         .lines()
@@ -296,6 +335,14 @@ fn wrk(host: &Host, port: u16, close: bool) -> Wrk {
         .and_then(|(n, _)| n.parse().ok())
         .unwrap_or_else(|| panic!("no request count in {text}"));
     Wrk { rate, requests }
+}
+
+/// wrk against `port` on the lab host.
+fn wrk(host: &Host, port: u16, close: bool) -> Wrk {
+    let out = host
+        .run("wrk", wrk_args(port, "/1k", close, SECONDS))
+        .unwrap();
+    parse_wrk(&out.stdout)
 }
 
 /// iperf3 through the bulk frontend: (received Gbit/s, bytes received).
