@@ -253,12 +253,14 @@ async fn copy_once(from: &mut ReadHalf<'_>, to: &mut WriteHalf<'_>) -> io::Resul
                 return Err(e);
             }
         };
-        let written = if has_ended(from) {
+        // A read that filled the buffer has more behind it: no FIN to wait for yet; an end of
+        // file has nothing to write.
+        let full = n == buf.len();
+        let written = if n > 0 && !full && has_ended(from) {
             write_last(to, &buf[..n]).await
         } else {
             to.write_all(&buf[..n]).await
         };
-        let full = n == buf.len();
         give_buffer(buf);
         written?;
         return Ok((n, full));
