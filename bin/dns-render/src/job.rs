@@ -102,7 +102,7 @@ pub enum JobError {
         /// The name given.
         search: String,
         /// What is wrong with it.
-        why: String,
+        why: ipi_core::name::NameError,
     },
     /// `resolv` without `--in` or `--resolved`.
     #[error("--in FILE or --resolved")]

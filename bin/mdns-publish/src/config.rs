@@ -27,7 +27,7 @@ pub enum ConfigError {
         /// The file.
         origin: String,
         /// The line and what was wrong there.
-        why: String,
+        why: ipi_core::place::YamlError,
     },
     /// `collision_avoidance` is neither `hostname` nor `none`.
     #[error("{origin}: collision_avoidance: `{value}` is not `hostname` or `none`")]

@@ -64,8 +64,34 @@ pub enum CaptureError {
         /// The frame number, from 1.
         number: usize,
         /// Why.
-        reason: String,
+        reason: NotIp,
     },
+}
+
+/// Why a link-layer frame holds no IP datagram ([`ip_payload`]).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum NotIp {
+    /// An Ethernet frame of another EtherType.
+    #[error("EtherType {0:#06x} is not IP")]
+    EtherType(u16),
+    /// A Linux cooked capture of another protocol.
+    #[error("protocol {0:#06x} is not IP")]
+    Protocol(u16),
+    /// A frame that ends before its protocol type (its length).
+    #[error("frame of {0} bytes ends before its protocol type")]
+    NoType(usize),
+    /// A frame shorter than its link-layer header (its length).
+    #[error("frame of {0} bytes is shorter than its header")]
+    Short(usize),
+    /// A Frame Relay address with no last octet.
+    #[error("Frame Relay address never ends")]
+    FrameRelayAddress,
+    /// A Frame Relay payload that is not IP.
+    #[error("Frame Relay payload is not IP")]
+    FrameRelayPayload,
+    /// A link type this reader does not know.
+    #[error("link type {0} is not supported")]
+    Link(String),
 }
 
 /// Every frame of a capture file, in order.
@@ -146,7 +172,7 @@ fn read_pcapng(file: impl Read) -> Result<Vec<Frame>, String> {
 
 /// The IP datagram inside one link-layer frame: Ethernet (with 802.1Q / 802.1ad tags), Linux
 /// cooked captures (v1 and v2, what `tcpdump -i any` writes), raw IP, and Frame Relay.
-pub fn ip_payload(link: DataLink, frame: &[u8]) -> Result<&[u8], String> {
+pub fn ip_payload(link: DataLink, frame: &[u8]) -> Result<&[u8], NotIp> {
     match link {
         // Destination, source, then an EtherType; 802.1Q (0x8100) and 802.1ad (0x88A8) tags
         // put 4 bytes (TPID, TCI) before the real EtherType.
@@ -156,7 +182,7 @@ pub fn ip_payload(link: DataLink, frame: &[u8]) -> Result<&[u8], String> {
                 match ethertype(frame, at)? {
                     0x8100 | 0x88A8 => at += 4,
                     0x0800 | 0x86DD => return Ok(&frame[at + 2..]),
-                    other => return Err(format!("EtherType {other:#06x} is not IP")),
+                    other => return Err(NotIp::EtherType(other)),
                 }
             }
         }
@@ -170,34 +196,29 @@ pub fn ip_payload(link: DataLink, frame: &[u8]) -> Result<&[u8], String> {
             let address_len = frame
                 .iter()
                 .position(|b| b & 1 == 1)
-                .ok_or("Frame Relay address never ends")?
+                .ok_or(NotIp::FrameRelayAddress)?
                 + 1;
             match &frame[address_len..] {
                 [0x03, 0xCC | 0x8E, ip @ ..] => Ok(ip),
                 [0x08, 0x00, ip @ ..] | [0x86, 0xDD, ip @ ..] => Ok(ip),
-                _ => Err("Frame Relay payload is not IP".to_string()),
+                _ => Err(NotIp::FrameRelayPayload),
             }
         }
-        other => Err(format!("link type {other:?} is not supported")),
+        other => Err(NotIp::Link(format!("{other:?}"))),
     }
 }
 
-fn ethertype(frame: &[u8], at: usize) -> Result<u16, String> {
+fn ethertype(frame: &[u8], at: usize) -> Result<u16, NotIp> {
     match frame.get(at..at + 2) {
         Some(&[hi, lo]) => Ok(u16::from_be_bytes([hi, lo])),
-        _ => Err(format!(
-            "frame of {} bytes ends before its protocol type",
-            frame.len()
-        )),
+        _ => Err(NotIp::NoType(frame.len())),
     }
 }
 
-fn ip_after(frame: &[u8], protocol: u16, header: usize) -> Result<&[u8], String> {
+fn ip_after(frame: &[u8], protocol: u16, header: usize) -> Result<&[u8], NotIp> {
     match protocol {
-        0x0800 | 0x86DD => frame
-            .get(header..)
-            .ok_or_else(|| format!("frame of {} bytes is shorter than its header", frame.len())),
-        other => Err(format!("protocol {other:#06x} is not IP")),
+        0x0800 | 0x86DD => frame.get(header..).ok_or(NotIp::Short(frame.len())),
+        other => Err(NotIp::Protocol(other)),
     }
 }
 
@@ -227,12 +248,11 @@ mod tests {
     fn non_ip_and_short_frames_are_named() {
         let mut arp = vec![0u8; 12];
         arp.extend([0x08, 0x06]);
-        assert_eq!(
-            ip_payload(DataLink::ETHERNET, &arp),
-            Err("EtherType 0x0806 is not IP".to_string())
-        );
+        let not_ip = ip_payload(DataLink::ETHERNET, &arp).unwrap_err();
+        assert_eq!(not_ip.to_string(), "EtherType 0x0806 is not IP");
         assert!(ip_payload(DataLink::ETHERNET, &[0; 5])
             .unwrap_err()
+            .to_string()
             .contains("5 bytes"));
     }
 

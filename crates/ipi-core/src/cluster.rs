@@ -80,7 +80,7 @@ pub enum ClusterError {
         /// The file.
         origin: String,
         /// The parser's message, with the field path and line where it has them.
-        message: String,
+        message: crate::place::YamlError,
     },
     /// Fields break the rules; every one is listed.
     #[error("{}", prefix_lines(origin, &errors.to_string()))]
@@ -257,7 +257,7 @@ impl RawInstallConfig {
             errors.push(FieldError::invalid(
                 FieldPath::new("baseDomain"),
                 &base_domain,
-                e,
+                e.to_string(),
             ));
         }
         let machine_networks = machine_networks(self.networking, &mut errors);
@@ -297,7 +297,7 @@ fn raw(text: &str, origin: &str) -> Result<RawInstallConfig, ClusterError> {
 
 /// The cluster name becomes the first label of every cluster DNS name.
 fn check_cluster_name(name: &str) -> Result<(), String> {
-    name::check_label(name)?;
+    name::check_label(name).map_err(|e| e.to_string())?;
     if name.chars().any(|c| c.is_ascii_uppercase()) {
         return Err("must be lowercase (it becomes a DNS label and a Kubernetes name)".into());
     }

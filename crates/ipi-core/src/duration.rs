@@ -5,9 +5,14 @@
 
 use std::time::Duration;
 
+/// A command-line duration that is not one: the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a duration such as 2s, 500ms, 1.5s or 1m")]
+pub struct DurationError(pub String);
+
 /// Parses a command-line duration; zero, negative and unknown units are refused with a message
 /// that says what is accepted (for clap's `value_parser`).
-pub fn parse(text: &str) -> Result<Duration, String> {
+pub fn parse(text: &str) -> Result<Duration, DurationError> {
     let split = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .unwrap_or(text.len());
@@ -25,7 +30,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         .map(|n| n * scale)
         .filter(|s| s.is_finite() && *s > 0.0)
         .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .ok_or_else(|| format!("`{text}` is not a duration such as 2s, 500ms, 1.5s or 1m"))
+        .ok_or_else(|| DurationError(text.to_string()))
 }
 
 #[cfg(test)]

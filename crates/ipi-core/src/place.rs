@@ -72,15 +72,22 @@ impl fmt::Display for Errors {
 
 impl std::error::Error for Errors {}
 
-/// Reads YAML (of which JSON is a part) into `T`; the error is `LINE:COLUMN: message` where
+/// YAML that could not be read: where, when the parser knows, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", at.map(|(l, c)| format!("{l}:{c}: ")).unwrap_or_default())]
+pub struct YamlError {
+    /// Line and column.
+    pub at: Option<(usize, usize)>,
+    /// The parser's message.
+    pub message: String,
+}
+
+/// Reads YAML (of which JSON is a part) into `T`; the error reads `LINE:COLUMN: message` where
 /// the parser knows the place (the caller puts the file's name in front).
-pub fn yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
-    serde_norway::from_str(text).map_err(|e| {
-        let at = e
-            .location()
-            .map(|l| format!("{}:{}: ", l.line(), l.column()))
-            .unwrap_or_default();
-        format!("{at}{e}")
+pub fn yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, YamlError> {
+    serde_norway::from_str(text).map_err(|e| YamlError {
+        at: e.location().map(|l| (l.line(), l.column())),
+        message: e.to_string(),
     })
 }
 
