@@ -23,13 +23,13 @@ mod whereabouts;
 
 use std::net::IpAddr;
 
+use ipi_store::range::{Space, Span};
+use ipi_store::store::StoreSpec;
 use ipnetwork::IpNetwork;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::alloc::{Order, Pool};
-use crate::range::{Space, Span};
-use crate::store::StoreSpec;
 use host_local::{host_local_sets, HOST_LOCAL_KEYS};
 use storage::{read_storage, REFUSED_KEYS, STORAGE_KEYS};
 use whereabouts::{whereabouts_sets, WHEREABOUTS_KEYS};
@@ -671,7 +671,7 @@ fn read_requested(field: &str, v: &Value) -> Result<Vec<IpAddr>, ConfigError> {
             let at = format!("{field}[{i}]");
             let text = item.as_str().ok_or_else(|| invalid(&at, "not a string"))?;
             let address = text.split_once('/').map_or(text, |(a, _)| a);
-            crate::range::parse_ip(address).map_err(|why| invalid(&at, why))
+            ipi_store::range::parse_ip(address).map_err(|why| invalid(&at, why))
         })
         .collect()
 }

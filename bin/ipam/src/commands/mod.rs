@@ -13,6 +13,8 @@ use std::path::Path;
 
 use ipi_core::exit::Status;
 use ipi_core::{Cluster, ClusterError, Inventory};
+use ipi_store::pool::{AddressPool, Answer};
+use ipi_store::store::{self, Record, Store, StoreError, StoreSpec};
 
 mod probe;
 
@@ -22,8 +24,6 @@ use crate::cli::{
     ClusterArgs, Command, EtcdArgs, NetconfigCommand, PoolCommand, ProbeArgs, VipCommand,
 };
 use crate::netconfig::{self, IpSet, NetConfig};
-use crate::pool::{AddressPool, Answer};
-use crate::store::{self, Record, Store, StoreError, StoreSpec};
 
 /// A command that failed: the status it exits with and the message for stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,8 +8,8 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ipam::store::follow::Follow;
-use ipam::store::{Record, StoreError};
+use ipi_store::store::follow::Follow;
+use ipi_store::store::{Record, StoreError};
 use tokio::sync::mpsc;
 
 /// One listing of the pool.
@@ -44,7 +44,7 @@ const ERROR_EVERY: Duration = Duration::from_secs(30);
 /// that cannot be read is an error then), later ones on a thread that sends `()` on the
 /// channel after each listing that differs.
 pub fn start(url: &str, pool: &str) -> Result<(Latest, mpsc::UnboundedReceiver<()>), StoreError> {
-    let mut follower = ipam::store::follow::follow(url, pool)?;
+    let mut follower = ipi_store::store::follow::follow(url, pool)?;
     let latest = Latest::default();
     latest.set(follower.list()?);
     let (tx, rx) = mpsc::unbounded_channel();

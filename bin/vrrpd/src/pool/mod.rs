@@ -18,11 +18,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use ipam::l2adv::{node_labels, L2Advertisement};
-use ipam::pool::AddressPool;
-use ipam::store::{Record, StoreError};
 use ipi_core::vrrp::Version;
 use ipi_core::{Inventory, Node};
+use ipi_store::l2adv::{node_labels, L2Advertisement};
+use ipi_store::pool::AddressPool;
+use ipi_store::store::{Record, StoreError};
 
 use crate::config::{
     self, Config, ConfigErrors, GlobalDefs, Location, Service, VirtualAddress, VrrpInstance,
@@ -72,8 +72,8 @@ pub enum PoolError {
     Config(#[from] ConfigErrors),
 }
 
-impl From<ipam::netconfig::Problems> for PoolError {
-    fn from(p: ipam::netconfig::Problems) -> Self {
+impl From<ipi_store::object::Problems> for PoolError {
+    fn from(p: ipi_store::object::Problems) -> Self {
         PoolError::Problems(p.0)
     }
 }
@@ -352,7 +352,7 @@ fn instance(
 /// and `run`'s first look).
 pub fn load(o: &Options) -> Result<Config, PoolError> {
     let spec = load_spec(o)?;
-    let listing = match ipam::store::open_existing(&o.store)? {
+    let listing = match ipi_store::store::open_existing(&o.store)? {
         Some(mut store) => store.list(spec.store_pool())?,
         None => Vec::new(),
     };
