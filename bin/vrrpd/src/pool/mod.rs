@@ -3,10 +3,12 @@
 //!
 //! - [`spread`]: rendezvous hashing, the order in which nodes lead an address.
 //! - [`vrid`]: VRIDs that do not move when reservations come and go.
-//! - [`follow`]: the store followed on a thread of its own; the daemon reloads on a change.
+//! - [`follow`]: the store followed by a task on the daemon's runtime; the daemon reloads on a
+//!   change.
 //!
-//! The store and the MetalLB files are read by ipam's library (its store, its IPAddressPool and
-//! L2Advertisement readers): one reader of each, shared, not copied. [`build`] is a plain
+//! The store and the MetalLB files are read by the `ipi_store` library, which ipam writes the
+//! store with (the store, the IPAddressPool and L2Advertisement readers): one reader of each,
+//! shared, not copied. [`build`] is a plain
 //! function of what was read, so every node that reads the same store runs the same
 //! priorities.
 
