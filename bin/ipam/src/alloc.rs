@@ -1,4 +1,4 @@
-//! The allocator: reserves and releases addresses of a [`Space`] in a [`Store`], for every kind
+//! The allocator: reserves and releases addresses of a [`Space`](ipi_store::range::Space) in a [`Store`], for every kind
 //! of request (IPSet networks, MetalLB pools, CNI ranges).
 //!
 //! It never hands an address out twice because it never decides alone: an address is taken only

@@ -40,7 +40,8 @@ use tokio::runtime::Runtime;
 
 use super::access::{EtcdAccess, Password};
 use super::etcd_keys::{address_key, address_of, address_value, index_value, pool_of, prefix_end};
-use super::{escape, Record, Store, StoreError};
+use super::names::escape;
+use super::record::{Record, Store, StoreError};
 
 /// The key prefix when the URL names none.
 pub const DEFAULT_PREFIX: &str = "/ipi-net/ipam";

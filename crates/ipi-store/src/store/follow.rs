@@ -22,7 +22,10 @@ use tokio::io::Interest;
 #[cfg(feature = "etcd")]
 use super::etcd::EtcdClient;
 use super::file::FileStore;
-use super::{locate, Location, Record, Store, StoreError, StoreSpec};
+#[cfg(not(feature = "etcd"))]
+use super::location::without_etcd;
+use super::location::{check, locate, Location, StoreSpec};
+use super::record::{Record, Store, StoreError};
 
 /// One pool of a store, followed.
 #[derive(Debug)]
@@ -63,12 +66,12 @@ pub async fn follow(url: &str, pool: &str) -> Result<Follower, StoreError> {
 
 /// [`follow`] with the etcd settings of `spec` (`etcd+https://`, client certificates, a user).
 pub async fn follow_spec(spec: &StoreSpec, pool: &str) -> Result<Follower, StoreError> {
-    super::check(spec)?;
+    check(spec)?;
     let url = spec.url.as_str();
     Ok(match locate(url)? {
         Location::Dir(root) => Follower::File(FileFollow::new(root, pool)?),
         #[cfg(not(feature = "etcd"))]
-        Location::Etcd { .. } => return Err(super::without_etcd(url)),
+        Location::Etcd { .. } => return Err(without_etcd(url)),
         #[cfg(feature = "etcd")]
         Location::Etcd { rest, tls } => {
             let mut client = EtcdClient::connect(url, rest, tls, &spec.etcd).await?;

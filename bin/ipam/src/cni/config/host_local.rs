@@ -10,7 +10,8 @@
 use ipi_store::range::{from_u128, to_u128, Span};
 use serde_json::Value;
 
-use super::{invalid, masked, object, parse_net, ConfigError, Obj, Range, RangeSet};
+use super::json::{masked, object, parse_net, Obj};
+use super::model::{invalid, ConfigError, Range, RangeSet};
 
 pub(super) const HOST_LOCAL_KEYS: [&str; 6] = [
     "ranges",

@@ -10,7 +10,8 @@
 use ipi_store::store::access::{EtcdAccess, Password, Secret, CNI_NAMES};
 use ipi_store::store::{StoreSpec, DEFAULT_DIR, ETCD_SCHEMES};
 
-use super::{invalid, ConfigError, Obj, Style};
+use super::json::Obj;
+use super::model::{invalid, ConfigError, Style};
 
 /// The storage keys, accepted in both styles.
 pub(super) const STORAGE_KEYS: [&str; 9] = [

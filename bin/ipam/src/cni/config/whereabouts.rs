@@ -8,7 +8,8 @@
 //! alongside the whereabouts documentation alone.
 use ipi_store::range::Span;
 
-use super::{invalid, masked, object, parse_net, same_family, ConfigError, Obj, Range, RangeSet};
+use super::json::{masked, object, parse_net, same_family, Obj};
+use super::model::{invalid, ConfigError, Range, RangeSet};
 
 pub(super) const WHEREABOUTS_KEYS: [&str; 7] = [
     "range",
