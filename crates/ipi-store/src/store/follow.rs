@@ -1,6 +1,7 @@
 //! Following one pool's reservations as they change, for a reader that acts on them (vrrpd
 //! holding a MetalLB pool's addresses): list, wait for a change, list again. Everything here is
-//! a future on the caller's runtime (a daemon's): nothing blocks it, and no runtime or thread
+//! a future on the caller's runtime (a daemon's): nothing waits for the store on the runtime's
+//! own thread (reading a few small files and setting watches aside), and no runtime or thread
 //! of the follower's own is started.
 //!
 //! The file store is watched with inotify (the pool's directory, and the directories above it
