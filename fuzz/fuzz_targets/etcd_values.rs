@@ -6,8 +6,8 @@
 
 #![no_main]
 
-use ipam::store::etcd_keys::{address_key, address_of, address_value, index_value, pool_of};
-use ipam::store::{escape, Record};
+use ipi_store::store::etcd_keys::{address_key, address_of, address_value, index_value, pool_of};
+use ipi_store::store::{escape, Record};
 use libfuzzer_sys::fuzz_target;
 
 const POOLS: &str = "/ipi-net/ipam/pools/";

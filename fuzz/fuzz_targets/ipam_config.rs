@@ -5,10 +5,10 @@
 
 #![no_main]
 
-use ipam::l2adv::L2Advertisement;
 use ipam::netconfig::{IpSet, NetConfig};
-use ipam::pool::AddressPool;
-use ipam::range::Span;
+use ipi_store::l2adv::L2Advertisement;
+use ipi_store::pool::AddressPool;
+use ipi_store::range::Span;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -201,8 +201,8 @@ impl PoolLab {
     }
 
     /// The pool as ipam reads it.
-    fn pool(&self) -> ipam::pool::AddressPool {
-        ipam::pool::AddressPool::load(&self.pool_file)
+    fn pool(&self) -> ipi_store::pool::AddressPool {
+        ipi_store::pool::AddressPool::load(&self.pool_file)
             .unwrap_or_else(|p| panic!("the lab's pool: {p}"))
     }
 
@@ -210,7 +210,7 @@ impl PoolLab {
     /// does.
     pub fn reserve(&self, name: &str, key: Option<&str>) -> IpAddr {
         let pool = self.pool();
-        let mut store = ipam::store::open(&self.store).unwrap_or_else(|e| panic!("{e}"));
+        let mut store = ipi_store::store::open(&self.store).unwrap_or_else(|e| panic!("{e}"));
         let held = match key {
             Some(key) => ipam::alloc::share(store.as_mut(), &pool.pool, key, name),
             None => ipam::alloc::reserve(store.as_mut(), &pool.pool, name, None),
@@ -221,7 +221,7 @@ impl PoolLab {
 
     /// Releases what `name` holds, as `ipam release` does.
     pub fn release(&self, name: &str) -> Vec<IpAddr> {
-        let mut store = ipam::store::open(&self.store).unwrap_or_else(|e| panic!("{e}"));
+        let mut store = ipi_store::store::open(&self.store).unwrap_or_else(|e| panic!("{e}"));
         ipam::alloc::release_name(store.as_mut(), name)
             .unwrap_or_else(|e| panic!("releasing {name}: {e}"))
             .into_iter()

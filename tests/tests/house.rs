@@ -1,10 +1,12 @@
 //! The house rules of docs/ARCHITECTURE.md that a reader of the code can check, checked on every
 //! crate of the workspace: no import cycle between the modules of a crate, no module below `cli`
-//! and `commands` that imports the command-line types, and every program's `main.rs` wiring only.
+//! and `commands` that imports the command-line types, every program's `main.rs` wiring only,
+//! and no program (a package under `bin/`) that depends on another program.
 //!
 //! Modules are read as text: `crate::`, `super::` and `self::` paths (in `use` trees and in code)
 //! are resolved against the crate's module files. Test modules (`#[cfg(test)]`) are left out:
-//! they may reach anywhere.
+//! they may reach anywhere. Manifests are read as text too, for their `[dependencies]` (what a
+//! program links; dev-dependencies, for its tests, may reach anywhere).
 
 // Helpers outside #[test] functions too: in a test, a failed expect is a failed test.
 #![allow(clippy::expect_used)]
@@ -322,6 +324,190 @@ fn every_main_is_wiring_only() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The programs: each package under `bin/`, its directory and its name.
+fn programs() -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(root().join("bin")).expect("read bin/") {
+        let dir = entry.expect("a directory entry").path();
+        let Ok(text) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+            continue;
+        };
+        out.insert(package_name(&text).expect("a [package] name"), dir);
+    }
+    out
+}
+
+/// A manifest's lines without comments, trimmed.
+fn manifest_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+}
+
+/// The `name` of a manifest's `[package]`.
+fn package_name(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest_lines(manifest) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if let Some(("name", value)) = line.split_once('=').map(|(k, v)| (k.trim(), v)) {
+            if in_package {
+                return Some(value.trim().trim_matches('"').to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The string value of `key = "..."` in an inline table or a line.
+fn string_value(text: &str, key: &str) -> Option<String> {
+    let mut rest = text;
+    while let Some(at) = rest.find(key) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + key.len()..].trim_start();
+        rest = &rest[at + key.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+            continue;
+        }
+        if let Some(value) = after.strip_prefix('=') {
+            let value = value.trim_start().strip_prefix('"')?;
+            return value.split('"').next().map(str::to_string);
+        }
+    }
+    None
+}
+
+/// What a manifest's `[dependencies]` (and `[target.*.dependencies]`, and
+/// `[dependencies.NAME]` tables) name: each dependency's package and its path, if given.
+/// Dev- and build-dependencies are left out.
+fn dependencies(manifest: &str) -> Vec<(String, Option<String>)> {
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    // Where we are: not in dependencies, in a [dependencies] list, or in one dependency's table.
+    let mut list = false;
+    let mut table: Option<usize> = None;
+    for line in manifest_lines(manifest) {
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']').trim();
+            let is_list = |h: &str| h == "dependencies" || h.ends_with(".dependencies");
+            list = !line.starts_with("[[") && is_list(header);
+            table = None;
+            if let Some((head, name)) = header.rsplit_once('.') {
+                if !line.starts_with("[[") && is_list(head) {
+                    out.push((name.trim_matches('"').to_string(), None));
+                    table = Some(out.len() - 1);
+                }
+            }
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if let Some(at) = table {
+            match key {
+                "package" => out[at].0 = value.trim_matches('"').to_string(),
+                "path" => out[at].1 = Some(value.trim_matches('"').to_string()),
+                _ => {}
+            }
+        } else if list {
+            let (name, sub) = key.split_once('.').unwrap_or((key, ""));
+            let name = string_value(value, "package")
+                .or_else(|| (sub == "package").then(|| value.trim_matches('"').to_string()))
+                .unwrap_or_else(|| name.trim_matches('"').to_string());
+            let path = string_value(value, "path")
+                .or_else(|| (sub == "path").then(|| value.trim_matches('"').to_string()));
+            out.push((name, path));
+        }
+    }
+    out
+}
+
+/// The programs that the program in `dir` (named `name`) links, by name or by path.
+fn linked_programs(
+    name: &str,
+    dir: &Path,
+    manifest: &str,
+    programs: &BTreeMap<String, PathBuf>,
+) -> Vec<String> {
+    let bin = root().join("bin");
+    let program_dirs: BTreeSet<PathBuf> = programs
+        .values()
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
+    let mut out = Vec::new();
+    for (dependency, path) in dependencies(manifest) {
+        let by_path = path
+            .and_then(|p| dir.join(p).canonicalize().ok())
+            .is_some_and(|p| p.starts_with(&bin) || program_dirs.contains(&p));
+        if (programs.contains_key(&dependency) || by_path) && dependency != name {
+            out.push(dependency);
+        }
+    }
+    out
+}
+
+#[test]
+fn no_program_depends_on_another_program() {
+    let programs = programs();
+    assert!(programs.len() >= 5, "the programs under bin/: {programs:?}");
+    let mut problems = Vec::new();
+    for (name, dir) in &programs {
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("a manifest");
+        for other in linked_programs(name, dir, &manifest, &programs) {
+            problems.push(format!(
+                "{}: [dependencies] names the program {other}: what two programs share \
+                 belongs in a library under crates/",
+                dir.join("Cargo.toml").display()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The manifest reader sees a program named in each way a manifest can name a dependency, and
+/// leaves dev-dependencies alone.
+#[test]
+fn the_manifest_check_sees_every_form_of_dependency() {
+    let manifest = r#"
+[package]
+name = "vrrpd"
+
+[dependencies]
+ipi-core.workspace = true
+ipam = { path = "../ipam", default-features = false }
+store = { package = "dns-render", version = "0.1" }
+# lb-proxy = { path = "../lb-proxy" }
+
+[target.'cfg(unix)'.dependencies]
+mdns-publish.workspace = true
+
+[dependencies.proxy]
+package = "lb-proxy"
+
+[dev-dependencies]
+vrrpd = { path = "." }
+ipi-net-tests = { path = "../../tests" }
+"#;
+    assert_eq!(package_name(manifest).as_deref(), Some("vrrpd"));
+    let names: Vec<String> = dependencies(manifest).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        ["ipi-core", "ipam", "dns-render", "mdns-publish", "lb-proxy"]
+    );
+    let programs = programs();
+    let dir = root().join("bin/vrrpd");
+    assert_eq!(
+        linked_programs("vrrpd", &dir, manifest, &programs),
+        ["ipam", "dns-render", "mdns-publish", "lb-proxy"]
+    );
+    // By path alone, whatever the name.
+    let renamed = "[dependencies]\nother = { path = \"../ipam\" }\n";
+    assert_eq!(
+        linked_programs("vrrpd", &dir, renamed, &programs),
+        ["other"]
+    );
 }
 
 /// The checks above must be able to fail: a made-up crate with a cycle and a main with bodies.

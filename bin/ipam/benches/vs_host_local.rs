@@ -22,7 +22,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ipam::{alloc, cni, store};
+use ipam::{alloc, cni};
+use ipi_store::store;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ipam");
 const HOST_LOCAL: &str = "/usr/lib/cni/host-local";

@@ -1,4 +1,4 @@
-//! The allocator: reserves and releases addresses of a [`Space`] in a [`Store`], for every kind
+//! The allocator: reserves and releases addresses of a [`Space`](ipi_store::range::Space) in a [`Store`], for every kind
 //! of request (IPSet networks, MetalLB pools, CNI ranges).
 //!
 //! It never hands an address out twice because it never decides alone: an address is taken only
@@ -12,45 +12,12 @@
 
 use std::net::IpAddr;
 
-use crate::range::{from_u128, to_u128, Space, Span};
-use crate::store::{Record, Store, StoreError};
+use ipi_store::range::{from_u128, to_u128, Span};
+pub use ipi_store::range::{Order, Pool};
+use ipi_store::store::{Record, Store, StoreError};
 
 /// How far a lost race is retried before the command gives up.
 const RACE_RETRIES: usize = 64;
-
-/// Which free address a pool hands out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    /// The lowest free one (NetConfig, MetalLB): a release moves the hint back to it.
-    Lowest,
-    /// The one after the last handed out, wrapping around (host-local's order): a released
-    /// address is reused only once the others have been.
-    RoundRobin,
-}
-
-impl Order {
-    /// The order of a pool known only by its name in the store (as `ipam release NAME` knows
-    /// the pools it walks): CNI ranges (`cni/...`) hand out round robin, like host-local; every
-    /// other pool lowest-first.
-    pub fn of_pool(name: &str) -> Self {
-        if name.starts_with("cni/") {
-            Order::RoundRobin
-        } else {
-            Order::Lowest
-        }
-    }
-}
-
-/// A pool: a name in the store and the space it hands addresses out from.
-#[derive(Debug, Clone)]
-pub struct Pool {
-    /// The pool's name in the store (`netconfig/NETWORK/SUBNET`, `pool/NAME`, `cni/NET/N`).
-    pub name: String,
-    /// What it may hand out.
-    pub space: Space,
-    /// Which free address it hands out.
-    pub order: Order,
-}
 
 /// A request that cannot be met; the store is as it was.
 #[derive(Debug, thiserror::Error)]

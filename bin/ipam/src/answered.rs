@@ -9,9 +9,9 @@
 use std::net::IpAddr;
 
 use ipi_core::acd::{self, Mac};
+use ipi_store::store::{Record, Store};
 
 use crate::alloc::{self, AllocError, Held, Pool};
-use crate::store::{Record, Store};
 
 /// Asks the wire about one address: the MAC of a host that answered for it, if one did.
 pub type Check<'a> = dyn FnMut(IpAddr) -> Result<Option<Mac>, acd::Error> + 'a;

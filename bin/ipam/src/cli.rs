@@ -3,9 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-
-use crate::store::access::{EtcdAccess, Password, CLI_NAMES};
-use crate::store::StoreSpec;
+use ipi_store::store::access::{EtcdAccess, Password, CLI_NAMES};
+use ipi_store::store::StoreSpec;
 
 /// IP address management for the cluster: VIPs validated against the machine networks and the
 /// nodes; addresses reserved from NetConfig networks, MetalLB pools and CNI ranges without ever
@@ -25,7 +24,7 @@ pub struct Cli {
 pub struct StoreArgs {
     /// The store: a directory (or file://DIR) for one machine, etcd://HOST:PORT[,HOST:PORT...]
     /// or, over TLS, etcd+https://HOST:PORT[,HOST:PORT...] for many (a /PREFIX may follow).
-    #[arg(long, value_name = "URL", env = "IPAM_STORE", default_value = crate::store::DEFAULT_DIR)]
+    #[arg(long, value_name = "URL", env = "IPAM_STORE", default_value = ipi_store::store::DEFAULT_DIR)]
     pub store: String,
     /// How to get into an etcd store.
     #[command(flatten)]

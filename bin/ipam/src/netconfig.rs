@@ -9,47 +9,17 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
 
+use ipi_store::object::{parse_object, read, Problems};
+use ipi_store::range::{Space, Span};
+use ipi_store::store::Store;
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{self, AllocError, Order, Pool};
 use crate::answered::{self, Check};
-use crate::range::{Space, Span};
-use crate::store::Store;
 
 /// The MTU of a network that names none.
 pub const DEFAULT_MTU: u32 = 1500;
-
-/// A Kubernetes object: what ipam reads of one.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Object<S> {
-    #[serde(default)]
-    api_version: Option<String>,
-    #[serde(default)]
-    kind: Option<String>,
-    #[serde(default)]
-    metadata: Metadata,
-    spec: S,
-    /// An object read back from a cluster carries its status; ipam ignores it.
-    #[serde(default)]
-    #[allow(dead_code)]
-    status: Option<serde_norway::Value>,
-}
-
-/// What ipam reads of an object's metadata (the rest is the cluster's business).
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct Metadata {
-    /// The object's name.
-    #[serde(default)]
-    pub name: String,
-    /// Its namespace.
-    #[serde(default)]
-    pub namespace: Option<String>,
-    /// Its labels (what an L2Advertisement's `ipAddressPoolSelectors` match).
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-}
 
 /// A NetConfig's networks.
 #[derive(Debug, Clone, Deserialize)]
@@ -158,48 +128,8 @@ pub fn pool_name(network: &str, subnet: &str) -> String {
     format!("netconfig/{network}/{subnet}")
 }
 
-/// The problems of one file: `FILE: PLACE: PROBLEM`, one a line.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", .0.join("\n"))]
-pub struct Problems(pub Vec<String>);
-
-/// Reads a whole input file; the error names it.
-pub(crate) fn read(path: &Path) -> Result<String, Problems> {
-    std::fs::read_to_string(path)
-        .map_err(|e| Problems(vec![format!("{}: cannot read: {e}", path.display())]))
-}
-
-/// Reads a Kubernetes object of `kind` from `text` (YAML or JSON) named `name` in errors.
-pub(crate) fn parse_object<S: serde::de::DeserializeOwned>(
-    text: &str,
-    name: &str,
-    kind: &str,
-) -> Result<(Metadata, S), Problems> {
-    let object: Object<S> =
-        ipi_core::place::yaml(text).map_err(|e| Problems(vec![format!("{name}:{e}")]))?;
-    if object.kind.as_deref().is_some_and(|k| k != kind) {
-        return Err(Problems(vec![format!(
-            "{name}: kind is {:?}, expected {kind}",
-            object.kind.unwrap_or_default()
-        )]));
-    }
-    let group = if kind == "IPAddressPool" || kind == "L2Advertisement" {
-        "metallb.io"
-    } else {
-        "network.openstack.org"
-    };
-    if let Some(v) = &object.api_version {
-        if v.split_once('/').map(|(g, _)| g) != Some(group) {
-            return Err(Problems(vec![format!(
-                "{name}: apiVersion {v:?}: a {kind} is {group}/VERSION"
-            )]));
-        }
-    }
-    Ok((object.metadata, object.spec))
-}
-
 fn ip(text: &str) -> Result<IpAddr, String> {
-    crate::range::parse_ip(text)
+    ipi_store::range::parse_ip(text)
 }
 
 impl NetConfig {
@@ -383,7 +313,7 @@ fn check_ranges(sub: &Subnet, cidr: IpNetwork, at: &str, problems: &mut Vec<Stri
         ) else {
             continue;
         };
-        if crate::range::to_u128(start) >= crate::range::to_u128(end) {
+        if ipi_store::range::to_u128(start) >= ipi_store::range::to_u128(end) {
             problems.push(format!(
                 "{at}: {what}: start {start} is not before end {end}"
             ));

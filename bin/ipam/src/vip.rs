@@ -4,9 +4,8 @@ use std::net::IpAddr;
 
 use ipi_core::vip::address_problems;
 use ipi_core::Inventory;
+use ipi_store::range::{from_u128, to_u128, Span};
 use ipnetwork::IpNetwork;
-
-use crate::range::{from_u128, to_u128, Span};
 
 /// The host number OpenStack's installer gives the API VIP by default.
 pub const API_HOST: u128 = 5;

@@ -9,9 +9,9 @@ mod common;
 use std::time::Duration;
 
 use common::{behaviours, etcd, ip, open};
-use ipam::store::etcd::DEFAULT_PREFIX;
-use ipam::store::{self, Record, StoreError};
 use ipi_lab::etcd::Etcd;
+use ipi_store::store::etcd::DEFAULT_PREFIX;
+use ipi_store::store::{self, Record, StoreError};
 
 /// etcdctl's answer, which must succeed.
 fn ctl(etcd: &Etcd, args: &[&str]) -> String {

@@ -17,11 +17,11 @@ use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::process::ExitCode;
 
+use ipi_store::range::Space;
+use ipi_store::store::{self, Store, StoreError};
 use serde::Serialize;
 
 use crate::alloc::{self, AllocError, Held, Pool};
-use crate::range::Space;
-use crate::store::{self, Store, StoreError};
 use config::{ConfigError, Dns, NetConf, Route};
 
 /// CNI error codes (spec "Error codes"), and the one host-local uses for everything else.

@@ -7,13 +7,15 @@
 //! - [`release`] and [`list`]: what the store holds.
 //! - [`pool_reserve`]: MetalLB pools.
 
-use std::fmt;
 use std::net::IpAddr;
 use std::path::Path;
 
 use ipi_core::exit::Status;
 use ipi_core::{Cluster, ClusterError, Inventory};
+use ipi_store::pool::{AddressPool, Answer};
+use ipi_store::store::{self, Record, Store, StoreError, StoreSpec};
 
+mod failure;
 mod probe;
 
 use crate::alloc::{self, AllocError};
@@ -22,39 +24,8 @@ use crate::cli::{
     ClusterArgs, Command, EtcdArgs, NetconfigCommand, PoolCommand, ProbeArgs, VipCommand,
 };
 use crate::netconfig::{self, IpSet, NetConfig};
-use crate::pool::{AddressPool, Answer};
-use crate::store::{self, Record, Store, StoreError, StoreSpec};
-
-/// A command that failed: the status it exits with and the message for stderr.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// The exit status.
-    pub status: Status,
-    /// What went wrong.
-    pub message: String,
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Failure {}
-
-/// What a command ends with.
-pub type Outcome = Result<Status, Failure>;
-
-fn failed(status: Status, message: impl ToString) -> Failure {
-    Failure {
-        status,
-        message: message.to_string(),
-    }
-}
-
-fn usage(message: impl ToString) -> Failure {
-    failed(Status::Usage, message)
-}
+use failure::{failed, usage};
+pub use failure::{Failure, Outcome};
 
 fn store_failed(e: StoreError) -> Failure {
     match e {

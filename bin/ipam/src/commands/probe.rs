@@ -8,7 +8,7 @@ use ipi_core::acd::{self, Mac};
 use ipi_core::field::{FieldError, FieldErrors, FieldPath};
 use ipi_core::{Cluster, ClusterError};
 
-use super::{failed, usage, Failure};
+use super::failure::{failed, usage, Failure};
 use crate::cli::ProbeArgs;
 use ipi_core::exit::Status;
 

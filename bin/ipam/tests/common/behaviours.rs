@@ -2,7 +2,7 @@
 //! the file store's unit tests and the allocator's, as a contract.
 
 use ipam::alloc::{release, release_name, reserve, share, AllocError, Held, Order};
-use ipam::store::{Record, Store};
+use ipi_store::store::{Record, Store};
 
 use super::{ip, pool};
 
@@ -220,7 +220,7 @@ pub fn fixed_addresses_are_honoured_refused_or_taken(s: &mut dyn Store) {
     let mut p = pool("192.0.2.0/28", Order::Lowest);
     p.space
         .excluded
-        .push(ipam::range::Span::single(ip("192.0.2.9")));
+        .push(ipi_store::range::Span::single(ip("192.0.2.9")));
     assert_eq!(
         reserve(s, &p, "a", Some(ip("192.0.2.5"))).unwrap().ip,
         ip("192.0.2.5")

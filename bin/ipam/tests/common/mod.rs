@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use ipam::alloc::{Order, Pool};
-use ipam::range::{Space, Span};
-use ipam::store::{self, Store};
 use ipi_lab::etcd::Etcd;
+use ipi_store::range::{Space, Span};
+use ipi_store::store::{self, Store};
 
 /// The ipam program under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_ipam");

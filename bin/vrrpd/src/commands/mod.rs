@@ -85,8 +85,15 @@ pub fn run(
         Ok(listener) => listener,
         Err(status) => return status.into(),
     };
+    let runtime = match crate::daemon::runtime() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("vrrpd: {e}");
+            return Status::Failed.into();
+        }
+    };
     let loaded = match source.pool_options() {
-        Some(options) => pool_loader(options),
+        Some(options) => pool_loader(options, &runtime),
         None => file_loader(Source::from(source)),
     };
     let (config, reload, changes) = match loaded {
@@ -97,7 +104,7 @@ pub fn run(
         }
     };
     let probe = (!probe.no_probe).then_some(probe.probe_timing);
-    match crate::daemon::run(config, state_dir, reload, changes, metrics, probe) {
+    match crate::daemon::run(runtime, config, state_dir, reload, changes, metrics, probe) {
         Ok(()) => Status::Success.into(),
         Err(e) => {
             eprintln!("vrrpd: {e}");
@@ -124,11 +131,18 @@ fn file_loader(source: Source) -> Result<Loaded, String> {
     Ok((config, reload, None))
 }
 
-/// The pool mode: the files read on SIGHUP, the store followed, the configuration built again
-/// from both whenever either changes.
-fn pool_loader(options: crate::pool::Options) -> Result<Loaded, String> {
+/// The pool mode: the files read on SIGHUP, the store followed (by a task on the daemon's
+/// `runtime`), the configuration built again from both whenever either changes.
+fn pool_loader(
+    options: crate::pool::Options,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<Loaded, String> {
     let spec = crate::pool::load_spec(&options).map_err(|e| e.to_string())?;
-    let (latest, changes) = crate::pool::follow::start(&options.store, spec.store_pool())
+    let (latest, changes) = runtime
+        .block_on(crate::pool::follow::start(
+            &options.store,
+            spec.store_pool(),
+        ))
         .map_err(|e| format!("--store: {e}"))?;
     let config = crate::pool::build(&spec, &latest.get()).map_err(|e| e.to_string())?;
     let followed = spec.store_pool().to_owned();

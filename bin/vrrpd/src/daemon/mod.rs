@@ -93,9 +93,22 @@ pub enum Error {
 /// Loads the configuration again on SIGHUP.
 pub type Loader = Box<dyn Fn() -> Result<Config, crate::config::SourceError>>;
 
-/// Runs `config` until SIGTERM or SIGINT, serving the metrics on `metrics` if given. Errors
-/// at start name the instance and the reason.
+/// The daemon's runtime, made once this thread's ambient capabilities (a unit's
+/// `AmbientCapabilities=`, vrrpd's and not its scripts') are cleared: every thread started
+/// from here on (the runtime's blocking threads, which the store's follower uses too) starts
+/// without them.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    let cleared = ipi_core::service::clear_ambient_capabilities().map_err(Error::Ambient)?;
+    if cleared > 0 {
+        tracing::debug!("{cleared} ambient capabilities cleared: scripts start without them");
+    }
+    ipi_core::service::runtime().map_err(Error::Runtime)
+}
+
+/// Runs `config` on `runtime` (from [`runtime`]) until SIGTERM or SIGINT, serving the metrics
+/// on `metrics` if given. Errors at start name the instance and the reason.
 pub fn run(
+    runtime: tokio::runtime::Runtime,
     config: Config,
     state_dir: &Path,
     reload: Loader,
@@ -107,12 +120,6 @@ pub fn run(
         path: state_dir.to_path_buf(),
         source,
     })?;
-    // The unit's ambient capabilities (CAP_SETUID among them) are vrrpd's, not its scripts'.
-    let cleared = ipi_core::service::clear_ambient_capabilities().map_err(Error::Ambient)?;
-    if cleared > 0 {
-        tracing::debug!("{cleared} ambient capabilities cleared: scripts start without them");
-    }
-    let runtime = ipi_core::service::runtime().map_err(Error::Runtime)?;
     runtime.block_on(async move {
         // keepalived's vrrp_startup_delay: nothing runs until it has passed (a network slow to
         // come up after a boot must not make this router master of a VRID it cannot hear).

@@ -1,15 +1,16 @@
-//! The store followed on a thread of its own: the store's calls block (etcd's client runs on a
-//! runtime of its own, which cannot run inside the daemon's), the daemon's event loop must not.
-//! Each new listing is kept in [`Latest`] and announced on a channel; the daemon then reloads,
-//! building its configuration from the latest listing. A store that cannot be read is logged
-//! and the last good listing stays: nothing held is dropped because the store is away.
+//! The store followed by a task on the daemon's runtime (the follower's waits and etcd requests
+//! are futures; the file store's listings, which wait for its lock, run on the runtime's
+//! blocking threads), so the event loop never waits for the store. Each new listing is kept in
+//! [`Latest`] and announced on a channel; the daemon then reloads, building its configuration
+//! from the latest listing. A store that cannot be read is logged and the last good listing
+//! stays: nothing held is dropped because the store is away.
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ipam::store::follow::Follow;
-use ipam::store::{Record, StoreError};
+use ipi_store::store::follow::Follower;
+use ipi_store::store::{Record, StoreError};
 use tokio::sync::mpsc;
 
 /// One listing of the pool.
@@ -40,35 +41,30 @@ const RELIST: Duration = Duration::from_secs(5);
 /// How long a store error is quiet before the same error is logged again.
 const ERROR_EVERY: Duration = Duration::from_secs(30);
 
-/// Follows `pool` in the store `url`: the first listing is made before this returns (a store
-/// that cannot be read is an error then), later ones on a thread that sends `()` on the
-/// channel after each listing that differs.
-pub fn start(url: &str, pool: &str) -> Result<(Latest, mpsc::UnboundedReceiver<()>), StoreError> {
-    let mut follower = ipam::store::follow::follow(url, pool)?;
+/// Follows `pool` in the store `url` on the runtime this is called on: the first listing is
+/// made before this returns (a store that cannot be read is an error then), later ones by a
+/// task that sends `()` on the channel after each listing that differs.
+pub async fn start(
+    url: &str,
+    pool: &str,
+) -> Result<(Latest, mpsc::UnboundedReceiver<()>), StoreError> {
+    let mut follower = ipi_store::store::follow::follow(url, pool).await?;
     let latest = Latest::default();
-    latest.set(follower.list()?);
+    latest.set(follower.list().await?);
     let (tx, rx) = mpsc::unbounded_channel();
-    let shared = latest.clone();
-    let name = pool.to_owned();
-    std::thread::Builder::new()
-        .name("pool-follower".into())
-        .spawn(move || run(follower.as_mut(), &shared, &tx, &name))
-        .map_err(|source| StoreError::Io {
-            path: url.into(),
-            what: "starting the store's follower",
-            source,
-        })?;
+    tokio::spawn(run(follower, latest.clone(), tx, pool.to_owned()));
     Ok((latest, rx))
 }
 
-fn run(follower: &mut dyn Follow, latest: &Latest, tx: &mpsc::UnboundedSender<()>, pool: &str) {
+async fn run(mut follower: Follower, latest: Latest, tx: mpsc::UnboundedSender<()>, pool: String) {
+    let pool = pool.as_str();
     let mut last_error: Option<(String, Instant)> = None;
     loop {
-        if let Err(e) = follower.wait(RELIST) {
+        if let Err(e) = follower.wait(RELIST).await {
             report(&mut last_error, &e, pool);
-            std::thread::sleep(Duration::from_millis(200));
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        match follower.list() {
+        match follower.list().await {
             Ok(listing) => {
                 if last_error.take().is_some() {
                     tracing::info!("pool {pool}: the store answers again");

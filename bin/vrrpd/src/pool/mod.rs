@@ -3,10 +3,12 @@
 //!
 //! - [`spread`]: rendezvous hashing, the order in which nodes lead an address.
 //! - [`vrid`]: VRIDs that do not move when reservations come and go.
-//! - [`follow`]: the store followed on a thread of its own; the daemon reloads on a change.
+//! - [`follow`]: the store followed by a task on the daemon's runtime; the daemon reloads on a
+//!   change.
 //!
-//! The store and the MetalLB files are read by ipam's library (its store, its IPAddressPool and
-//! L2Advertisement readers): one reader of each, shared, not copied. [`build`] is a plain
+//! The store and the MetalLB files are read by the `ipi_store` library, which ipam writes the
+//! store with (the store, the IPAddressPool and L2Advertisement readers): one reader of each,
+//! shared, not copied. [`build`] is a plain
 //! function of what was read, so every node that reads the same store runs the same
 //! priorities.
 
@@ -18,11 +20,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use ipam::l2adv::{node_labels, L2Advertisement};
-use ipam::pool::AddressPool;
-use ipam::store::{Record, StoreError};
 use ipi_core::vrrp::Version;
 use ipi_core::{Inventory, Node};
+use ipi_store::l2adv::{node_labels, L2Advertisement};
+use ipi_store::pool::AddressPool;
+use ipi_store::store::{Record, StoreError};
 
 use crate::config::{
     self, Config, ConfigErrors, GlobalDefs, Location, Service, VirtualAddress, VrrpInstance,
@@ -72,8 +74,8 @@ pub enum PoolError {
     Config(#[from] ConfigErrors),
 }
 
-impl From<ipam::netconfig::Problems> for PoolError {
-    fn from(p: ipam::netconfig::Problems) -> Self {
+impl From<ipi_store::object::Problems> for PoolError {
+    fn from(p: ipi_store::object::Problems) -> Self {
         PoolError::Problems(p.0)
     }
 }
@@ -352,7 +354,7 @@ fn instance(
 /// and `run`'s first look).
 pub fn load(o: &Options) -> Result<Config, PoolError> {
     let spec = load_spec(o)?;
-    let listing = match ipam::store::open_existing(&o.store)? {
+    let listing = match ipi_store::store::open_existing(&o.store)? {
         Some(mut store) => store.list(spec.store_pool())?,
         None => Vec::new(),
     };

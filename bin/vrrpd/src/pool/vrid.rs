@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-use ipam::range::{to_u128, Span};
+use ipi_store::range::{to_u128, Span};
 
 /// The place of `ip` among the addresses of `spans` of its family, from 0; `None` outside.
 pub fn offset(spans: &[Span], ip: IpAddr) -> Option<u128> {

@@ -7,10 +7,11 @@
 //! no key handling beyond the small readers of the parent: each can be read and changed
 //! alongside the host-local documentation alone.
 
+use ipi_store::range::{from_u128, to_u128, Span};
 use serde_json::Value;
 
-use super::{invalid, masked, object, parse_net, ConfigError, Obj, Range, RangeSet};
-use crate::range::{from_u128, to_u128, Span};
+use super::json::{masked, object, parse_net, Obj};
+use super::model::{invalid, ConfigError, Range, RangeSet};
 
 pub(super) const HOST_LOCAL_KEYS: [&str; 6] = [
     "ranges",

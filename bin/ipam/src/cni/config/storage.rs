@@ -7,10 +7,11 @@
 //! configuration file (`configuration_path`) are not ipam's, and a whereabouts range, which is
 //! cluster-wide, is refused without a shared store unless `"node_local": true` says the
 //! directory on this node is meant (each node would hand out the same addresses).
+use ipi_store::store::access::{EtcdAccess, Password, Secret, CNI_NAMES};
+use ipi_store::store::{StoreSpec, DEFAULT_DIR, ETCD_SCHEMES};
 
-use super::{invalid, ConfigError, Obj, Style};
-use crate::store::access::{EtcdAccess, Password, Secret, CNI_NAMES};
-use crate::store::{StoreSpec, DEFAULT_DIR, ETCD_SCHEMES};
+use super::json::Obj;
+use super::model::{invalid, ConfigError, Style};
 
 /// The storage keys, accepted in both styles.
 pub(super) const STORAGE_KEYS: [&str; 9] = [
@@ -65,8 +66,8 @@ pub(super) fn read_storage(o: &Obj<'_>, style: Style) -> Result<StoreSpec, Confi
         ));
     }
     let spec = StoreSpec { url, etcd: access };
-    crate::store::check(&spec).map_err(|e| match e {
-        crate::store::StoreError::Setting { setting, why, .. } => invalid(setting, why),
+    ipi_store::store::check(&spec).map_err(|e| match e {
+        ipi_store::store::StoreError::Setting { setting, why, .. } => invalid(setting, why),
         other => invalid(o.field("store"), other.to_string()),
     })?;
     Ok(spec)

@@ -6,9 +6,10 @@
 //! Apart from the parent ([`super`]) and from host-local's reader because the two styles share
 //! no key handling beyond the small readers of the parent: each can be read and changed
 //! alongside the whereabouts documentation alone.
+use ipi_store::range::Span;
 
-use super::{invalid, masked, object, parse_net, same_family, ConfigError, Obj, Range, RangeSet};
-use crate::range::Span;
+use super::json::{masked, object, parse_net, same_family, Obj};
+use super::model::{invalid, ConfigError, Range, RangeSet};
 
 pub(super) const WHEREABOUTS_KEYS: [&str; 7] = [
     "range",
@@ -202,11 +203,11 @@ mod tests {
         assert!(v6.refusal(ip("2001:db8::1")).is_some());
         assert_eq!(
             c.ipam.sets[1].excluded,
-            [crate::range::Span::single(ip("2001:db8::1"))]
+            [ipi_store::range::Span::single(ip("2001:db8::1"))]
         );
         assert_eq!(
             c.ipam.sets[0].excluded,
-            [crate::range::Span::single(ip("192.0.2.1"))]
+            [ipi_store::range::Span::single(ip("192.0.2.1"))]
         );
         // An entry's own exclude is still of its family only.
         let e = conf(r#"{"ipRanges":[{"range":"2001:db8::/125","exclude":["192.0.2.1/32"]}]}"#)

@@ -266,6 +266,40 @@ fn max_prefix(ip: IpAddr) -> u8 {
     }
 }
 
+/// Which free address a pool hands out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// The lowest free one (NetConfig, MetalLB): a release moves the hint back to it.
+    Lowest,
+    /// The one after the last handed out, wrapping around (host-local's order): a released
+    /// address is reused only once the others have been.
+    RoundRobin,
+}
+
+impl Order {
+    /// The order of a pool known only by its name in the store (as `ipam release NAME` knows
+    /// the pools it walks): CNI ranges (`cni/...`) hand out round robin, like host-local; every
+    /// other pool lowest-first.
+    pub fn of_pool(name: &str) -> Self {
+        if name.starts_with("cni/") {
+            Order::RoundRobin
+        } else {
+            Order::Lowest
+        }
+    }
+}
+
+/// A pool: a name in the store and the space it hands addresses out from.
+#[derive(Debug, Clone)]
+pub struct Pool {
+    /// The pool's name in the store (`netconfig/NETWORK/SUBNET`, `pool/NAME`, `cni/NET/N`).
+    pub name: String,
+    /// What it may hand out.
+    pub space: Space,
+    /// Which free address it hands out.
+    pub order: Order,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::netconfig::{parse_object, read, Problems};
+use crate::object::{parse_object, read, Problems};
 use crate::pool::AddressPool;
 
 /// An L2Advertisement's spec, as MetalLB defines it.

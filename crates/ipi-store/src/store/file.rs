@@ -37,7 +37,8 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
 
-use super::{escape, unescape, Record, Store, StoreError};
+use super::names::{escape, unescape};
+use super::record::{Record, Store, StoreError};
 
 /// What `ROOT/FORMAT` holds.
 const FORMAT: &str = "ipi-net-ipam 1\n";

@@ -6,9 +6,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::alloc::{Order, Pool};
-use crate::netconfig::{parse_object, read, Problems};
-use crate::range::{Space, Span};
+use crate::object::{parse_object, read, Problems};
+use crate::range::{Order, Pool, Space, Span};
 
 /// An IPAddressPool's spec.
 #[derive(Debug, Clone, Deserialize)]

@@ -40,7 +40,8 @@ use tokio::runtime::Runtime;
 
 use super::access::{EtcdAccess, Password};
 use super::etcd_keys::{address_key, address_of, address_value, index_value, pool_of, prefix_end};
-use super::{escape, Record, Store, StoreError};
+use super::names::escape;
+use super::record::{Record, Store, StoreError};
 
 /// The key prefix when the URL names none.
 pub const DEFAULT_PREFIX: &str = "/ipi-net/ipam";
@@ -54,14 +55,31 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many keys one page of a listing reads (each page well under gRPC's 4 MiB message limit).
 const PAGE: i64 = 2_000;
 
-/// A connection to etcd. Calls block: the store owns a single-threaded runtime.
-pub struct EtcdStore {
+/// A connection to etcd whose requests are futures on the caller's runtime (its background
+/// tasks live there too): what [`EtcdStore`] runs on a runtime of its own, and what a follower
+/// ([`super::follow`]) runs on a daemon's.
+pub struct EtcdClient {
     /// The endpoints as given, for messages, and what to add to a failure to reach them.
     peer: Peer,
     /// Every key starts with this (no trailing `/`).
     prefix: String,
     kv: KvClient,
     watch: etcd_client::WatchClient,
+}
+
+impl fmt::Debug for EtcdClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdClient")
+            .field("endpoint", &self.peer.endpoint)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection to etcd. Calls block: the store owns a single-threaded runtime, and so must
+/// not be used inside another one (a follower uses an [`EtcdClient`]).
+pub struct EtcdStore {
+    client: EtcdClient,
     // Dropped last: the client's background tasks live on it.
     runtime: Runtime,
 }
@@ -69,8 +87,8 @@ pub struct EtcdStore {
 impl fmt::Debug for EtcdStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EtcdStore")
-            .field("endpoint", &self.peer.endpoint)
-            .field("prefix", &self.prefix)
+            .field("endpoint", &self.client.peer.endpoint)
+            .field("prefix", &self.client.prefix)
             .finish_non_exhaustive()
     }
 }
@@ -143,9 +161,8 @@ struct Peer {
     hint: Option<String>,
 }
 
-/// Runs one request on the store's runtime, within [`REQUEST_TIMEOUT`].
-fn run<T>(
-    runtime: &Runtime,
+/// One request, within [`REQUEST_TIMEOUT`].
+async fn run<T>(
     peer: &Peer,
     what: impl FnOnce() -> String,
     request: impl Future<Output = Result<T, etcd_client::Error>>,
@@ -154,7 +171,7 @@ fn run<T>(
         endpoint: peer.endpoint.clone(),
         why,
     };
-    match runtime.block_on(async { tokio::time::timeout(REQUEST_TIMEOUT, request).await }) {
+    match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
         Ok(Ok(answer)) => Ok(answer),
         Ok(Err(e)) => {
             let mut why = format!("{}: {}", what(), describe(&e));
@@ -319,12 +336,29 @@ fn connect_options(access: &EtcdAccess) -> Result<ConnectOptions, StoreError> {
 }
 
 impl EtcdStore {
+    /// [`EtcdClient::connect`], on a runtime of the store's own.
+    pub fn connect(
+        url: &str,
+        rest: &str,
+        tls: bool,
+        access: &EtcdAccess,
+    ) -> Result<Self, StoreError> {
+        let runtime = ipi_core::service::runtime().map_err(|e| StoreError::Etcd {
+            endpoint: rest.split('/').next().unwrap_or(rest).to_owned(),
+            why: format!("cannot start the client's runtime: {e}"),
+        })?;
+        let client = runtime.block_on(EtcdClient::connect(url, rest, tls, access))?;
+        Ok(Self { client, runtime })
+    }
+}
+
+impl EtcdClient {
     /// Connects to the endpoints in `rest` (`HOST:PORT[,HOST:PORT...][/PREFIX]`), over TLS
     /// when `tls` (`etcd+https://`), with the files and credentials of `access` (checked by the
     /// caller against the scheme: [`super::check`]); `url` is the whole store URL for messages.
     /// With a user, the connection is made (and the user authenticated) here; otherwise by the
     /// first request.
-    pub fn connect(
+    pub async fn connect(
         url: &str,
         rest: &str,
         tls: bool,
@@ -346,22 +380,17 @@ impl EtcdStore {
             .iter()
             .map(|e| format!("{scheme}://{e}"))
             .collect();
-        let runtime = ipi_core::service::runtime().map_err(|e| StoreError::Etcd {
-            endpoint: peer.endpoint.clone(),
-            why: format!("cannot start the client's runtime: {e}"),
-        })?;
         let client = run(
-            &runtime,
             &peer,
             || "connecting".to_owned(),
             etcd_client::Client::connect(&urls, Some(options)),
-        )?;
+        )
+        .await?;
         Ok(Self {
             peer,
             prefix,
             kv: client.kv_client(),
             watch: client.watch_client(),
-            runtime,
         })
     }
 
@@ -375,48 +404,45 @@ impl EtcdStore {
 
     /// Starts watching the records of `pool`: every change after this call is seen by
     /// [`Self::wait_change`].
-    pub fn watch_pool(&mut self, pool: &str) -> Result<etcd_client::WatchStream, StoreError> {
+    pub async fn watch_pool(&mut self, pool: &str) -> Result<etcd_client::WatchStream, StoreError> {
         let prefix = self.ips_prefix(pool);
         let options = etcd_client::WatchOptions::new().with_prefix();
         run(
-            &self.runtime,
             &self.peer,
             || format!("watching pool {pool:?}"),
             self.watch.watch(prefix, Some(options)),
         )
+        .await
     }
 
     /// Waits up to `timeout` for a change seen by `stream`: `true` for one, `false` for none.
-    pub fn wait_change(
-        &mut self,
+    pub async fn wait_change(
+        &self,
         stream: &mut etcd_client::WatchStream,
         timeout: Duration,
     ) -> Result<bool, StoreError> {
-        let endpoint = self.peer.endpoint.clone();
         let fail = |why: String| StoreError::Etcd {
-            endpoint: endpoint.clone(),
+            endpoint: self.peer.endpoint.clone(),
             why,
         };
-        self.runtime.block_on(async {
-            let deadline = tokio::time::Instant::now() + timeout;
-            loop {
-                let message = tokio::time::timeout_at(deadline, stream.message()).await;
-                match message {
-                    Err(_) => return Ok(false),
-                    Ok(Err(e)) => return Err(fail(format!("watching: {}", describe(&e)))),
-                    Ok(Ok(None)) => return Err(fail("the watch was closed".into())),
-                    Ok(Ok(Some(r))) if r.canceled() => {
-                        return Err(fail(format!(
-                            "the watch was cancelled: {}",
-                            r.cancel_reason()
-                        )))
-                    }
-                    // The first answer says the watch was created, with no events.
-                    Ok(Ok(Some(r))) if r.events().is_empty() => {}
-                    Ok(Ok(Some(_))) => return Ok(true),
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let message = tokio::time::timeout_at(deadline, stream.message()).await;
+            match message {
+                Err(_) => return Ok(false),
+                Ok(Err(e)) => return Err(fail(format!("watching: {}", describe(&e)))),
+                Ok(Ok(None)) => return Err(fail("the watch was closed".into())),
+                Ok(Ok(Some(r))) if r.canceled() => {
+                    return Err(fail(format!(
+                        "the watch was cancelled: {}",
+                        r.cancel_reason()
+                    )))
                 }
+                // The first answer says the watch was created, with no events.
+                Ok(Ok(Some(r))) if r.events().is_empty() => {}
+                Ok(Ok(Some(_))) => return Ok(true),
             }
-        })
+        }
     }
 
     fn ips_prefix(&self, pool: &str) -> String {
@@ -459,25 +485,25 @@ impl EtcdStore {
     }
 
     /// The value of one key, if it exists.
-    fn get(
+    async fn get(
         &mut self,
         key: &str,
         what: impl FnOnce() -> String,
     ) -> Result<Option<KeyValue>, StoreError> {
-        let mut answer = run(&self.runtime, &self.peer, what, self.kv.get(key, None))?;
+        let mut answer = run(&self.peer, what, self.kv.get(key, None)).await?;
         Ok(answer.take_kvs().into_iter().next())
     }
 
     /// Runs a transaction whose failure branch reads the address key of `ip`: `Ok(true)` when
     /// the comparison held; `Ok(false)` when it did not and the key holds a record (or nothing);
     /// corruption when it holds something else.
-    fn change(
+    async fn change(
         &mut self,
         ip: IpAddr,
         txn: Txn,
         what: impl FnOnce() -> String,
     ) -> Result<bool, StoreError> {
-        let answer = run(&self.runtime, &self.peer, what, self.kv.txn(txn))?;
+        let answer = run(&self.peer, what, self.kv.txn(txn)).await?;
         if answer.succeeded() {
             return Ok(true);
         }
@@ -508,13 +534,13 @@ impl EtcdStore {
 
     /// Every key-value in `[from, end)`, read page by page at one revision (one consistent
     /// view, however many pages).
-    fn range(
+    async fn range(
         &mut self,
         from: &str,
         end: Vec<u8>,
         keys_only: bool,
         limit: Option<i64>,
-        what: &dyn Fn() -> String,
+        what: &(dyn Fn() -> String + Sync),
     ) -> Result<Vec<KeyValue>, StoreError> {
         let mut out = Vec::new();
         let mut start = from.as_bytes().to_vec();
@@ -528,12 +554,8 @@ impl EtcdStore {
             if keys_only {
                 options = options.with_keys_only();
             }
-            let mut answer = run(
-                &self.runtime,
-                &self.peer,
-                what,
-                self.kv.get(start.clone(), Some(options)),
-            )?;
+            let mut answer =
+                run(&self.peer, what, self.kv.get(start.clone(), Some(options))).await?;
             if revision == 0 {
                 revision = answer.header().map_or(0, |h| h.revision());
             }
@@ -552,30 +574,44 @@ impl EtcdStore {
     }
 }
 
-impl Store for EtcdStore {
-    fn owned(&mut self, pool: &str, owner: &str) -> Result<Option<(IpAddr, Record)>, StoreError> {
+/// The [`Store`] calls, as futures.
+impl EtcdClient {
+    pub async fn owned(
+        &mut self,
+        pool: &str,
+        owner: &str,
+    ) -> Result<Option<(IpAddr, Record)>, StoreError> {
         let key = self.owner_key(pool, owner);
-        let Some(kv) = self.get(&key, || {
-            format!("reading what {owner:?} holds in pool {pool:?}")
-        })?
+        let Some(kv) = self
+            .get(&key, || {
+                format!("reading what {owner:?} holds in pool {pool:?}")
+            })
+            .await?
         else {
             return Ok(None);
         };
         let ip = address_value(kv.value()).map_err(|why| self.corrupt(kv.key(), why))?;
         Ok(self
-            .record(pool, ip)?
+            .record(pool, ip)
+            .await?
             .filter(|r| r.owner == owner)
             .map(|r| (ip, r)))
     }
 
-    fn record(&mut self, pool: &str, ip: IpAddr) -> Result<Option<Record>, StoreError> {
+    pub async fn record(&mut self, pool: &str, ip: IpAddr) -> Result<Option<Record>, StoreError> {
         let key = self.ip_key(pool, ip);
-        self.get(&key, || format!("reading {ip} in pool {pool:?}"))?
+        self.get(&key, || format!("reading {ip} in pool {pool:?}"))
+            .await?
             .map(|kv| self.decode(ip, &kv))
             .transpose()
     }
 
-    fn claim(&mut self, pool: &str, ip: IpAddr, record: &Record) -> Result<bool, StoreError> {
+    pub async fn claim(
+        &mut self,
+        pool: &str,
+        ip: IpAddr,
+        record: &Record,
+    ) -> Result<bool, StoreError> {
         let key = self.ip_key(pool, ip);
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
@@ -585,9 +621,10 @@ impl Store for EtcdStore {
             ])
             .or_else([TxnOp::get(key, None)]);
         self.change(ip, txn, || format!("claiming {ip} in pool {pool:?}"))
+            .await
     }
 
-    fn replace(
+    pub async fn replace(
         &mut self,
         pool: &str,
         ip: IpAddr,
@@ -607,9 +644,10 @@ impl Store for EtcdStore {
             .and_then(then)
             .or_else([TxnOp::get(key, None)]);
         self.change(ip, txn, || format!("changing {ip} in pool {pool:?}"))
+            .await
     }
 
-    fn free(&mut self, pool: &str, ip: IpAddr, old: &Record) -> Result<bool, StoreError> {
+    pub async fn free(&mut self, pool: &str, ip: IpAddr, old: &Record) -> Result<bool, StoreError> {
         let key = self.ip_key(pool, ip);
         let txn = Txn::new()
             .when([Compare::value(key.clone(), CompareOp::Equal, old.encode())])
@@ -619,13 +657,16 @@ impl Store for EtcdStore {
             ])
             .or_else([TxnOp::get(key, None)]);
         self.change(ip, txn, || format!("freeing {ip} in pool {pool:?}"))
+            .await
     }
 
-    fn list(&mut self, pool: &str) -> Result<Vec<(IpAddr, Record)>, StoreError> {
+    pub async fn list(&mut self, pool: &str) -> Result<Vec<(IpAddr, Record)>, StoreError> {
         let prefix = self.ips_prefix(pool);
-        let kvs = self.range(&prefix, prefix_end(&prefix), false, None, &|| {
-            format!("listing pool {pool:?}")
-        })?;
+        let kvs = self
+            .range(&prefix, prefix_end(&prefix), false, None, &|| {
+                format!("listing pool {pool:?}")
+            })
+            .await?;
         let mut out = Vec::with_capacity(kvs.len());
         for kv in &kvs {
             let ip = address_of(&prefix, kv.key())
@@ -637,7 +678,7 @@ impl Store for EtcdStore {
         Ok(out)
     }
 
-    fn pools(&mut self) -> Result<Vec<String>, StoreError> {
+    pub async fn pools(&mut self) -> Result<Vec<String>, StoreError> {
         // One key per pool: read the first key, then skip past that pool's keys, instead of
         // reading every key of every pool.
         let prefix = self.pools_prefix();
@@ -645,9 +686,11 @@ impl Store for EtcdStore {
         let mut out = Vec::new();
         let mut from = prefix.clone();
         loop {
-            let kvs = self.range(&from, end.clone(), true, Some(1), &|| {
-                "listing pools".to_owned()
-            })?;
+            let kvs = self
+                .range(&from, end.clone(), true, Some(1), &|| {
+                    "listing pools".to_owned()
+                })
+                .await?;
             let Some(kv) = kvs.first() else {
                 // Escaping changes the order ('%' sorts before '/').
                 out.sort();
@@ -662,9 +705,12 @@ impl Store for EtcdStore {
         }
     }
 
-    fn next(&mut self, pool: &str) -> Result<Option<IpAddr>, StoreError> {
+    pub async fn next(&mut self, pool: &str) -> Result<Option<IpAddr>, StoreError> {
         let key = self.next_key(pool);
-        let Some(kv) = self.get(&key, || format!("reading the next hint of pool {pool:?}"))? else {
+        let Some(kv) = self
+            .get(&key, || format!("reading the next hint of pool {pool:?}"))
+            .await?
+        else {
             return Ok(None);
         };
         address_value(kv.value())
@@ -672,15 +718,60 @@ impl Store for EtcdStore {
             .map_err(|why| self.corrupt(kv.key(), why))
     }
 
-    fn set_next(&mut self, pool: &str, ip: IpAddr) -> Result<(), StoreError> {
+    pub async fn set_next(&mut self, pool: &str, ip: IpAddr) -> Result<(), StoreError> {
         let key = self.next_key(pool);
         run(
-            &self.runtime,
             &self.peer,
             || format!("setting the next hint of pool {pool:?}"),
             self.kv.put(key, index_value(ip), None),
         )
+        .await
         .map(drop)
+    }
+}
+
+impl Store for EtcdStore {
+    fn owned(&mut self, pool: &str, owner: &str) -> Result<Option<(IpAddr, Record)>, StoreError> {
+        self.runtime.block_on(self.client.owned(pool, owner))
+    }
+
+    fn record(&mut self, pool: &str, ip: IpAddr) -> Result<Option<Record>, StoreError> {
+        self.runtime.block_on(self.client.record(pool, ip))
+    }
+
+    fn claim(&mut self, pool: &str, ip: IpAddr, record: &Record) -> Result<bool, StoreError> {
+        self.runtime.block_on(self.client.claim(pool, ip, record))
+    }
+
+    fn replace(
+        &mut self,
+        pool: &str,
+        ip: IpAddr,
+        old: &Record,
+        new: &Record,
+    ) -> Result<bool, StoreError> {
+        self.runtime
+            .block_on(self.client.replace(pool, ip, old, new))
+    }
+
+    fn free(&mut self, pool: &str, ip: IpAddr, old: &Record) -> Result<bool, StoreError> {
+        self.runtime.block_on(self.client.free(pool, ip, old))
+    }
+
+    fn list(&mut self, pool: &str) -> Result<Vec<(IpAddr, Record)>, StoreError> {
+        self.runtime.block_on(self.client.list(pool))
+    }
+
+    fn pools(&mut self) -> Result<Vec<String>, StoreError> {
+        self.runtime.block_on(self.client.pools())
+    }
+
+    fn next(&mut self, pool: &str) -> Result<Option<IpAddr>, StoreError> {
+        self.runtime.block_on(self.client.next(pool))
+    }
+
+    fn set_next(&mut self, pool: &str, ip: IpAddr) -> Result<(), StoreError> {
+        self.runtime.block_on(self.client.set_next(pool, ip))
     }
 }
 

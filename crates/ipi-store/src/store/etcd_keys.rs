@@ -5,7 +5,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::{escape, unescape};
+use super::names::{escape, unescape};
 
 /// An address as the last segment of its key: family, then fixed-width hex.
 pub fn address_key(ip: IpAddr) -> String {

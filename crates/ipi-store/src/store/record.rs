@@ -1,0 +1,168 @@
+//! What a store keeps and promises: one [`Record`] per reserved address, the [`Store`] calls
+//! the allocator makes, and the [`StoreError`] of one that cannot be used.
+
+use std::fmt;
+use std::io;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The holder of one reserved address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// Who holds the address: an IPSet's name, a CNI attachment (`CONTAINER/IFNAME`), or a pool
+    /// request's sharing key (or its name when it has none).
+    pub owner: String,
+    /// The requests that share the address (pool requests with one sharing key); empty when the
+    /// owner is the only one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+}
+
+impl Record {
+    /// An address held by `owner` alone.
+    pub fn owned_by(owner: &str) -> Self {
+        Self {
+            owner: owner.to_owned(),
+            names: Vec::new(),
+        }
+    }
+
+    /// The names the record answers to: its sharers, or its owner alone.
+    pub fn holders(&self) -> Vec<&str> {
+        if self.names.is_empty() {
+            vec![self.owner.as_str()]
+        } else {
+            self.names.iter().map(String::as_str).collect()
+        }
+    }
+
+    /// The record as stored: one line of JSON.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec(self).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Reads a stored record; the error says what is wrong with it.
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let record: Record =
+            serde_json::from_slice(bytes).map_err(|e| format!("not a reservation record: {e}"))?;
+        if record.owner.is_empty() {
+            return Err("the record names no owner".into());
+        }
+        Ok(record)
+    }
+}
+
+/// A store that cannot be used; nothing was changed by the call that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file system refused.
+    #[error("{}: {what}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// Why it failed.
+        #[source]
+        source: io::Error,
+    },
+    /// The store holds something it never writes. It is left as it is.
+    #[error(
+        "{place}: the store is corrupt: {why}; it is left untouched (repair or move it aside)"
+    )]
+    Corrupt {
+        /// The file or key.
+        place: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// etcd refused or could not be reached.
+    #[error("etcd {endpoint}: {why}")]
+    Etcd {
+        /// The endpoints.
+        endpoint: String,
+        /// What went wrong.
+        why: String,
+    },
+    /// A TLS file or credential that does not fit the store (or is missing for it).
+    #[error("{setting}: {why} (store {url:?})")]
+    Setting {
+        /// The setting, as it was given (`--etcd-cert`, `ipam.etcd_cert_file`).
+        setting: &'static str,
+        /// The store URL.
+        url: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The store URL is not one we know.
+    #[error("store {url:?}: {why}")]
+    Url {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+}
+
+/// What every store offers the allocator. Methods take `&mut self`: a store is used by one
+/// thread of one command at a time.
+pub trait Store: fmt::Debug {
+    /// The address `owner` holds in `pool`, with its record. An index entry whose address record
+    /// names someone else (left by a crash between the two writes) is no holding.
+    fn owned(&mut self, pool: &str, owner: &str) -> Result<Option<(IpAddr, Record)>, StoreError>;
+
+    /// The record of `ip` in `pool`, if it is reserved.
+    fn record(&mut self, pool: &str, ip: IpAddr) -> Result<Option<Record>, StoreError>;
+
+    /// Reserves `ip` in `pool` for `record` if no one holds it; `false` when someone does.
+    fn claim(&mut self, pool: &str, ip: IpAddr, record: &Record) -> Result<bool, StoreError>;
+
+    /// Replaces the record of `ip` with `new` if it is still `old`; `false` otherwise.
+    fn replace(
+        &mut self,
+        pool: &str,
+        ip: IpAddr,
+        old: &Record,
+        new: &Record,
+    ) -> Result<bool, StoreError>;
+
+    /// Frees `ip` if its record is still `old`; `false` otherwise.
+    fn free(&mut self, pool: &str, ip: IpAddr, old: &Record) -> Result<bool, StoreError>;
+
+    /// Every reservation of `pool`, ordered by address.
+    fn list(&mut self, pool: &str) -> Result<Vec<(IpAddr, Record)>, StoreError>;
+
+    /// The pools that hold or have held reservations, sorted.
+    fn pools(&mut self) -> Result<Vec<String>, StoreError>;
+
+    /// Where the next search of `pool` starts, if one has been made.
+    fn next(&mut self, pool: &str) -> Result<Option<IpAddr>, StoreError>;
+
+    /// Sets where the next search of `pool` starts. A hint: losing it costs time, not safety.
+    fn set_next(&mut self, pool: &str, ip: IpAddr) -> Result<(), StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_bad_ones_are_named() {
+        let r = Record {
+            owner: "key".into(),
+            names: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(Record::decode(&r.encode()).unwrap(), r);
+        assert_eq!(Record::owned_by("x").holders(), ["x"]);
+        assert!(Record::decode(b"{")
+            .unwrap_err()
+            .contains("not a reservation record"));
+        assert!(Record::decode(br#"{"owner":""}"#)
+            .unwrap_err()
+            .contains("no owner"));
+    }
+}
