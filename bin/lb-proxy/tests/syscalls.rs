@@ -97,14 +97,15 @@ fn a_new_connection_costs_no_wakeup_of_the_proxys_own_loop() {
     );
     // Registered and deregistered once each, client and server: 4.
     assert!(per("epoll_ctl") <= 4.05, "epoll_ctl: {calls:?}");
-    // The request and the answer, each in one send; never an empty one for an end of file.
-    assert!(per("sendto") <= 2.05, "sendto: {calls:?}");
+    // The request and the answer, each in one send when it comes in one piece (a busy machine
+    // splits a few); never an empty one for an end of file, which made it 4.
+    assert!(per("sendto") < 3.0, "sendto: {calls:?}");
     // accept (and the one that says the backlog is empty), socket, 2 setsockopt (TCP_NODELAY
     // and, the client's first bytes in hand, TCP_QUICKACK off: smart connect, which saves a
     // segment each way), connect, getsockopt, 4 reads (two answers, two ends), 2 sends,
     // shutdown, 2 closes, 4 epoll_ctl, 4 epoll_wait at most one at a time: 26, of which
-    // the epoll_waits are fewer when events come together (24 measured), and a little for
-    // the checks (every 10 s) on the main thread.
+    // the epoll_waits are fewer when events come together (24 measured on a quiet machine,
+    // 25.2 under CI's load), and a little for the checks (every 10 s) on the main thread.
     // (Debug builds of std check with fcntl(F_GETFD) that a descriptor it closes is open.)
     let total: u64 = calls
         .iter()
@@ -113,7 +114,7 @@ fn a_new_connection_costs_no_wakeup_of_the_proxys_own_loop() {
         .sum();
     let total = total as f64 / CONNECTIONS as f64;
     assert!(
-        total <= 25.5,
+        total <= 26.0,
         "{total:.2} system calls per connection: {calls:?}"
     );
 }
