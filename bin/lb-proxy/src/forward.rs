@@ -296,11 +296,10 @@ async fn write_last(to: &mut WriteHalf<'_>, bytes: &[u8]) -> io::Result<()> {
 
 /// The client's first bytes when they are there already, read before a server is connected
 /// so that they can leave with the handshake's last ACK (haproxy's `tcp-smart-connect`).
+/// They are kept in an allocation of their own length: a pooled 16 KiB buffer held for as long
+/// as a connect takes would cost maxconn x 16 KiB while a server does not answer.
 #[derive(Debug)]
-pub struct First {
-    buf: Option<Box<[u8]>>,
-    len: usize,
-}
+pub struct First(Box<[u8]>);
 
 impl First {
     /// What the client has sent so far, if anything, in one non-blocking read: None when
@@ -311,29 +310,17 @@ impl First {
         let mut buf = take_buffer();
         // A plain recv(2) on the descriptor: tokio's readiness is neither needed nor touched.
         let read = (&*socket2::SockRef::from(client)).read(&mut buf);
-        match read {
-            Ok(len) if len > 0 => Some(First {
-                buf: Some(buf),
-                len,
-            }),
-            _ => {
-                give_buffer(buf);
-                None
-            }
-        }
+        let first = match read {
+            Ok(len) if len > 0 => Some(First(buf[..len].into())),
+            _ => None,
+        };
+        give_buffer(buf);
+        first
     }
 
     /// The bytes.
     pub fn bytes(&self) -> &[u8] {
-        self.buf.as_deref().map_or(&[], |b| &b[..self.len])
-    }
-}
-
-impl Drop for First {
-    fn drop(&mut self) {
-        if let Some(buf) = self.buf.take() {
-            give_buffer(buf);
-        }
+        &self.0
     }
 }
 
