@@ -10,6 +10,7 @@
 //! allocation in a large, full pool costs about as much as the first. How the hint moves is
 //! the pool's [`Order`].
 
+use std::collections::HashSet;
 use std::net::IpAddr;
 
 use ipi_store::range::{from_u128, to_u128, Span};
@@ -280,23 +281,91 @@ fn walk(spans: &[Span], start: Option<IpAddr>) -> Vec<Span> {
     out
 }
 
-/// Claims the first free address from the pool's hint on, and moves the hint past it.
+/// Free addresses a search of a shared store claims from in one transaction: as many
+/// processes as claim from the same ones at once each get one.
+const CANDIDATES: usize = 16;
+
+/// Reserved addresses a search of a shared store reads at a time.
+const WINDOW: usize = 64;
+
+/// What a search knows of the addresses from where it is: some free ones in order, and the
+/// last address that knowledge covers.
+struct Ahead {
+    free: Vec<IpAddr>,
+    seen_to: u128,
+}
+
+/// The free addresses of `span` from `from` on. A store no one else claims in is not read:
+/// the next address the pool may hand out is the candidate, and its claim says whether it was
+/// free. A shared store is read once for what is reserved ahead, so that claims go to
+/// addresses that were free. `None` once the span has nothing left from `from`.
+fn look_ahead(
+    store: &mut dyn Store,
+    pool: &Pool,
+    span: &Span,
+    from: u128,
+) -> Result<Option<Ahead>, AllocError> {
+    let Some(first) = pool.space.next_allowed(span, from) else {
+        return Ok(None);
+    };
+    if !store.shared() {
+        let seen_to = to_u128(first);
+        return Ok(Some(Ahead {
+            free: vec![first],
+            seen_to,
+        }));
+    }
+    let reserved = store.reserved(&pool.name, first, span.last, WINDOW)?;
+    let seen_to = match reserved.last() {
+        Some(last) if reserved.len() == WINDOW => to_u128(*last),
+        _ => to_u128(span.last),
+    };
+    let taken: HashSet<u128> = reserved.iter().map(|ip| to_u128(*ip)).collect();
+    let mut free = Vec::new();
+    let mut at = to_u128(first);
+    while free.len() < CANDIDATES && at <= seen_to {
+        let Some(ip) = pool
+            .space
+            .next_allowed(span, at)
+            .filter(|ip| to_u128(*ip) <= seen_to)
+        else {
+            break;
+        };
+        if !taken.contains(&to_u128(ip)) {
+            free.push(ip);
+        }
+        match to_u128(ip).checked_add(1) {
+            Some(n) => at = n,
+            None => break,
+        }
+    }
+    Ok(Some(Ahead { free, seen_to }))
+}
+
+/// Claims the first free address from the pool's hint on, and moves the hint past it. On a
+/// shared store the claim goes to the first of the free addresses ahead that is still free
+/// when it lands; should other processes have taken all of them meanwhile, what is free is
+/// read again from the same place.
 fn search(store: &mut dyn Store, pool: &Pool, record: &Record) -> Result<IpAddr, AllocError> {
     let start = store.next(&pool.name)?;
+    let mut lost = 0;
     for span in walk(&pool.space.spans, start) {
         let mut from = to_u128(span.first);
-        while let Some(ip) = pool.space.next_allowed(&span, from) {
-            if store.claim(&pool.name, ip, record)? {
-                let after = to_u128(ip).checked_add(1).and_then(|n| from_u128(n, ip));
-                // The address is held: failing now to move a hint (etcd gone in between) must
-                // not report the reservation as failed, which would leave it held by no one's
-                // knowledge. The next search merely starts earlier.
-                let _ = store.set_next(&pool.name, after.unwrap_or(ip));
+        while let Some(ahead) = look_ahead(store, pool, &span, from)? {
+            if let Some(ip) = store.claim_first(&pool.name, &ahead.free, record)? {
                 return Ok(ip);
             }
-            match to_u128(ip).checked_add(1) {
-                Some(n) => from = n,
-                None => break,
+            if !store.shared() || ahead.free.is_empty() {
+                match ahead.seen_to.checked_add(1) {
+                    Some(n) => from = n,
+                    None => break,
+                }
+            } else if lost == RACE_RETRIES {
+                return Err(AllocError::Contended {
+                    pool: pool.name.clone(),
+                });
+            } else {
+                lost += 1;
             }
         }
     }

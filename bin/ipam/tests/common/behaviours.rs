@@ -29,6 +29,14 @@ pub const ALL: &[(&str, Behaviour)] = &[
     ),
     ("the_next_hint_round_trips", the_next_hint_round_trips),
     (
+        "claim_first_takes_the_first_free_and_moves_the_hint",
+        claim_first_takes_the_first_free_and_moves_the_hint,
+    ),
+    (
+        "reserved_lists_a_window_in_address_order",
+        reserved_lists_a_window_in_address_order,
+    ),
+    (
         "hands_out_each_address_once_then_says_exhausted",
         hands_out_each_address_once_then_says_exhausted,
     ),
@@ -260,4 +268,60 @@ pub fn sharing_keys_share_one_address_until_the_last_is_released(s: &mut dyn Sto
     assert!(s.record(&p.name, a.ip).unwrap().is_some());
     release_name(s, "svc-b").unwrap();
     assert!(s.record(&p.name, a.ip).unwrap().is_none());
+}
+
+pub fn claim_first_takes_the_first_free_and_moves_the_hint(s: &mut dyn Store) {
+    let c = [ip("192.0.2.7"), ip("192.0.2.9"), ip("192.0.2.12")];
+    assert!(s.claim("p", c[0], &Record::owned_by("x")).unwrap());
+    assert!(s.claim("p", c[1], &Record::owned_by("y")).unwrap());
+    assert_eq!(
+        s.claim_first("p", &c, &Record::owned_by("z")).unwrap(),
+        Some(c[2])
+    );
+    assert_eq!(s.owned("p", "z").unwrap().unwrap().0, c[2]);
+    assert_eq!(
+        s.next("p").unwrap(),
+        Some(ip("192.0.2.13")),
+        "after the last"
+    );
+    assert_eq!(
+        s.claim_first("p", &c, &Record::owned_by("w")).unwrap(),
+        None,
+        "all held"
+    );
+    assert!(s.owned("p", "w").unwrap().is_none());
+    let d = [ip("192.0.2.20"), ip("192.0.2.21")];
+    assert_eq!(
+        s.claim_first("p", &d, &Record::owned_by("v")).unwrap(),
+        Some(d[0])
+    );
+    assert_eq!(s.next("p").unwrap(), Some(d[1]), "the next candidate");
+    assert_eq!(
+        s.claim_first("p", &[], &Record::owned_by("u")).unwrap(),
+        None
+    );
+}
+
+pub fn reserved_lists_a_window_in_address_order(s: &mut dyn Store) {
+    for a in [
+        "192.0.2.30",
+        "192.0.2.3",
+        "192.0.2.10",
+        "192.0.2.200",
+        "2001:db8::1",
+    ] {
+        assert!(s.claim("p", ip(a), &Record::owned_by(a)).unwrap());
+    }
+    let got = s
+        .reserved("p", ip("192.0.2.3"), ip("192.0.2.100"), 10)
+        .unwrap();
+    assert_eq!(got, [ip("192.0.2.3"), ip("192.0.2.10"), ip("192.0.2.30")]);
+    let got = s
+        .reserved("p", ip("192.0.2.4"), ip("192.0.2.255"), 2)
+        .unwrap();
+    assert_eq!(got, [ip("192.0.2.10"), ip("192.0.2.30")], "the first two");
+    assert!(s
+        .reserved("p", ip("192.0.2.31"), ip("192.0.2.199"), 10)
+        .unwrap()
+        .is_empty());
 }

@@ -41,7 +41,7 @@ use tokio::runtime::Runtime;
 use super::access::{EtcdAccess, Password};
 use super::etcd_keys::{address_key, address_of, address_value, index_value, pool_of, prefix_end};
 use super::names::escape;
-use super::record::{Record, Store, StoreError};
+use super::record::{next_after, Record, Store, StoreError};
 
 /// The key prefix when the URL names none.
 pub const DEFAULT_PREFIX: &str = "/ipi-net/ipam";
@@ -624,6 +624,106 @@ impl EtcdClient {
             .await
     }
 
+    /// Claims the first free one of `candidates` in one transaction: for each in turn, if no
+    /// one holds it, its record, the owner's index entry and the hint; else (reading what holds
+    /// it) the same for the next, as a transaction nested in the failure branch.
+    pub async fn claim_first(
+        &mut self,
+        pool: &str,
+        candidates: &[IpAddr],
+        record: &Record,
+    ) -> Result<Option<IpAddr>, StoreError> {
+        let mut chain: Option<Txn> = None;
+        for (i, ip) in candidates.iter().enumerate().rev() {
+            let key = self.ip_key(pool, *ip);
+            let next = next_after(candidates, i);
+            let mut otherwise = vec![TxnOp::get(key.clone(), None)];
+            otherwise.extend(chain.take().map(TxnOp::txn));
+            chain = Some(
+                Txn::new()
+                    .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                    .and_then([
+                        TxnOp::put(key, record.encode(), None),
+                        TxnOp::put(self.owner_key(pool, &record.owner), index_value(*ip), None),
+                        TxnOp::put(self.next_key(pool), index_value(next), None),
+                    ])
+                    .or_else(otherwise),
+            );
+        }
+        let Some(txn) = chain else {
+            return Ok(None);
+        };
+        let first = candidates[0];
+        let mut answer = run(
+            &self.peer,
+            || {
+                format!(
+                    "claiming one of {} addresses from {first} in pool {pool:?}",
+                    candidates.len()
+                )
+            },
+            self.kv.txn(txn),
+        )
+        .await?;
+        for ip in candidates {
+            if answer.succeeded() {
+                return Ok(Some(*ip));
+            }
+            let mut nested = None;
+            for response in answer.op_responses() {
+                match response {
+                    TxnOpResponse::Get(get) => {
+                        if let Some(kv) = get.kvs().first() {
+                            self.decode(*ip, kv)?;
+                        }
+                    }
+                    TxnOpResponse::Txn(inner) => nested = Some(inner),
+                    _ => {}
+                }
+            }
+            match nested {
+                Some(inner) => answer = inner,
+                None => break,
+            }
+        }
+        Ok(None)
+    }
+
+    /// The reserved addresses from `from` to `to`, at most `limit`: one keys-only read, and a
+    /// serializable one (no round of the cluster: what it says is only where a claim is tried,
+    /// and the claim's transaction decides).
+    pub async fn reserved(
+        &mut self,
+        pool: &str,
+        from: IpAddr,
+        to: IpAddr,
+        limit: usize,
+    ) -> Result<Vec<IpAddr>, StoreError> {
+        let prefix = self.ips_prefix(pool);
+        let mut end = self.ip_key(pool, to).into_bytes();
+        end.push(0);
+        let options = GetOptions::new()
+            .with_range(end)
+            .with_limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .with_keys_only()
+            .with_serializable();
+        let what = || format!("reading what is reserved from {from} in pool {pool:?}");
+        let answer = run(
+            &self.peer,
+            what,
+            self.kv.get(self.ip_key(pool, from), Some(options)),
+        )
+        .await?;
+        answer
+            .kvs()
+            .iter()
+            .map(|kv| {
+                address_of(&prefix, kv.key())
+                    .ok_or_else(|| self.corrupt(kv.key(), "not an address key (4-HEX8 or 6-HEX32)"))
+            })
+            .collect()
+    }
+
     pub async fn replace(
         &mut self,
         pool: &str,
@@ -707,10 +807,11 @@ impl EtcdClient {
 
     pub async fn next(&mut self, pool: &str) -> Result<Option<IpAddr>, StoreError> {
         let key = self.next_key(pool);
-        let Some(kv) = self
-            .get(&key, || format!("reading the next hint of pool {pool:?}"))
-            .await?
-        else {
+        // Serializable: a hint need not be the latest.
+        let options = GetOptions::new().with_serializable();
+        let what = || format!("reading the next hint of pool {pool:?}");
+        let mut answer = run(&self.peer, what, self.kv.get(key, Some(options))).await?;
+        let Some(kv) = answer.take_kvs().into_iter().next() else {
             return Ok(None);
         };
         address_value(kv.value())
@@ -741,6 +842,31 @@ impl Store for EtcdStore {
 
     fn claim(&mut self, pool: &str, ip: IpAddr, record: &Record) -> Result<bool, StoreError> {
         self.runtime.block_on(self.client.claim(pool, ip, record))
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn reserved(
+        &mut self,
+        pool: &str,
+        from: IpAddr,
+        to: IpAddr,
+        limit: usize,
+    ) -> Result<Vec<IpAddr>, StoreError> {
+        self.runtime
+            .block_on(self.client.reserved(pool, from, to, limit))
+    }
+
+    fn claim_first(
+        &mut self,
+        pool: &str,
+        candidates: &[IpAddr],
+        record: &Record,
+    ) -> Result<Option<IpAddr>, StoreError> {
+        self.runtime
+            .block_on(self.client.claim_first(pool, candidates, record))
     }
 
     fn replace(

@@ -144,6 +144,65 @@ pub trait Store: fmt::Debug {
 
     /// Sets where the next search of `pool` starts. A hint: losing it costs time, not safety.
     fn set_next(&mut self, pool: &str, ip: IpAddr) -> Result<(), StoreError>;
+
+    /// Whether other processes may claim in this store while one searches it: etcd, shared by
+    /// machines, says yes; a directory, locked while a command has it open, says no. A search
+    /// of a shared store reads what is free before it claims.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// The reserved addresses of `pool` from `from` to `to` (both included), in address order,
+    /// at most `limit` of them (the first ones). A shared store answers in one read.
+    fn reserved(
+        &mut self,
+        pool: &str,
+        from: IpAddr,
+        to: IpAddr,
+        limit: usize,
+    ) -> Result<Vec<IpAddr>, StoreError> {
+        let (from, to) = (crate::range::to_u128(from), crate::range::to_u128(to));
+        Ok(self
+            .list(pool)?
+            .into_iter()
+            .map(|(ip, _)| ip)
+            .filter(|ip| (from..=to).contains(&crate::range::to_u128(*ip)))
+            .take(limit)
+            .collect())
+    }
+
+    /// Claims the first of `candidates` (in their order) that no one holds for `record`, and
+    /// moves the pool's hint to the candidate after it (after the last: the address after it):
+    /// which one it took, `None` when every one is held. One transaction on etcd, however many
+    /// candidates, so that processes claiming from the same candidates at once each take the
+    /// next instead of losing to each other. A hint that could not be set is no failure: the
+    /// address is held, and the next search merely starts earlier.
+    fn claim_first(
+        &mut self,
+        pool: &str,
+        candidates: &[IpAddr],
+        record: &Record,
+    ) -> Result<Option<IpAddr>, StoreError> {
+        for (i, ip) in candidates.iter().enumerate() {
+            if self.claim(pool, *ip, record)? {
+                let _ = self.set_next(pool, next_after(candidates, i));
+                return Ok(Some(*ip));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Where a pool's hint goes once `candidates[i]` is claimed: the next candidate, or the address
+/// after the last one (itself at the very end of the address space).
+pub fn next_after(candidates: &[IpAddr], i: usize) -> IpAddr {
+    let ip = candidates[i];
+    candidates.get(i + 1).copied().unwrap_or_else(|| {
+        crate::range::to_u128(ip)
+            .checked_add(1)
+            .and_then(|n| crate::range::from_u128(n, ip))
+            .unwrap_or(ip)
+    })
 }
 
 #[cfg(test)]
