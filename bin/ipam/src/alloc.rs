@@ -87,6 +87,17 @@ pub fn reserve(
     owner: &str,
     fixed: Option<IpAddr>,
 ) -> Result<Held, AllocError> {
+    reserve_as(store, pool, &Record::owned_by(owner), fixed)
+}
+
+/// [`reserve`] for `holder.owner`, a new reservation holding `holder` (its node, pod and time).
+pub fn reserve_as(
+    store: &mut dyn Store,
+    pool: &Pool,
+    holder: &Record,
+    fixed: Option<IpAddr>,
+) -> Result<Held, AllocError> {
+    let owner = holder.owner.as_str();
     let held = store.owned(&pool.name, owner)?;
     if let Some((ip, _)) = &held {
         let allowed = pool.space.refusal(*ip).is_none();
@@ -97,10 +108,9 @@ pub fn reserve(
             });
         }
     }
-    let record = Record::owned_by(owner);
     let ip = match fixed {
-        Some(ip) => claim_fixed(store, pool, ip, &record)?,
-        None => search(store, pool, &record)?,
+        Some(ip) => claim_fixed(store, pool, ip, holder)?,
+        None => search(store, pool, holder)?,
     };
     if let Some((old, old_record)) = held {
         // The request now names another address: the old one goes once the new one is held.
@@ -134,6 +144,7 @@ pub fn share(
                 let record = Record {
                     owner: key.to_owned(),
                     names: vec![name.to_owned()],
+                    ..Record::default()
                 };
                 let ip = search(store, pool, &record)?;
                 return Ok(Held { ip, new: true });

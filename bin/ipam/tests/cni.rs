@@ -126,6 +126,17 @@ fn conf(version: &str, name: &str, store: &Path, mut ipam: Value) -> String {
         .to_string()
 }
 
+/// What `ipam list --json` prints for the store in `dir`.
+fn ipam_list_json(dir: &Path) -> String {
+    let out = Command::new(BIN)
+        .args(["list", "--json", "--store"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn addresses(result: &Value) -> Vec<String> {
     result["ips"]
         .as_array()
@@ -315,6 +326,18 @@ fn gc_drops_every_attachment_not_listed() {
         ("CNI_NETNS", None),
     ];
     assert_eq!(run_with(BIN, "GC", &no_list, "", &env).code(), 7);
+    // Within the grace period (60 s by default) an attachment may be an ADD still in flight
+    // when the runtime listed what it holds: nothing is freed.
+    run_with(BIN, "GC", &gc, "", &env).success();
+    run("CHECK", &c, "c1").success();
+    let mut bad: Value = serde_json::from_str(&gc).unwrap();
+    bad["ipam"]["gc_grace"] = json!("soon");
+    let bad = run_with(BIN, "GC", &bad.to_string(), "", &env);
+    assert_eq!(bad.code(), 7);
+    assert!(bad.stdout.contains("ipam.gc_grace"), "{}", bad.stdout);
+    let mut gc: Value = serde_json::from_str(&gc).unwrap();
+    gc["ipam"]["gc_grace"] = json!("0s");
+    let gc = gc.to_string();
     run_with(BIN, "GC", &gc, "", &env).success();
     run("CHECK", &c, "c2").success();
     assert_eq!(run("CHECK", &c, "c1").code(), 999);
@@ -334,8 +357,44 @@ fn gc_drops_every_attachment_not_listed() {
     run("ADD", &b, "b1").success();
     let mut gc_a: Value = serde_json::from_str(&a).unwrap();
     gc_a["cni.dev/valid-attachments"] = json!([{"containerID": "a1", "ifname": "eth0"}]);
+    gc_a["ipam"]["gc_grace"] = json!("0s");
     run_with(BIN, "GC", &gc_a.to_string(), "", &env).success();
     run("CHECK", &b, "b1").success();
+}
+
+/// One range shared by two nodes (one store): each node's runtime lists only its own
+/// attachments, so a GC frees only its own node's reservations, never another node's live ones.
+#[test]
+fn gc_frees_only_its_own_nodes_reservations() {
+    let dir = tempfile::tempdir().unwrap();
+    let ipam = json!({"range": "198.51.100.0/24", "node_local": true, "gc_grace": "0s"});
+    let c = conf("1.1.0", "two-nodes", dir.path(), ipam);
+    let on = |node: &'static str, args: &'static str| {
+        [("IPAM_NODE_NAME", Some(node)), ("CNI_ARGS", Some(args))]
+    };
+    let pod = "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web-0";
+    for (node, ctr) in [("node-a", "a1"), ("node-a", "a2"), ("node-b", "b1")] {
+        run_with(BIN, "ADD", &c, ctr, &on(node, pod)).success();
+    }
+    let listing = ipam_list_json(dir.path());
+    assert!(
+        listing.contains("b1/eth0") && listing.contains("node-b") && listing.contains("ns/web-0"),
+        "{listing}"
+    );
+    let mut gc: Value = serde_json::from_str(&c).unwrap();
+    gc["cni.dev/valid-attachments"] = json!([{"containerID": "a1", "ifname": "eth0"}]);
+    let env = [
+        ("CNI_CONTAINERID", None),
+        ("CNI_IFNAME", None),
+        ("IPAM_NODE_NAME", Some("node-a")),
+    ];
+    run_with(BIN, "GC", &gc.to_string(), "", &env).success();
+    run_with(BIN, "CHECK", &c, "a1", &on("node-a", "")).success();
+    assert_eq!(
+        run_with(BIN, "CHECK", &c, "a2", &on("node-a", "")).code(),
+        999
+    );
+    run_with(BIN, "CHECK", &c, "b1", &on("node-b", "")).success();
 }
 
 #[test]

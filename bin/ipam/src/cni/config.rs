@@ -157,7 +157,21 @@ fn check_name(field: &str, name: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-const COMMON_KEYS: [&str; 4] = ["type", "routes", "dns", "name"];
+const COMMON_KEYS: [&str; 5] = ["type", "routes", "dns", "name", "gc_grace"];
+
+/// How long a reservation is safe from GC unless `gc_grace` says otherwise.
+pub const GC_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `gc_grace`, a duration; [`GC_GRACE`] when not given.
+fn read_gc_grace(o: &Obj<'_>) -> Result<std::time::Duration, ConfigError> {
+    Ok(match o.str("gc_grace")? {
+        // No grace at all: for a runtime that never lists while an ADD is in flight.
+        Some("0" | "0s") => std::time::Duration::ZERO,
+        Some(text) => ipi_core::duration::parse(text)
+            .map_err(|e| invalid(o.field("gc_grace"), e.to_string()))?,
+        None => GC_GRACE,
+    })
+}
 
 fn read_ipam(map: &Map<String, Value>, name: &str) -> Result<Ipam, ConfigError> {
     let o = Obj {
@@ -238,6 +252,7 @@ fn read_ipam(map: &Map<String, Value>, name: &str) -> Result<Ipam, ConfigError> 
         resolv_conf,
         store,
         network,
+        gc_grace: read_gc_grace(&o)?,
     })
 }
 

@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use std::process::ExitCode;
 
 use ipi_store::range::Space;
-use ipi_store::store::{self, Store, StoreError};
+use ipi_store::store::{self, Record, Store, StoreError};
 use serde::Serialize;
 
 use crate::alloc::{self, AllocError, Held, Pool};
@@ -171,6 +171,19 @@ pub struct Call {
     pub owner: String,
     /// Addresses asked for with `CNI_ARGS` `IP=A[,B]`.
     pub requested: Vec<IpAddr>,
+    /// The pod, `NAMESPACE/NAME`, from `CNI_ARGS` `K8S_POD_NAMESPACE` and `K8S_POD_NAME`.
+    pub pod: Option<String>,
+    /// This node: `IPAM_NODE_NAME`, else the host name. Its reservations are the ones its GC
+    /// may free.
+    pub node: String,
+}
+
+/// What `CNI_ARGS` says that ipam reads.
+#[derive(Debug, Default)]
+struct Args {
+    ips: Vec<IpAddr>,
+    namespace: Option<String>,
+    pod: Option<String>,
 }
 
 /// Reads the call from environment variables (`get` is `std::env::var` outside tests).
@@ -207,11 +220,23 @@ pub fn call_from(get: impl Fn(&str) -> Option<String>) -> Result<Call, CniError>
         check_ifname(&ifname).map_err(|why| invalid(format!("CNI_IFNAME={ifname:?}: {why}")))?;
         owner = format!("{id}/{ifname}");
     }
-    let requested = requested_ips(&get("CNI_ARGS").unwrap_or_default()).map_err(invalid)?;
+    let args = cni_args(&get("CNI_ARGS").unwrap_or_default()).map_err(invalid)?;
+    let node = get("IPAM_NODE_NAME")
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+            Some(name.trim().to_owned())
+        })
+        .unwrap_or_default();
     Ok(Call {
         command,
         owner,
-        requested,
+        requested: args.ips,
+        pod: args
+            .namespace
+            .zip(args.pod)
+            .map(|(ns, name)| format!("{ns}/{name}")),
+        node,
     })
 }
 
@@ -248,7 +273,7 @@ fn check_ifname(name: &str) -> Result<(), &'static str> {
 /// `CNI_ARGS`: `KEY=VALUE` pairs separated by `;`. `IP=A[,B]` asks for addresses (host-local's
 /// key, CIDRs read too); any other key is refused unless `IgnoreUnknown` is 1 or true, as the
 /// CNI library does (Kubernetes runtimes always set it).
-fn requested_ips(args: &str) -> Result<Vec<IpAddr>, String> {
+fn cni_args(args: &str) -> Result<Args, String> {
     let pairs: Vec<(&str, &str)> = args
         .split(';')
         .filter(|p| !p.is_empty())
@@ -260,7 +285,7 @@ fn requested_ips(args: &str) -> Result<Vec<IpAddr>, String> {
     let ignore_unknown = pairs.iter().any(|(k, v)| {
         *k == "IgnoreUnknown" && matches!(v.to_ascii_lowercase().as_str(), "1" | "true")
     });
-    let mut ips = Vec::new();
+    let mut out = Args::default();
     for (key, value) in pairs {
         match key {
             "IP" => {
@@ -269,9 +294,13 @@ fn requested_ips(args: &str) -> Result<Vec<IpAddr>, String> {
                     let ip = text
                         .parse()
                         .map_err(|_| format!("CNI_ARGS: IP={item:?} is not an IP address"))?;
-                    ips.push(ip);
+                    out.ips.push(ip);
                 }
             }
+            // Unknown to host-local, as to every plugin: read only once IgnoreUnknown lets
+            // them by (kubelet and CRI-O always send it with them).
+            "K8S_POD_NAMESPACE" if ignore_unknown => out.namespace = Some(value.to_owned()),
+            "K8S_POD_NAME" if ignore_unknown => out.pod = Some(value.to_owned()),
             "IgnoreUnknown" => {}
             _ if ignore_unknown => {}
             _ => {
@@ -281,7 +310,7 @@ fn requested_ips(args: &str) -> Result<Vec<IpAddr>, String> {
             }
         }
     }
-    Ok(ips)
+    Ok(out)
 }
 
 /// Runs one CNI command from the environment and stdin; prints the result or error object.
@@ -384,7 +413,14 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
             let fixed = assign_requested(conf, &requested)?;
             let dns = dns(conf)?;
             let mut store = store::open_spec(&conf.ipam.store)?;
-            let held = add(store.as_mut(), &pools, &call.owner, &fixed)?;
+            let holder = Record {
+                owner: call.owner.clone(),
+                node: Some(call.node.clone()).filter(|n| !n.is_empty()),
+                pod: call.pod.clone(),
+                since: Some(now()),
+                ..Record::default()
+            };
+            let held = add(store.as_mut(), &pools, &holder, &fixed)?;
             Ok(result_json(conf, &held, dns.as_ref()))
         }
         Command::Del => {
@@ -418,7 +454,7 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
                 return Ok(String::new());
             }
             if let Some(mut store) = store::open_existing_spec(&conf.ipam.store)? {
-                gc(store.as_mut(), conf, &keep)?;
+                gc(store.as_mut(), conf, &keep, &call.node)?;
             }
             Ok(String::new())
         }
@@ -464,12 +500,13 @@ fn assign_requested(conf: &NetConf, requested: &[IpAddr]) -> Result<Vec<Option<I
 fn add(
     store: &mut dyn Store,
     pools: &[Pool],
-    owner: &str,
+    holder: &Record,
     fixed: &[Option<IpAddr>],
 ) -> Result<Vec<IpAddr>, CniError> {
+    let owner = holder.owner.as_str();
     let mut held: Vec<(usize, Held)> = Vec::with_capacity(pools.len());
     for (i, pool) in pools.iter().enumerate() {
-        let got = reserve_one(store, pool, owner, fixed.get(i).copied().flatten());
+        let got = reserve_one(store, pool, holder, fixed.get(i).copied().flatten());
         match got {
             Ok(h) => held.push((i, h)),
             Err(e) => {
@@ -492,15 +529,15 @@ fn add(
 fn reserve_one(
     store: &mut dyn Store,
     pool: &Pool,
-    owner: &str,
+    holder: &Record,
     fixed: Option<IpAddr>,
 ) -> Result<Held, CniError> {
-    match alloc::reserve(store, pool, owner, fixed) {
+    match alloc::reserve_as(store, pool, holder, fixed) {
         // The ranges changed since the address was handed out: it is given back for one of
         // the ranges as they are now.
         Ok(h) if !h.new && pool.space.refusal(h.ip).is_some() => {
-            alloc::release(store, pool, owner)?;
-            Ok(alloc::reserve(store, pool, owner, fixed)?)
+            alloc::release(store, pool, &holder.owner)?;
+            Ok(alloc::reserve_as(store, pool, holder, fixed)?)
         }
         other => Ok(other?),
     }
@@ -563,16 +600,40 @@ fn check(
     Ok(())
 }
 
-fn gc(store: &mut dyn Store, conf: &NetConf, keep: &HashSet<String>) -> Result<(), CniError> {
+/// Frees what this node's runtime no longer holds: reservations of `node` (or, in a store no
+/// other machine shares, of no recorded node) whose owner is not in `keep` and that are older
+/// than the network's grace period. Another node's are left alone: its runtime's list is not
+/// this one. Each free holds only if the record is still the one read, so an address claimed
+/// again meanwhile is not freed.
+fn gc(
+    store: &mut dyn Store,
+    conf: &NetConf,
+    keep: &HashSet<String>,
+    node: &str,
+) -> Result<(), CniError> {
+    let shared = store.shared();
+    let (now, grace) = (now(), conf.ipam.gc_grace.as_secs());
     for pool in network_pools(store, conf)? {
         for (ip, record) in store.list(&pool.name)? {
-            if !keep.contains(&record.owner) {
+            let ours = match &record.node {
+                Some(n) => n == node,
+                None => !shared,
+            };
+            let settled = record.since.is_none_or(|t| now.saturating_sub(t) >= grace);
+            if ours && settled && !keep.contains(&record.owner) {
                 // Losing this race means someone else changed the record: it is theirs now.
                 store.free(&pool.name, ip, &record)?;
             }
         }
     }
     Ok(())
+}
+
+/// Seconds since the epoch.
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The result's DNS: the ipam section's, else the network config's, else host-local's
@@ -694,14 +755,19 @@ mod tests {
     #[test]
     fn cni_args_ask_for_addresses_and_refuse_unknown_keys() {
         assert_eq!(
-            requested_ips("IP=192.0.2.5,2001:db8::5/64").unwrap().len(),
+            cni_args("IP=192.0.2.5,2001:db8::5/64").unwrap().ips.len(),
             2
         );
-        assert!(requested_ips("K8S_POD_NAME=x")
+        assert!(cni_args("K8S_POD_NAME=x")
             .unwrap_err()
             .contains("IgnoreUnknown"));
-        assert!(requested_ips("IgnoreUnknown=1;K8S_POD_NAME=x;IP=192.0.2.1").is_ok());
-        assert!(requested_ips("junk").is_err());
-        assert!(requested_ips("").unwrap().is_empty());
+        let args =
+            cni_args("IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=x;IP=192.0.2.1").unwrap();
+        assert_eq!(
+            (args.namespace.as_deref(), args.pod.as_deref()),
+            (Some("ns"), Some("x"))
+        );
+        assert!(cni_args("junk").is_err());
+        assert!(cni_args("").unwrap().ips.is_empty());
     }
 }

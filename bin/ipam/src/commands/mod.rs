@@ -182,6 +182,12 @@ struct Listed<'a> {
     owner: &'a str,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     names: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pod: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    since: Option<u64>,
 }
 
 /// `ipam list`: every reservation, by pool and address.
@@ -195,6 +201,9 @@ pub fn list(store: &StoreSpec, json: bool) -> Outcome {
                 address: *address,
                 owner: &r.owner,
                 names: &r.names,
+                node: r.node.as_deref(),
+                pod: r.pod.as_deref(),
+                since: r.since,
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&listed).map_err(usage)?);

@@ -90,6 +90,7 @@ pub fn replace_moves_the_owner_index(s: &mut dyn Store) {
     let shared = Record {
         owner: "a".into(),
         names: vec!["x".into(), "y".into()],
+        ..Record::default()
     };
     assert!(s.claim("p", ip("2001:db8::1"), &a).unwrap());
     assert!(s.replace("p", ip("2001:db8::1"), &a, &shared).unwrap());

@@ -453,6 +453,7 @@ mod tests {
         listing[0].1 = Record {
             owner: "key".into(),
             names: vec!["svc-a".into(), "svc-b".into()],
+            ..Record::default()
         };
         let c = build(&spec("node-a"), &listing).unwrap();
         let s = &c.services["internalapi_198.51.100.10"];

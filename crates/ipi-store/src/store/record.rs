@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// The holder of one reserved address.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     /// Who holds the address: an IPSet's name, a CNI attachment (`CONTAINER/IFNAME`), or a pool
     /// request's sharing key (or its name when it has none).
@@ -18,6 +18,18 @@ pub struct Record {
     /// owner is the only one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<String>,
+    /// The node whose runtime asked for it (a CNI attachment's): a CNI GC, which knows only its
+    /// own node's attachments, frees only its own node's reservations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The pod, `NAMESPACE/NAME`, when the runtime said (CNI_ARGS `K8S_POD_NAMESPACE`,
+    /// `K8S_POD_NAME`): for the people reading a listing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// When it was reserved, in seconds since the epoch: a GC keeps what is younger than its
+    /// grace period (an ADD in flight when the runtime listed its attachments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<u64>,
 }
 
 impl Record {
@@ -25,7 +37,7 @@ impl Record {
     pub fn owned_by(owner: &str) -> Self {
         Self {
             owner: owner.to_owned(),
-            names: Vec::new(),
+            ..Self::default()
         }
     }
 
@@ -214,6 +226,7 @@ mod tests {
         let r = Record {
             owner: "key".into(),
             names: vec!["a".into(), "b".into()],
+            ..Record::default()
         };
         assert_eq!(Record::decode(&r.encode()).unwrap(), r);
         assert_eq!(Record::owned_by("x").holders(), ["x"]);

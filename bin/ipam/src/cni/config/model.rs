@@ -109,6 +109,9 @@ pub struct Ipam {
     /// What the pools of this network are named after: the network's `name`, or whereabouts'
     /// `network_name`.
     pub network: String,
+    /// `gc_grace` (default 60 s): a GC frees no reservation younger than this, which an ADD
+    /// still in flight when the runtime listed its attachments may hold.
+    pub gc_grace: std::time::Duration,
 }
 
 /// Where a set's address may come from: ranges of one family.
