@@ -10,6 +10,7 @@ use std::process::Command;
 
 mod common;
 
+use common::cni_addresses as addresses;
 use ipnetwork::IpNetwork;
 use serde_json::{json, Value};
 
@@ -124,15 +125,6 @@ fn conf(version: &str, name: &str, store: &Path, mut ipam: Value) -> String {
     ipam["store"] = json!(store);
     json!({"cniVersion": version, "name": name, "type": "bridge", "bridge": "br0", "ipam": ipam})
         .to_string()
-}
-
-fn addresses(result: &Value) -> Vec<String> {
-    result["ips"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|ip| ip["address"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]
