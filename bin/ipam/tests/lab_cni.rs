@@ -427,7 +427,8 @@ fn forget(hosts: &[&Host], ips: &[IpAddr]) {
 fn all_distinct(live: &[(&Host, Vec<IpAddr>)]) {
     let all: Vec<IpAddr> = live.iter().flat_map(|(_, a)| a.clone()).collect();
     let unique: BTreeSet<&IpAddr> = all.iter().collect();
-    assert_eq!(unique.len(), all.len(), "an address twice: {live:?}");
+    let held: Vec<_> = live.iter().map(|(c, a)| (c.name(), a)).collect();
+    assert_eq!(unique.len(), all.len(), "an address twice: {held:?}");
 }
 
 /// The owner of a line of `ipam list` (`POOL\tADDRESS\tOWNER`).
@@ -499,7 +500,8 @@ fn bridge_containers_get_addresses_in_order_and_gc_frees_what_a_killed_add_took(
     rt.del(&c[1]).success("DEL br-2 again");
     rt.del(ghost).success("DEL of a container never added");
     let held = bed.held();
-    assert!(lines_of(&held, "br-2/eth0").is_empty(), "{held:#?}");
+    let kept = lines_of(&held, "br-2/eth0");
+    assert!(kept.is_empty(), "DEL br-2 left {kept:?}");
     // Round-robin goes on to the end of the window, then comes round to br-2's addresses.
     for (ctr, n) in c[3..6].iter().zip([14, 15, 11]) {
         rt.add_expecting(ctr, "", &pair(n));
@@ -586,7 +588,8 @@ fn macvlan_containers_on_two_nodes_share_the_range_and_gc_frees_a_powered_off_no
     rt_a.del(a2).success("DEL a2 again");
     rt_a.del(ghost).success("DEL of a container never added");
     let held = bed.held();
-    assert!(lines_of(&held, "a2/net1").is_empty(), "{held:#?}");
+    let kept = lines_of(&held, "a2/net1");
+    assert!(kept.is_empty(), "DEL a2 left {kept:?}");
 
     // node-b is powered off: its containers gone, nobody told, its link dead.
     bed.lab.remove_container(b1).unwrap();
