@@ -506,9 +506,17 @@ fn bridge_containers_get_addresses_in_order_and_gc_frees_what_a_killed_add_took(
     for (ctr, n) in c[3..6].iter().zip([14, 15, 11]) {
         rt.add_expecting(ctr, "", &pair(n));
     }
-    // The window is full, the killed ADD's addresses in it: the runtime cleans up.
+    // The window is full, the killed ADD's addresses in it: ipam says so through the bridge
+    // plugin, and the runtime cleans up.
     let full = rt.add(&c[6]);
-    assert!(!full.ok, "ADD br-7 with nothing free: {full:?}");
+    assert!(
+        !full.ok
+            && full.json()["msg"]
+                .as_str()
+                .unwrap()
+                .contains("cni/lab-bridge/0"),
+        "ADD br-7 with nothing free: {full:?}"
+    );
     rt.del(&c[6]).success("DEL br-7 after its failed ADD");
 
     let live = [&c[0], &c[2], &c[3], &c[4], &c[5]];
@@ -602,11 +610,21 @@ fn macvlan_containers_on_two_nodes_share_the_range_and_gc_frees_a_powered_off_no
     );
     // b1's address stays taken: a container asking for it is refused.
     let asked = rt_a.add_with(a3, ";IP=203.0.113.31");
-    assert!(!asked.ok, "ADD a3 with b1's address: {asked:?}");
+    let said = if asked.ok {
+        String::new()
+    } else {
+        asked.json()["msg"].to_string()
+    };
+    assert!(
+        said.contains("203.0.113.31") && said.contains("b1/net1"),
+        "ADD a3 with b1's address: {asked:?}"
+    );
     rt_a.del(a3).success("DEL a3 after its failed ADD");
 
-    // The runtime of node-a knows its own attachments, and node-b has none left. (ipam's GC
-    // frees whatever the list leaves out, whichever node added it.)
+    // node-a's runtime knows its own attachments only; with node-b off, they are all the
+    // network has. (Were node-b up, this GC would free its containers' addresses too, for
+    // others to take: ipam's records name no node, and GC frees every one the list leaves
+    // out. TODO(issue 33): a live node-b kept, once ipam's GC keeps other nodes' records.)
     rt_a.gc_frees_exactly(&bed, &[a1], &["killed/net1", "b1/net1", "b2/net1"]);
     rt_a.add_expecting(a3, ";IP=203.0.113.31", &v4(31));
     let live = rt_a.attached(&[a1, a3]);
