@@ -10,6 +10,7 @@ use std::process::Command;
 
 mod common;
 
+use common::cni_addresses as addresses;
 use ipnetwork::IpNetwork;
 use serde_json::{json, Value};
 
@@ -135,15 +136,6 @@ fn ipam_list_json(dir: &Path) -> String {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     String::from_utf8(out.stdout).unwrap()
-}
-
-fn addresses(result: &Value) -> Vec<String> {
-    result["ips"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|ip| ip["address"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]

@@ -27,6 +27,8 @@ pub struct Lab {
     /// Whether hosts get an IPv4 address (not after [`Lab::ipv6_only`]).
     v4: bool,
     hosts: Vec<Host>,
+    /// The namespaces of [`Lab::container`], not on the bridge.
+    containers: Vec<String>,
     dir: tempfile::TempDir,
 }
 
@@ -73,6 +75,7 @@ impl Lab {
             v6_base,
             v4: true,
             hosts: Vec::new(),
+            containers: Vec::new(),
             dir,
         };
         ip(["netns", "add", &lab.bridge_ns])?;
@@ -190,6 +193,45 @@ impl Lab {
         Ok(host)
     }
 
+    /// Adds a network namespace called `name` (a short word, not a host's) with nothing in it but `lo`,
+    /// up: a container as a runtime makes one, for a CNI plugin to give an interface
+    /// ([`Host::netns_path`] is its CNI_NETNS). It is not on the bridge and has the kernel's
+    /// defaults (IPv6 duplicate address detection on); [`Host::ipv4`] and [`Host::ipv6`] are
+    /// unspecified, [`Host::addresses`] reads the `eth0` a plugin makes. Torn down with the
+    /// lab, or before by [`Lab::remove_container`].
+    pub fn container(&mut self, name: &str) -> Result<Host, LabError> {
+        let netns = format!("{}-{name}", self.id);
+        let dir = self.dir.path().join(name);
+        std::fs::create_dir_all(&dir).map_err(LabError::io(format!("create {}", dir.display())))?;
+        ip(["netns", "add", &netns])?;
+        self.containers.push(netns.clone());
+        ip(["-n", &netns, "link", "set", "lo", "up"])?;
+        Ok(Host {
+            name: name.to_string(),
+            netns,
+            port: String::new(),
+            ipv4: Ipv4Addr::UNSPECIFIED,
+            ipv6: Ipv6Addr::UNSPECIFIED,
+            link_local: Ipv6Addr::UNSPECIFIED,
+            dir,
+        })
+    }
+
+    /// Deletes a namespace of [`Lab::container`] with its interfaces, killing what runs in
+    /// it, as when its machine is powered off: nobody is told.
+    pub fn remove_container(&mut self, container: &Host) -> Result<(), LabError> {
+        let Some(at) = self.containers.iter().position(|c| *c == container.netns) else {
+            return Err(LabError::Io {
+                what: format!("remove {}", container.netns),
+                source: std::io::Error::other("not a container of this lab"),
+            });
+        };
+        kill_all_in(&container.netns);
+        ip(["netns", "delete", &container.netns])?;
+        self.containers.remove(at);
+        Ok(())
+    }
+
     /// What the hosts have sent onto the bridge so far, added up over its ports (the
     /// ports' receive counters): a rate is the difference of two readings.
     pub fn sent(&self) -> Result<Traffic, LabError> {
@@ -248,6 +290,9 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        for container in &self.containers {
+            delete_netns(container);
+        }
         for host in &self.hosts {
             delete_netns(&host.netns);
         }
@@ -273,6 +318,11 @@ impl Host {
     /// Its network namespace (for `ip netns exec`).
     pub fn netns(&self) -> &str {
         &self.netns
+    }
+
+    /// The path of its network namespace (a CNI runtime's CNI_NETNS).
+    pub fn netns_path(&self) -> PathBuf {
+        Path::new("/run/netns").join(&self.netns)
     }
 
     /// Its IPv4 address on `eth0` (0.0.0.0 past the 254th host and in an IPv6-only lab).
@@ -500,6 +550,12 @@ fn wait_link_local(netns: &str) -> Result<Ipv6Addr, LabError> {
 
 /// Kills whatever still runs in a namespace and deletes it. Best effort: teardown never panics.
 fn delete_netns(netns: &str) {
+    kill_all_in(netns);
+    let _ = ip(["netns", "delete", netns]);
+}
+
+/// Kills whatever runs in a namespace (SIGKILL). Best effort.
+fn kill_all_in(netns: &str) {
     if let Ok(out) = ip(["netns", "pids", netns]) {
         for pid in out
             .stdout
@@ -512,7 +568,6 @@ fn delete_netns(netns: &str) {
             );
         }
     }
-    let _ = ip(["netns", "delete", netns]);
 }
 
 /// Deletes the namespaces of labs whose process is gone (a test killed with SIGKILL).

@@ -10,7 +10,8 @@
 //! - [`Lab::host`] adds a host; [`Host::run`] runs a command in it, [`Host::spawn`] starts a
 //!   [`Daemon`] whose output goes to files; [`Lab::partition`] / [`Lab::heal`] take a host off
 //!   the bridge with its carrier up (a split brain), [`Lab::link_down`] / [`Lab::link_up`] drop
-//!   its carrier.
+//!   its carrier. [`Lab::container`] adds a namespace with nothing but `lo` for a CNI plugin
+//!   to plug a container's interface into.
 //! - [`Host::mac`] and [`Host::neighbour`] say what a host's ARP/NDP cache sends an address
 //!   to (whether a VIP's move reached a client).
 //! - [`Host::capture`] / [`Lab::capture`] record packets with tcpdump into a pcap file.

@@ -130,3 +130,30 @@ fn dropping_the_lab_removes_every_namespace() {
     };
     assert!(!namespaces().contains(&prefix), "{}", namespaces());
 }
+
+#[test]
+fn a_container_is_an_empty_namespace_gone_with_the_lab_or_before() {
+    if !ipi_lab::available() {
+        return;
+    }
+    let (kept, removed) = {
+        let mut lab = Lab::new().unwrap();
+        let kept = lab.container("kept").unwrap();
+        let removed = lab.container("removed").unwrap();
+        assert!(
+            kept.netns_path().exists(),
+            "{}",
+            kept.netns_path().display()
+        );
+        let links = kept.run_ok("ip", ["-o", "link", "show"]).unwrap().stdout;
+        assert_eq!(links.lines().count(), 1, "{links}");
+        assert!(links.contains(": lo:") && links.contains(",UP"), "{links}");
+        assert!(kept.addresses().unwrap_or_default().is_empty());
+        lab.remove_container(&removed).unwrap();
+        assert!(!namespaces().contains(removed.netns()), "{}", namespaces());
+        assert!(lab.remove_container(&removed).is_err(), "removed twice");
+        (kept.netns().to_string(), removed.netns().to_string())
+    };
+    assert!(!namespaces().contains(&kept), "{}", namespaces());
+    assert!(!namespaces().contains(&removed));
+}

@@ -368,6 +368,16 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// The addresses of a CNI result as it writes them (`192.0.2.10/24`), in order.
+pub fn cni_addresses(result: &serde_json::Value) -> Vec<String> {
+    result["ips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ip| ip["address"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// Runs `command` with `stdin` as its input and waits for it (a program that exits without
 /// reading its input, as a CNI VERSION may, is not an error).
 pub fn finish(command: &mut Command, stdin: &[u8]) -> Run {
