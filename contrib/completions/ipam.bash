@@ -19,6 +19,9 @@ _ipam() {
             ipam,cni)
                 cmd="ipam__subcmd__cni"
                 ;;
+            ipam,gc)
+                cmd="ipam__subcmd__gc"
+                ;;
             ipam,help)
                 cmd="ipam__subcmd__help"
                 ;;
@@ -42,6 +45,9 @@ _ipam() {
                 ;;
             ipam__subcmd__help,cni)
                 cmd="ipam__subcmd__help__subcmd__cni"
+                ;;
+            ipam__subcmd__help,gc)
+                cmd="ipam__subcmd__help__subcmd__gc"
                 ;;
             ipam__subcmd__help,help)
                 cmd="ipam__subcmd__help__subcmd__help"
@@ -125,7 +131,7 @@ _ipam() {
 
     case "${cmd}" in
         ipam)
-            opts="-h -V --help --version vip netconfig reserve release list pool cni help"
+            opts="-h -V --help --version vip netconfig reserve release list gc pool cni help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -152,8 +158,34 @@ _ipam() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ipam__subcmd__gc)
+            opts="-h --config --keep --node --free --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keep)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ipam__subcmd__help)
-            opts="vip netconfig reserve release list pool cni help"
+            opts="vip netconfig reserve release list gc pool cni help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -167,6 +199,20 @@ _ipam() {
             return 0
             ;;
         ipam__subcmd__help__subcmd__cni)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ipam__subcmd__help__subcmd__gc)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -144,6 +144,28 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What a CNI network holds that this node's runtime no longer does: every reservation of
+    /// the network and what its runtime's GC makes of it (leaked: this node's, not attached,
+    /// older than the network's gc_grace; else kept, and why). Nothing is freed without --free.
+    Gc {
+        /// The network config, as the runtime gives it to the plugin (a NetworkAttachmentDefinition's
+        /// config): its ipam section names the ranges and the store.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// The attachments the runtime holds, one CONTAINERID/IFNAME a line (as `ipam list`
+        /// names their owners; blank lines and # comments skipped); - for stdin.
+        #[arg(long, value_name = "FILE")]
+        keep: PathBuf,
+        /// This node's name, as its ADDs recorded it (default: the host name).
+        #[arg(long, value_name = "NAME", env = "IPAM_NODE_NAME")]
+        node: Option<String>,
+        /// Free the leaked ones, as the runtime's GC would.
+        #[arg(long)]
+        free: bool,
+        /// JSON rather than text.
+        #[arg(long)]
+        json: bool,
+    },
     /// MetalLB address pools.
     Pool {
         /// What to do with one.

@@ -752,3 +752,82 @@ fn host_local_and_ipam_answer_the_same_configs_alike() {
         }
     }
 }
+
+/// `ipam gc` shows what the runtime's GC would make of each reservation, frees nothing
+/// unless told, and with `--free` frees what is leaked and only that.
+#[test]
+fn ipam_gc_lists_what_looks_leaked_and_why_before_freeing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ipam = json!({"range": "198.51.100.0/24", "node_local": true, "gc_grace": "0s"});
+    let c = conf("1.1.0", "audit", dir.path(), ipam.clone());
+    for (node, ctr) in [("node-a", "a1"), ("node-a", "a2"), ("node-b", "b1")] {
+        run_with(BIN, "ADD", &c, ctr, &[("IPAM_NODE_NAME", Some(node))]).success();
+    }
+    let config = dir.path().join("net.json");
+    std::fs::write(&config, &c).unwrap();
+    let keep = dir.path().join("keep");
+    std::fs::write(&keep, "# what the runtime holds\na1/eth0\n\n").unwrap();
+    let gc = |extra: &[&str], config: &Path| {
+        let mut cmd = Command::new(BIN);
+        cmd.env_clear()
+            .args(["gc", "--node", "node-a", "--config"])
+            .arg(config)
+            .arg("--keep")
+            .arg(&keep)
+            .args(extra);
+        cmd.output().unwrap()
+    };
+    let before = ipam_list_json(dir.path());
+    let out = gc(&[], &config);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "something leaked: {text}");
+    let line = |owner: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("\t{owner}\t")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(line("a1/eth0").contains("kept: attached"), "{text}");
+    assert!(line("a2/eth0").contains("leaked"), "{text}");
+    assert!(line("b1/eth0").contains("kept: node node-b's"), "{text}");
+    assert_eq!(ipam_list_json(dir.path()), before, "nothing freed");
+    // Within the grace period it is kept, and says so.
+    let young = dir.path().join("young.json");
+    let mut y: Value = serde_json::from_str(&c).unwrap();
+    y["ipam"]["gc_grace"] = json!("1h");
+    std::fs::write(&young, y.to_string()).unwrap();
+    let out = gc(&["--json"], &young);
+    assert_eq!(out.status.code(), Some(0));
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["leaked"] == false),
+        "{rows}"
+    );
+    assert!(rows.to_string().contains("within gc_grace"), "{rows}");
+    // --free frees a2 alone.
+    let out = gc(&["--free"], &config);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(freed)"));
+    run_with(
+        BIN,
+        "CHECK",
+        &c,
+        "a1",
+        &[("IPAM_NODE_NAME", Some("node-a"))],
+    )
+    .success();
+    assert_eq!(run("CHECK", &c, "a2").code(), 999);
+    run("CHECK", &c, "b1").success();
+    // A --keep line that is not an attachment is named, and nothing is done.
+    std::fs::write(&keep, "a1/eth0\nnot-an-attachment\n").unwrap();
+    let out = gc(&["--free"], &config);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("keep:2") && err.contains("not-an-attachment"),
+        "{err}"
+    );
+}

@@ -11,13 +11,13 @@
 //! is opened, so a bad call never changes the store (nor creates it).
 
 pub mod config;
+pub mod gc;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::process::ExitCode;
 
-use ipi_store::range::Space;
 use ipi_store::store::{self, Record, Store, StoreError};
 use serde::Serialize;
 
@@ -221,13 +221,7 @@ pub fn call_from(get: impl Fn(&str) -> Option<String>) -> Result<Call, CniError>
         owner = format!("{id}/{ifname}");
     }
     let args = cni_args(&get("CNI_ARGS").unwrap_or_default()).map_err(invalid)?;
-    let node = get("IPAM_NODE_NAME")
-        .filter(|n| !n.is_empty())
-        .or_else(|| {
-            let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
-            Some(name.trim().to_owned())
-        })
-        .unwrap_or_default();
+    let node = gc::this_node(get("IPAM_NODE_NAME"));
     Ok(Call {
         command,
         owner,
@@ -417,7 +411,7 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
                 owner: call.owner.clone(),
                 node: Some(call.node.clone()).filter(|n| !n.is_empty()),
                 pod: call.pod.clone(),
-                since: Some(now()),
+                since: Some(gc::now()),
                 ..Record::default()
             };
             let held = add(store.as_mut(), &pools, &holder, &fixed)?;
@@ -427,7 +421,7 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
             let Some(mut store) = store::open_existing_spec(&conf.ipam.store)? else {
                 return Ok(String::new());
             };
-            for pool in network_pools(store.as_mut(), conf)? {
+            for pool in gc::network_pools(store.as_mut(), conf)? {
                 alloc::release(store.as_mut(), &pool, &call.owner)?;
             }
             Ok(String::new())
@@ -447,14 +441,9 @@ pub fn execute(call: &Call, conf: &NetConf) -> Result<String, CniError> {
                 )
             })?;
             let keep: HashSet<String> = valid.iter().map(|(c, i)| format!("{c}/{i}")).collect();
-            // Networks that share their pools (one `network_name`) share them with attachments
-            // this GC is not told of: it would free their addresses for others to take. The
-            // pools are then left to a GC of the network named as they are.
-            if conf.ipam.network != conf.name {
-                return Ok(String::new());
-            }
             if let Some(mut store) = store::open_existing_spec(&conf.ipam.store)? {
-                gc(store.as_mut(), conf, &keep, &call.node)?;
+                let judged = gc::judge(store.as_mut(), conf, &keep, &call.node, gc::now())?;
+                gc::free_leaked(store.as_mut(), &judged)?;
             }
             Ok(String::new())
         }
@@ -543,22 +532,6 @@ fn reserve_one(
     }
 }
 
-/// The pools of this network in the store, those of range sets no longer in the config too.
-fn network_pools(store: &mut dyn Store, conf: &NetConf) -> Result<Vec<Pool>, CniError> {
-    let mut pools = conf.ipam.pools();
-    let prefix = conf.ipam.pool_prefix();
-    for name in store.pools()? {
-        if name.starts_with(&prefix) && !pools.iter().any(|p| p.name == name) {
-            pools.push(Pool {
-                name,
-                space: Space::new(Vec::new()),
-                order: alloc::Order::RoundRobin,
-            });
-        }
-    }
-    Ok(pools)
-}
-
 fn not_held(owner: &str, pool: &Pool, ip: Option<IpAddr>) -> CniError {
     let msg = match ip {
         None => format!("{}: {owner} holds no address", pool.name),
@@ -598,42 +571,6 @@ fn check(
         }
     }
     Ok(())
-}
-
-/// Frees what this node's runtime no longer holds: reservations of `node` (or, in a store no
-/// other machine shares, of no recorded node) whose owner is not in `keep` and that are older
-/// than the network's grace period. Another node's are left alone: its runtime's list is not
-/// this one. Each free holds only if the record is still the one read, so an address claimed
-/// again meanwhile is not freed.
-fn gc(
-    store: &mut dyn Store,
-    conf: &NetConf,
-    keep: &HashSet<String>,
-    node: &str,
-) -> Result<(), CniError> {
-    let shared = store.shared();
-    let (now, grace) = (now(), conf.ipam.gc_grace.as_secs());
-    for pool in network_pools(store, conf)? {
-        for (ip, record) in store.list(&pool.name)? {
-            let ours = match &record.node {
-                Some(n) => n == node,
-                None => !shared,
-            };
-            let settled = record.since.is_none_or(|t| now.saturating_sub(t) >= grace);
-            if ours && settled && !keep.contains(&record.owner) {
-                // Losing this race means someone else changed the record: it is theirs now.
-                store.free(&pool.name, ip, &record)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Seconds since the epoch.
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// The result's DNS: the ipam section's, else the network config's, else host-local's

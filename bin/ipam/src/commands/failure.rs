@@ -3,6 +3,7 @@
 use std::fmt;
 
 use ipi_core::exit::Status;
+use ipi_store::store::StoreError;
 
 /// A command that failed: the status it exits with and the message for stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,4 +36,12 @@ pub(super) fn failed(status: Status, message: impl ToString) -> Failure {
 /// A usage or configuration error (2).
 pub(super) fn usage(message: impl ToString) -> Failure {
     failed(Status::Usage, message)
+}
+
+/// A store that cannot be used: a bad URL or setting is usage (2), the rest unavailable (3).
+pub(super) fn store_failed(e: StoreError) -> Failure {
+    match e {
+        StoreError::Url { .. } | StoreError::Setting { .. } => usage(e),
+        _ => failed(Status::Unavailable, e),
+    }
 }

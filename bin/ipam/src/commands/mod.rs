@@ -6,6 +6,7 @@
 //! - [`netconfig_validate`] and [`reserve`]: NetConfig networks and IPSet requests.
 //! - [`release`] and [`list`]: what the store holds.
 //! - [`pool_reserve`]: MetalLB pools.
+//! - `gc` ([`gc`]): what a CNI network holds that the runtime no longer does.
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -13,9 +14,10 @@ use std::path::Path;
 use ipi_core::exit::Status;
 use ipi_core::{Cluster, ClusterError, Inventory};
 use ipi_store::pool::{AddressPool, Answer};
-use ipi_store::store::{self, Record, Store, StoreError, StoreSpec};
+use ipi_store::store::{self, Record, Store, StoreSpec};
 
 mod failure;
+mod gc;
 mod probe;
 
 use crate::alloc::{self, AllocError};
@@ -24,15 +26,8 @@ use crate::cli::{
     ClusterArgs, Command, EtcdArgs, NetconfigCommand, PoolCommand, ProbeArgs, VipCommand,
 };
 use crate::netconfig::{self, IpSet, NetConfig};
-use failure::{failed, usage};
+use failure::{failed, store_failed, usage};
 pub use failure::{Failure, Outcome};
-
-fn store_failed(e: StoreError) -> Failure {
-    match e {
-        StoreError::Url { .. } | StoreError::Setting { .. } => usage(e),
-        _ => failed(Status::Unavailable, e),
-    }
-}
 
 fn alloc_failed(e: AllocError) -> Failure {
     match e {
@@ -288,6 +283,13 @@ pub fn run(command: Command) -> std::process::ExitCode {
         } => reserve(&netconfig, &ipset, &store.spec(), &probe, json),
         Command::Release { name, store } => release(&name, &store.spec()),
         Command::List { store, json } => list(&store.spec(), json),
+        Command::Gc {
+            config,
+            keep,
+            node,
+            free,
+            json,
+        } => gc::gc(&config, &keep, node, free, json),
         Command::Pool {
             command:
                 PoolCommand::Reserve {

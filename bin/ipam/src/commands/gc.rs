@@ -1,0 +1,135 @@
+//! `ipam gc`: a CNI network's reservations as its runtime's GC judges them, for a person to
+//! read before anything is freed (and freed with `--free`).
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::Path;
+
+use ipi_core::exit::Status;
+use ipi_store::store;
+
+use super::failure::{store_failed, usage, Failure, Outcome};
+use crate::cni::config;
+use crate::cni::gc::{self, Judged, Verdict};
+
+/// The largest network config or attachment list read.
+const MAX_INPUT: u64 = 1 << 20;
+
+fn read_input(path: &Path, what: &str) -> Result<String, Failure> {
+    let mut text = String::new();
+    let read = if path == Path::new("-") {
+        std::io::stdin()
+            .lock()
+            .take(MAX_INPUT)
+            .read_to_string(&mut text)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(MAX_INPUT).read_to_string(&mut text))
+    };
+    read.map_err(|e| usage(format!("{what} {}: {e}", path.display())))?;
+    Ok(text)
+}
+
+/// The attachments of a `--keep` file: `CONTAINERID/IFNAME` a line.
+fn attachments(path: &Path, text: &str) -> Result<HashSet<String>, Failure> {
+    let mut keep = HashSet::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        match line.split_once('/') {
+            Some((id, ifname)) if !id.is_empty() && !ifname.is_empty() && !ifname.contains('/') => {
+                keep.insert(line.to_owned());
+            }
+            _ => {
+                return Err(usage(format!(
+                    "{}:{}: {line:?} is not CONTAINERID/IFNAME",
+                    path.display(),
+                    n + 1
+                )))
+            }
+        }
+    }
+    Ok(keep)
+}
+
+/// One reservation as `ipam gc --json` prints it.
+#[derive(serde::Serialize)]
+struct Row<'a> {
+    pool: &'a str,
+    address: std::net::IpAddr,
+    owner: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pod: Option<&'a str>,
+    leaked: bool,
+    why: String,
+    freed: bool,
+}
+
+fn print(judged: &[Judged], freed: &[Judged], json: bool) -> Result<(), Failure> {
+    let was_freed = |j: &Judged| freed.iter().any(|f| f.pool == j.pool && f.ip == j.ip);
+    if json {
+        let rows: Vec<Row> = judged
+            .iter()
+            .map(|j| Row {
+                pool: &j.pool,
+                address: j.ip,
+                owner: &j.record.owner,
+                node: j.record.node.as_deref(),
+                pod: j.record.pod.as_deref(),
+                leaked: j.verdict == Verdict::Leaked,
+                why: j.verdict.to_string(),
+                freed: was_freed(j),
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows).map_err(usage)?);
+        return Ok(());
+    }
+    for j in judged {
+        let r = &j.record;
+        let done = if was_freed(j) { " (freed)" } else { "" };
+        println!(
+            "{}\t{}\t{}\t{}\t{}\t{}{done}",
+            j.pool,
+            j.ip,
+            r.owner,
+            r.node.as_deref().unwrap_or("-"),
+            r.pod.as_deref().unwrap_or("-"),
+            j.verdict
+        );
+    }
+    Ok(())
+}
+
+/// `ipam gc`: judges every reservation of the network for this node's runtime holding the
+/// attachments of `keep`; frees the leaked ones with `free`. Exit 1 when something is leaked
+/// and left (so that a script can tell), 0 otherwise.
+pub fn gc(config: &Path, keep: &Path, node: Option<String>, free: bool, json: bool) -> Outcome {
+    let text = read_input(config, "--config")?;
+    let conf = config::parse(text.as_bytes(), "ipam gc", config::SUPPORTED[0])
+        .map_err(|e| usage(format!("--config {}: {e}", config.display())))?;
+    let keep = attachments(keep, &read_input(keep, "--keep")?)?;
+    let node = gc::this_node(node);
+    let Some(mut store) = store::open_existing_spec(&conf.ipam.store).map_err(store_failed)? else {
+        return Ok(Status::Success);
+    };
+    let judged = gc::judge(store.as_mut(), &conf, &keep, &node, gc::now()).map_err(store_failed)?;
+    let freed = if free {
+        gc::free_leaked(store.as_mut(), &judged).map_err(store_failed)?
+    } else {
+        Vec::new()
+    };
+    print(&judged, &freed, json)?;
+    let left = judged
+        .iter()
+        .filter(|j| j.verdict == Verdict::Leaked)
+        .count()
+        - freed.len();
+    Ok(if left > 0 {
+        Status::Failed
+    } else {
+        Status::Success
+    })
+}
