@@ -129,6 +129,26 @@ pub fn free_leaked(store: &mut dyn Store, judged: &[Judged]) -> Result<Vec<Judge
     Ok(freed)
 }
 
+/// The attachments a runtime holds, `CONTAINERID/IFNAME` a line (blank lines and `#` comments
+/// skipped), as `ipam gc --keep` reads them; the line number (from 1) and what is wrong with
+/// the first line that is not one.
+pub fn parse_keep(text: &str) -> Result<HashSet<String>, (usize, String)> {
+    let mut keep = HashSet::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        match line.split_once('/') {
+            Some((id, ifname)) if !id.is_empty() && !ifname.is_empty() && !ifname.contains('/') => {
+                keep.insert(line.to_owned());
+            }
+            _ => return Err((n + 1, format!("{line:?} is not CONTAINERID/IFNAME"))),
+        }
+    }
+    Ok(keep)
+}
+
 /// This node's name: `given` (`IPAM_NODE_NAME`) when set, else the host name.
 pub fn this_node(given: Option<String>) -> String {
     given

@@ -29,28 +29,9 @@ fn read_input(path: &Path, what: &str) -> Result<String, Failure> {
     Ok(text)
 }
 
-/// The attachments of a `--keep` file: `CONTAINERID/IFNAME` a line.
+/// The attachments of a `--keep` file, named by the file in an error.
 fn attachments(path: &Path, text: &str) -> Result<HashSet<String>, Failure> {
-    let mut keep = HashSet::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or_default().trim();
-        if line.is_empty() {
-            continue;
-        }
-        match line.split_once('/') {
-            Some((id, ifname)) if !id.is_empty() && !ifname.is_empty() && !ifname.contains('/') => {
-                keep.insert(line.to_owned());
-            }
-            _ => {
-                return Err(usage(format!(
-                    "{}:{}: {line:?} is not CONTAINERID/IFNAME",
-                    path.display(),
-                    n + 1
-                )))
-            }
-        }
-    }
-    Ok(keep)
+    gc::parse_keep(text).map_err(|(line, why)| usage(format!("{}:{line}: {why}", path.display())))
 }
 
 /// One reservation as `ipam gc --json` prints it.
