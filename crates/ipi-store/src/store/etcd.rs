@@ -473,6 +473,12 @@ impl EtcdClient {
     }
 
     /// The record an address key holds; corruption names the key and the address.
+    /// The address of record key `kv` under `prefix` (`.../ips/`); corruption when it names none.
+    fn address_in(&self, prefix: &str, kv: &KeyValue) -> Result<IpAddr, StoreError> {
+        address_of(prefix, kv.key())
+            .ok_or_else(|| self.corrupt(kv.key(), "not an address key (4-HEX8 or 6-HEX32)"))
+    }
+
     fn decode(&self, ip: IpAddr, kv: &KeyValue) -> Result<Record, StoreError> {
         Record::decode(kv.value()).map_err(|why| StoreError::Corrupt {
             place: format!(
@@ -717,10 +723,7 @@ impl EtcdClient {
         answer
             .kvs()
             .iter()
-            .map(|kv| {
-                address_of(&prefix, kv.key())
-                    .ok_or_else(|| self.corrupt(kv.key(), "not an address key (4-HEX8 or 6-HEX32)"))
-            })
+            .map(|kv| self.address_in(&prefix, kv))
             .collect()
     }
 
@@ -769,8 +772,7 @@ impl EtcdClient {
             .await?;
         let mut out = Vec::with_capacity(kvs.len());
         for kv in &kvs {
-            let ip = address_of(&prefix, kv.key())
-                .ok_or_else(|| self.corrupt(kv.key(), "not an address key (4-HEX8 or 6-HEX32)"))?;
+            let ip = self.address_in(&prefix, kv)?;
             out.push((ip, self.decode(ip, kv)?));
         }
         // etcd's key order puts every IPv4 address first; the file store orders by number.
