@@ -92,7 +92,7 @@ complete -c ipam -n "__fish_ipam_using_subcommand list" -l etcd-user -d 'The etc
 complete -c ipam -n "__fish_ipam_using_subcommand list" -l etcd-password-file -d 'A file holding the user\'s password (a final newline is not part of it). Only over etcd+https://' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand list" -l json -d 'JSON rather than text'
 complete -c ipam -n "__fish_ipam_using_subcommand list" -s h -l help -d 'Print help'
-complete -c ipam -n "__fish_ipam_using_subcommand gc" -l config -d 'The network config, as the runtime gives it to the plugin (a NetworkAttachmentDefinition\'s config): its ipam section names the ranges and the store' -r -F
+complete -c ipam -n "__fish_ipam_using_subcommand gc" -l config -d 'The network config, as the runtime gives it to the plugin (a NetworkAttachmentDefinition\'s config), or the runtime\'s conflist (podman\'s, /etc/cni/net.d\'s) holding one plugin with an ipam section: that section names the ranges and the store' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand gc" -l keep -d 'The attachments the runtime holds, one CONTAINERID/IFNAME a line (as `ipam list` names their owners; blank lines and # comments skipped); - for stdin' -r -F
 complete -c ipam -n "__fish_ipam_using_subcommand gc" -l node -d 'This node\'s name, as its ADDs recorded it (default: the host name)' -r
 complete -c ipam -n "__fish_ipam_using_subcommand gc" -l free -d 'Free the leaked ones, as the runtime\'s GC would'

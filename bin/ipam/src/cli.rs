@@ -149,7 +149,8 @@ pub enum Command {
     /// older than the network's gc_grace; else kept, and why). Nothing is freed without --free.
     Gc {
         /// The network config, as the runtime gives it to the plugin (a NetworkAttachmentDefinition's
-        /// config): its ipam section names the ranges and the store.
+        /// config), or the runtime's conflist (podman's, /etc/cni/net.d's) holding one plugin
+        /// with an ipam section: that section names the ranges and the store.
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
         /// The attachments the runtime holds, one CONTAINERID/IFNAME a line (as `ipam list`

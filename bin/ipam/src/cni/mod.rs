@@ -171,7 +171,8 @@ pub struct Call {
     pub owner: String,
     /// Addresses asked for with `CNI_ARGS` `IP=A[,B]`.
     pub requested: Vec<IpAddr>,
-    /// The pod, `NAMESPACE/NAME`, from `CNI_ARGS` `K8S_POD_NAMESPACE` and `K8S_POD_NAME`.
+    /// The pod, `NAMESPACE/NAME`, from `CNI_ARGS` `K8S_POD_NAMESPACE` and `K8S_POD_NAME`
+    /// (`NAME` alone when no namespace is given, as podman gives its container's name).
     pub pod: Option<String>,
     /// This node: `IPAM_NODE_NAME`, else the host name. Its reservations are the ones its GC
     /// may free.
@@ -226,10 +227,12 @@ pub fn call_from(get: impl Fn(&str) -> Option<String>) -> Result<Call, CniError>
         command,
         owner,
         requested: args.ips,
-        pod: args
-            .namespace
-            .zip(args.pod)
-            .map(|(ns, name)| format!("{ns}/{name}")),
+        pod: match (args.namespace, args.pod) {
+            (Some(ns), Some(name)) => Some(format!("{ns}/{name}")),
+            // podman passes the container's name alone.
+            (None, name) => name,
+            (Some(_), None) => None,
+        },
         node,
     })
 }
@@ -704,6 +707,19 @@ mod tests {
             (args.namespace.as_deref(), args.pod.as_deref()),
             (Some("ns"), Some("x"))
         );
+        let podman = call_from(|v| {
+            Some(match v {
+                "CNI_COMMAND" => "ADD".into(),
+                "CNI_CONTAINERID" => "abc".into(),
+                "CNI_NETNS" => "/run/netns/x".into(),
+                "CNI_IFNAME" => "eth0".into(),
+                "CNI_PATH" => "/opt/cni/bin".into(),
+                "CNI_ARGS" => "IgnoreUnknown=1;K8S_POD_NAME=c1".into(),
+                _ => return None,
+            })
+        })
+        .unwrap();
+        assert_eq!(podman.pod.as_deref(), Some("c1"));
         assert!(cni_args("junk").is_err());
         assert!(cni_args("").unwrap().ips.is_empty());
     }

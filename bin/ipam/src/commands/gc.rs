@@ -29,6 +29,48 @@ fn read_input(path: &Path, what: &str) -> Result<String, Failure> {
     Ok(text)
 }
 
+/// The config of the plugin that calls ipam: `text` itself, or from a conflist (`plugins`)
+/// the one plugin with an `ipam` section, given the list's `name` and `cniVersion` as libcni
+/// gives them to each plugin it runs.
+fn plugin_config(text: &str) -> Result<String, String> {
+    let Ok(serde_json::Value::Object(list)) = serde_json::from_str(text) else {
+        return Ok(text.to_owned());
+    };
+    let Some(plugins) = list.get("plugins") else {
+        return Ok(text.to_owned());
+    };
+    let plugins = plugins.as_array().ok_or("plugins: not a list")?;
+    let with_ipam: Vec<(usize, &serde_json::Value)> = plugins
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.get("ipam").is_some())
+        .collect();
+    let (at, plugin) = match with_ipam[..] {
+        [one] => one,
+        [] => return Err("a conflist with no plugin that has an ipam section".into()),
+        _ => {
+            let at: Vec<String> = with_ipam
+                .iter()
+                .map(|(i, _)| format!("plugins[{i}]"))
+                .collect();
+            return Err(format!(
+                "more than one plugin has an ipam section: {}",
+                at.join(", ")
+            ));
+        }
+    };
+    let mut conf = plugin
+        .as_object()
+        .cloned()
+        .ok_or_else(|| format!("plugins[{at}]: not an object"))?;
+    for key in ["name", "cniVersion"] {
+        if let Some(value) = list.get(key) {
+            conf.insert(key.to_owned(), value.clone());
+        }
+    }
+    Ok(serde_json::Value::Object(conf).to_string())
+}
+
 /// The attachments of a `--keep` file, named by the file in an error.
 fn attachments(path: &Path, text: &str) -> Result<HashSet<String>, Failure> {
     gc::parse_keep(text).map_err(|(line, why)| usage(format!("{}:{line}: {why}", path.display())))
@@ -88,9 +130,10 @@ fn print(judged: &[Judged], freed: &[Judged], json: bool) -> Result<(), Failure>
 /// attachments of `keep`; frees the leaked ones with `free`. Exit 1 when something is leaked
 /// and left (so that a script can tell), 0 otherwise.
 pub fn gc(config: &Path, keep: &Path, node: Option<String>, free: bool, json: bool) -> Outcome {
-    let text = read_input(config, "--config")?;
+    let named = |e: String| usage(format!("--config {}: {e}", config.display()));
+    let text = plugin_config(&read_input(config, "--config")?).map_err(named)?;
     let conf = config::parse(text.as_bytes(), "ipam gc", config::SUPPORTED[0])
-        .map_err(|e| usage(format!("--config {}: {e}", config.display())))?;
+        .map_err(|e| named(e.to_string()))?;
     let keep = attachments(keep, &read_input(keep, "--keep")?)?;
     let node = gc::this_node(node);
     let Some(mut store) = store::open_existing_spec(&conf.ipam.store).map_err(store_failed)? else {
@@ -113,4 +156,29 @@ pub fn gc(config: &Path, keep: &Path, node: Option<String>, free: bool, json: bo
     } else {
         Status::Success
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plugin_config;
+
+    #[test]
+    fn a_conflist_gives_its_ipam_plugin_with_the_lists_name_and_version() {
+        let list = r#"{"cniVersion":"1.0.0","name":"net","plugins":[
+            {"type":"macvlan","master":"eth0","ipam":{"type":"ipam"}},{"type":"tuning"}]}"#;
+        let conf: serde_json::Value = serde_json::from_str(&plugin_config(list).unwrap()).unwrap();
+        assert_eq!(conf["name"], "net");
+        assert_eq!(conf["cniVersion"], "1.0.0");
+        assert_eq!(conf["type"], "macvlan");
+        assert_eq!(conf["ipam"]["type"], "ipam");
+        let single = r#"{"cniVersion":"0.3.1","name":"n","type":"bridge","ipam":{}}"#;
+        assert_eq!(plugin_config(single).unwrap(), single);
+        let none = r#"{"name":"n","plugins":[{"type":"bridge"}]}"#;
+        assert!(plugin_config(none).unwrap_err().contains("no plugin"));
+        let two = r#"{"name":"n","plugins":[{"ipam":{}},{"ipam":{}}]}"#;
+        assert!(plugin_config(two)
+            .unwrap_err()
+            .contains("plugins[0], plugins[1]"));
+        assert!(plugin_config(r#"{"plugins":7}"#).is_err());
+    }
 }

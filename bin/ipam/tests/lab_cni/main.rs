@@ -24,10 +24,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+#[path = "../common/mod.rs"]
 mod common;
+mod podman;
 
 use common::{cni_addresses as cidrs, Run as Out, BIN as IPAM};
-use ipi_lab::{wait_for, Host, Lab};
+use ipi_lab::{wait_for, Daemon, Host, Lab};
 use serde_json::{json, Value};
 
 const PLUGINS: &str = "/usr/lib/cni";
@@ -70,11 +72,15 @@ impl Answer for Out {
 
 /// The lab (the nodes' own link on 198.51.100.0/24 and 2001:db8:1::/64, apart from the
 /// addresses ipam hands out) and a node's CNI side: two CNI paths and a store, in the lab's
-/// directory.
+/// directory, or an etcd on a host of the lab.
 struct Bed {
     lab: Lab,
     dir: PathBuf,
+    etcd: Option<(Host, Daemon)>,
 }
+
+/// etcd's client port on its host.
+const ETCD_PORT: u16 = 2379;
 
 impl Bed {
     fn new() -> Bed {
@@ -84,7 +90,11 @@ impl Bed {
         )
         .unwrap();
         let dir = lab.dir().to_owned();
-        let bed = Bed { lab, dir };
+        let bed = Bed {
+            lab,
+            dir,
+            etcd: None,
+        };
         for path in [bed.cni_path(), bed.stall_path()] {
             std::fs::create_dir(&path).unwrap();
             for plugin in ["bridge", "macvlan", "host-local"] {
@@ -107,8 +117,45 @@ impl Bed {
         self.dir.join("cni-stall")
     }
 
-    fn store(&self) -> PathBuf {
-        self.dir.join("store")
+    /// The same with the store an etcd (Debian's etcd-server) on a host of the lab, which
+    /// every node reaches over its link: `None` when etcd is not installed.
+    fn with_etcd() -> Option<Bed> {
+        if !ipi_lab::etcd::available() {
+            return None;
+        }
+        let mut bed = Bed::new();
+        let host = bed.lab.host("etcd").unwrap();
+        let client = format!("http://{}:{ETCD_PORT}", host.ipv4());
+        let data = host.dir().join("data");
+        let etcd = host
+            .spawn(
+                "etcd",
+                ipi_lab::etcd::ETCD,
+                [
+                    format!("--data-dir={}", data.display()),
+                    format!("--listen-client-urls={client}"),
+                    format!("--advertise-client-urls={client}"),
+                ],
+            )
+            .unwrap();
+        let healthy = wait_for(Duration::from_secs(30), Duration::from_millis(100), || {
+            host.run(
+                ipi_lab::etcd::ETCDCTL,
+                ["--endpoints", &client, "endpoint", "health"],
+            )
+            .is_ok_and(|o| o.success)
+        });
+        assert!(healthy.is_some(), "etcd on {client}: {}", etcd.stderr());
+        bed.etcd = Some((host, etcd));
+        Some(bed)
+    }
+
+    /// Where reservations live: the lab's etcd (`etcd://ADDRESS:PORT`), else a directory.
+    fn store(&self) -> String {
+        match &self.etcd {
+            Some((host, _)) => format!("etcd://{}:{ETCD_PORT}", host.ipv4()),
+            None => self.dir.join("store").display().to_string(),
+        }
     }
 
     /// The stalling `ipam`: ipam itself (stdin, environment and all), its answer written to
@@ -127,13 +174,15 @@ impl Bed {
     }
 
     /// `ipam list --store STORE`: one line per address held (pool, address, owner), sorted.
+    /// From the etcd's host when there is one (the nodes' link is where it listens).
     fn held(&self) -> BTreeSet<String> {
-        let out = Command::new(IPAM)
-            .arg("list")
-            .arg("--store")
-            .arg(self.store())
-            .output()
-            .unwrap();
+        let store = self.store();
+        let args = ["list", "--store", &store];
+        let out = match &self.etcd {
+            Some((host, _)) => host.command(IPAM, args).output(),
+            None => Command::new(IPAM).args(args).output(),
+        }
+        .unwrap();
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stdout)
             .unwrap()
@@ -291,37 +340,44 @@ fn addresses(result: &Value) -> Vec<IpAddr> {
     ips(&cidrs(result))
 }
 
+/// Starts `cmd` (a runtime's ADD whose `ipam` is a stalling one leaving its answer and mark
+/// in `dir`) in a process group of its own and kills the group with SIGKILL once ipam has
+/// answered: the addresses ipam gave, which the runtime never heard of.
+fn killed_once_ipam_answered(mut cmd: Command, dir: &Path) -> Vec<IpAddr> {
+    let called = dir.join("stalled.called");
+    let _ = std::fs::remove_file(&called);
+    cmd.process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let marked = wait_for(Duration::from_secs(20), Duration::from_millis(10), || {
+        called.exists()
+    });
+    let group = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let status = child.wait().unwrap();
+    assert!(marked.is_some(), "ipam was not called within 20 s");
+    assert_eq!(status.signal(), Some(9), "the ADD ended before the kill");
+    let answer = std::fs::read_to_string(dir.join("stalled.answer")).unwrap();
+    let status = std::fs::read_to_string(&called).unwrap();
+    assert_eq!(
+        status.trim(),
+        "0",
+        "ipam failed in the killed ADD: {answer}"
+    );
+    addresses(&serde_json::from_str(&answer).unwrap())
+}
+
 impl Runtime {
     /// Starts ADD of `ctr` through the stalling CNI path and kills the main plugin with
     /// everything it started (SIGKILL to its process group) once ipam has answered: ipam has
     /// reserved, the runtime never hears of it and calls no DEL. The addresses ipam gave.
     fn killed_add(&self, ctr: &Host) -> Vec<IpAddr> {
-        let called = self.dir.join("stalled.called");
-        let _ = std::fs::remove_file(&called);
         let mut cmd = self.command(&self.stall_path, &self.plugin(), "ADD", Some((ctr, "")));
         let stdin = self.dir.join("stalled.conf");
         std::fs::write(&stdin, self.conf.to_string()).unwrap();
-        cmd.process_group(0)
-            .stdin(std::fs::File::open(&stdin).unwrap())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let mut child = cmd.spawn().unwrap();
-        let marked = wait_for(Duration::from_secs(10), Duration::from_millis(10), || {
-            called.exists()
-        });
-        let group = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
-        nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).unwrap();
-        let status = child.wait().unwrap();
-        assert!(marked.is_some(), "ipam was not called within 10 s");
-        assert_eq!(status.signal(), Some(9), "the ADD ended before the kill");
-        let answer = std::fs::read_to_string(self.dir.join("stalled.answer")).unwrap();
-        let status = std::fs::read_to_string(&called).unwrap();
-        assert_eq!(
-            status.trim(),
-            "0",
-            "ipam failed in the killed ADD: {answer}"
-        );
-        addresses(&serde_json::from_str(&answer).unwrap())
+        cmd.stdin(std::fs::File::open(&stdin).unwrap());
+        killed_once_ipam_answered(cmd, &self.dir)
     }
 
     /// The runtime's GC of this network (CNI 1.1.0), keeping `live`: through the main plugin
@@ -439,7 +495,7 @@ fn lines_of(held: &BTreeSet<String>, owner: &str) -> BTreeSet<String> {
 
 /// The bridge network, host-local style, both families: a window of six addresses each, so
 /// that round-robin comes round within the test.
-fn bridge_conf(store: &Path) -> Value {
+fn bridge_conf(store: &str) -> Value {
     json!({
         "cniVersion": "1.0.0",
         "name": "lab-bridge",
@@ -526,7 +582,7 @@ fn bridge_containers_get_addresses_in_order_and_gc_frees_what_a_killed_add_took(
 
 /// The seed's NetworkAttachmentDefinition config (whereabouts style: `range`, `range_start`,
 /// `range_end`), as Multus hands it to macvlan, changed only where it must be.
-fn internalapi(store: &Path) -> Value {
+fn internalapi(store: &str) -> Value {
     let text = std::fs::read_to_string(FIXTURE).unwrap();
     // Its addresses are in 172.17.0.0/24, no documentation range: the same places in
     // 203.0.113.0/24 (DESIGN.md, principle 7).
@@ -535,7 +591,7 @@ fn internalapi(store: &Path) -> Value {
     assert_eq!(conf["ipam"]["type"], "whereabouts", "{text}");
     conf["ipam"]["type"] = json!("ipam");
     // A whereabouts range is cluster-wide: without a store the nodes share, ipam refuses it
-    // ("no shared store"). Both nodes are on this machine: one directory is shared.
+    // ("no shared store"): an etcd, or, the nodes being on one machine, one directory.
     conf["ipam"]["store"] = json!(store);
     // Its master, enp6s0.20, is a VLAN interface of the seed's nodes: here each node's link.
     conf["master"] = json!("eth0");
@@ -548,10 +604,24 @@ fn v4(n: u8) -> Vec<String> {
 
 #[test]
 fn macvlan_containers_on_two_nodes_share_the_range_and_each_nodes_gc_frees_only_its_own() {
-    if !lab_ready() {
-        return;
+    if lab_ready() {
+        two_nodes_share_the_range(Bed::new());
     }
-    let mut bed = Bed::new();
+}
+
+/// The same with the range in an etcd both nodes reach over their link: node-b's power-off
+/// cuts it from etcd too, and its GC after it boots reaches etcd again.
+#[test]
+fn macvlan_containers_on_two_nodes_share_an_etcd_range_and_each_nodes_gc_frees_only_its_own() {
+    if let Some(bed) = lab_ready().then(Bed::with_etcd).flatten() {
+        two_nodes_share_the_range(bed);
+    }
+}
+
+/// Two nodes' runtimes on the seed's network: one range across them, a killed ADD and DELs,
+/// node-b powered off, node-a's GC freeing only node-a's leak, node-b's GC after its boot
+/// freeing node-b's.
+fn two_nodes_share_the_range(mut bed: Bed) {
     let (node_a, node_b) = (
         bed.lab.host("node-a").unwrap(),
         bed.lab.host("node-b").unwrap(),
