@@ -9,8 +9,11 @@
 //! Each node's podman has a root, run root, temporary directory, containers.conf and CNI
 //! directories of its own in the lab directory, and runs in the node's network namespace
 //! (entered with `nsenter --net`: `ip netns exec` mounts a new /sys, without the cgroup
-//! hierarchy the OCI runtime looks at). The OCI runtime is runc: crun refuses cgroups in
-//! hybrid mode ("drop all controllers from cgroupv2"), which this machine's are; the
+//! hierarchy the OCI runtime looks at). The OCI runtime is runc where the cgroup controllers
+//! can be written: crun refuses cgroups in hybrid mode ("drop all controllers from
+//! cgroupv2"), which this machine's are. Where they are read-only (a systemd-nspawn
+//! container's, as scripts/check-fresh's root, whose controllers are not delegated) it is crun
+//! with cgroups disabled, which runc cannot do ("not compatible with NoCgroups"). The
 //! containers' rlimits are set below the machine's own (podman's default raises them, which a
 //! container runtime inside a sandbox may not). The image is made by the test from Debian's
 //! busybox-static and imported, so nothing is pulled.
@@ -28,6 +31,7 @@ use super::{answers, common, internalapi, lab_ready, Bed, Out, IPAM, PLUGINS};
 
 const PODMAN: &str = "/usr/bin/podman";
 const RUNC: &str = "/usr/sbin/runc";
+const CRUN: &str = "/usr/bin/crun";
 const BUSYBOX: &str = "/bin/busybox";
 const IMAGE: &str = "localhost/ipi-lab-busybox:1";
 /// The network's name in the seed's NAD, and so in podman.
@@ -37,6 +41,7 @@ fn podman_ready() -> bool {
     lab_ready()
         && ipi_lab::tool(PODMAN, "podman")
         && ipi_lab::tool(RUNC, "runc")
+        && ipi_lab::tool(CRUN, "crun")
         && ipi_lab::tool(BUSYBOX, "busybox-static")
         && ipi_lab::tool("nsenter", "util-linux")
 }
@@ -58,6 +63,23 @@ fn netns_names() -> BTreeSet<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Whether a cgroup can be made beside podman's (`libpod_parent`): a probe directory in the
+/// cpuset hierarchy (cgroup v1) or the unified one.
+fn cgroups_writable() -> bool {
+    let v1 = Path::new("/sys/fs/cgroup/cpuset");
+    let root = if v1.is_dir() {
+        v1
+    } else {
+        Path::new("/sys/fs/cgroup")
+    };
+    let probe = root.join(format!("ipi-lab-probe-{}", std::process::id()));
+    let made = std::fs::create_dir(&probe).is_ok();
+    if made {
+        let _ = std::fs::remove_dir(&probe);
+    }
+    made
 }
 
 fn write_executable(path: &Path, text: &str) {
@@ -116,22 +138,30 @@ impl Podman {
         );
     }
 
-    /// containers.conf, and runc keeping its state in the lab (`--root`: by default
-    /// /run/runc, which a power-off clears).
+    /// containers.conf, and the OCI runtime keeping its state in the lab (`--root`: by
+    /// default /run/runc or /run/crun, which a power-off clears).
     fn write_conf(&self) {
         let d = self.dir.display();
+        let cgroups = cgroups_writable();
+        let (name, path) = if cgroups {
+            ("runc", RUNC)
+        } else {
+            ("crun", CRUN)
+        };
         write_executable(
-            &self.dir.join("runc"),
-            &format!(
-                "#!/bin/sh
-exec '{RUNC}' --root '{d}/runc-state' \"$@\"\n"
-            ),
+            &self.dir.join("oci"),
+            &format!("#!/bin/sh\nexec '{path}' --root '{d}/oci-state' \"$@\"\n"),
         );
+        let disabled = if cgroups {
+            ""
+        } else {
+            "cgroups = \"disabled\"\n"
+        };
         let conf = format!(
             "[containers]\ndefault_ulimits = [\"nofile=1024:1024\", \"nproc=1024:1024\"]\n\
-             [engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n\
-             runtime = \"runc\"\ntmp_dir = \"{d}/tmp\"\n\
-             [engine.runtimes]\nrunc = [\"{d}/runc\"]\n\
+             {disabled}[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n\
+             runtime = \"{name}\"\ntmp_dir = \"{d}/tmp\"\n\
+             [engine.runtimes]\n{name} = [\"{d}/oci\"]\n\
              [network]\nnetwork_backend = \"cni\"\ncni_plugin_dirs = [\"{d}/plugins\"]\n\
              network_config_dir = \"{d}/cni\"\n"
         );
@@ -193,7 +223,16 @@ exec '{RUNC}' --root '{d}/runc-state' \"$@\"\n"
     /// A container `name` started on the network (`podman run -d`): its id and the address
     /// its eth0 holds.
     fn start(&self, name: &str) -> (String, IpAddr) {
-        let run = ["run", "-d", "--name", name, "--network", NETWORK, IMAGE];
+        let run = [
+            "run",
+            "-d",
+            "--pull=never",
+            "--name",
+            name,
+            "--network",
+            NETWORK,
+            IMAGE,
+        ];
         let id = self.ok(&[&run[..], &["sleep", "3600"]].concat());
         (id, self.address(name))
     }
@@ -218,6 +257,7 @@ exec '{RUNC}' --root '{d}/runc-state' \"$@\"\n"
         let run = [
             "run",
             "-d",
+            "--pull=never",
             "--name",
             name,
             "--network",
@@ -265,7 +305,7 @@ exec '{RUNC}' --root '{d}/runc-state' \"$@\"\n"
             }
         }
         self.unmount_all();
-        for gone in ["run", "tmp", "runc-state"] {
+        for gone in ["run", "tmp", "oci-state"] {
             let _ = std::fs::remove_dir_all(self.dir.join(gone));
         }
     }
