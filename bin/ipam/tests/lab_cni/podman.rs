@@ -65,6 +65,22 @@ fn netns_names() -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// `podman run -d` of container `name` on the network, sleeping, the image never pulled.
+fn run_detached(name: &str) -> [&str; 10] {
+    [
+        "run",
+        "-d",
+        "--pull=never",
+        "--name",
+        name,
+        "--network",
+        NETWORK,
+        IMAGE,
+        "sleep",
+        "3600",
+    ]
+}
+
 /// Whether a cgroup can be made beside podman's (`libpod_parent`): a probe directory in the
 /// cpuset hierarchy (cgroup v1) or the unified one.
 fn cgroups_writable() -> bool {
@@ -223,17 +239,7 @@ impl Podman {
     /// A container `name` started on the network (`podman run -d`): its id and the address
     /// its eth0 holds.
     fn start(&self, name: &str) -> (String, IpAddr) {
-        let run = [
-            "run",
-            "-d",
-            "--pull=never",
-            "--name",
-            name,
-            "--network",
-            NETWORK,
-            IMAGE,
-        ];
-        let id = self.ok(&[&run[..], &["sleep", "3600"]].concat());
+        let id = self.ok(&run_detached(name));
         (id, self.address(name))
     }
 
@@ -254,19 +260,7 @@ impl Podman {
     fn killed_start(&self, name: &str) -> IpAddr {
         let stall = self.dir.join("stall");
         std::fs::write(&stall, "").unwrap();
-        let run = [
-            "run",
-            "-d",
-            "--pull=never",
-            "--name",
-            name,
-            "--network",
-            NETWORK,
-            IMAGE,
-            "sleep",
-            "3600",
-        ];
-        let mut cmd = self.command(&run);
+        let mut cmd = self.command(&run_detached(name));
         cmd.stdin(Stdio::null());
         let ips = super::killed_once_ipam_answered(cmd, &self.dir);
         std::fs::remove_file(&stall).unwrap();
