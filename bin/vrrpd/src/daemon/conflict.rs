@@ -29,9 +29,8 @@ use std::time::Duration;
 
 use ipi_core::acd::{self, Evidence, Mac, Report, Timing};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
-use super::Daemon;
+use super::clash::Clashes;
 use crate::fsm::Instant;
 
 /// The longest a probe listens for the group's adverts.
@@ -254,93 +253,44 @@ impl Batch {
     }
 }
 
-impl Daemon {
-    /// Asks for a probe of instance `vr`'s VIPs (unless probing is off).
-    pub(super) fn probe_vips(&mut self, vr: usize) {
-        if self.probe.is_some() {
-            self.telemetry.conflicts.ask(&self.parts.vrs[vr].cfg.name);
-        }
-    }
-
-    /// Starts the next batch of probes, if one is due.
-    pub(super) fn start_probes(&mut self) {
-        let Some(timing) = self.probe else {
-            return;
-        };
-        let Some(names) = self.telemetry.conflicts.next_batch() else {
-            return;
-        };
-        let mut instances = Vec::new();
-        let mut by_interface: BTreeMap<String, BTreeSet<IpAddr>> = BTreeMap::new();
-        let mut advert = Duration::ZERO;
-        for v in self
-            .parts
-            .vrs
-            .iter()
-            .filter(|v| names.contains(&v.cfg.name))
-        {
-            for (interface, vip) in &v.vips {
-                // A use_vmac macvlan is down but on a master: probed from the interface.
-                let on = match &v.vmac {
-                    Some((vmac, _)) if vmac.index == interface.index => &v.interface,
-                    _ => interface,
-                };
-                by_interface
-                    .entry(on.name.clone())
-                    .or_default()
-                    .insert(vip.address);
-            }
-            let vips = v.vips.iter().map(|(_, vip)| vip.address).collect();
-            instances.push((v.cfg.name.clone(), vips));
-            advert = advert.max(Duration::from_millis(u64::from(v.cfg.advert_int_cs) * 10));
-        }
-        let by_interface = by_interface
-            .into_iter()
-            .map(|(i, set)| (i, set.into_iter().collect()))
-            .collect();
-        spawn(
-            instances,
-            by_interface,
-            timing,
-            advert,
-            self.probes_tx.clone(),
-        );
-    }
-
-    /// What a batch found, taken in: status and metrics show it from now on.
-    pub(super) fn probed(&mut self, batch: &Batch) {
-        let now = self.now();
+impl Conflicts {
+    /// What a batch found, taken in: status and metrics show it from now on. `vrid` gives a
+    /// running instance's VRID: those a reload removed meanwhile are left out. The routers
+    /// `clashes` knows as foreign on an instance's VRID are not of its group.
+    pub fn took(
+        &mut self,
+        batch: &Batch,
+        vrid: impl Fn(&str) -> Option<u8>,
+        clashes: &Clashes,
+        now: Instant,
+    ) {
         for (name, vips) in &batch.instances {
-            let Some(v) = self.parts.vrs.iter().find(|v| v.cfg.name == *name) else {
-                continue; // removed by a reload meanwhile
+            let Some(vrid) = vrid(name) else {
+                continue;
             };
-            let foreign: Vec<IpAddr> = (self.telemetry.clashes.active(now))
+            let foreign: Vec<IpAddr> = (clashes.active(now))
                 .filter(|f| f.instance == *name)
                 .map(|f| f.source)
                 .collect();
             let group = Group {
-                vrid: v.cfg.vrid,
+                vrid,
                 foreign: &foreign,
             };
-            self.telemetry
-                .conflicts
-                .probed(now, &batch.of(name, vips), group);
+            self.probed(now, &batch.of(name, vips), group);
         }
-        let vrs = &self.parts.vrs;
-        (self.telemetry.conflicts).batch_done(|name| vrs.iter().any(|v| v.cfg.name == name));
-        self.status_dirty.set(true);
+        self.batch_done(|name| vrid(name).is_some());
     }
 }
 
 /// Probes `vips` (by interface, each interface on a thread of its own) on a blocking thread
-/// and sends what it found to `tx`; listens at least two advert intervals (`advert`) and a bit,
-/// up to [`MAX_LISTEN`].
-fn spawn(
+/// for `instances` (each with its VIPs), and hands what it found to `done`; listens at least
+/// two advert intervals (`advert`) and a bit, up to [`MAX_LISTEN`].
+pub fn spawn(
     instances: Vec<(String, Vec<IpAddr>)>,
     vips: Vec<(String, Vec<IpAddr>)>,
     timing: Timing,
     advert: Duration,
-    tx: mpsc::UnboundedSender<Batch>,
+    done: impl FnOnce(Batch) + Send + 'static,
 ) {
     let listen = (advert * 2 + Duration::from_millis(250)).min(MAX_LISTEN);
     tokio::task::spawn_blocking(move || {
@@ -360,7 +310,7 @@ fn spawn(
                 .collect()
         });
         let own = own_macs();
-        let _ = tx.send(Batch {
+        done(Batch {
             instances,
             reports,
             own,

@@ -3,10 +3,72 @@
 //! changing state at once must not hold the event loop for seconds. Writes to one path keep
 //! their order; when several are queued only the last is written.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::status::STATUS_FILE;
+
+/// The state directory: a state file per instance and the status file, written by
+/// [`Files`]; and whether the status file is due.
+#[derive(Debug)]
+pub struct StateDir {
+    path: PathBuf,
+    files: Files,
+    /// Something the status file shows changed since it was last written.
+    dirty: Cell<bool>,
+    /// When the status file was last written.
+    written: Cell<tokio::time::Instant>,
+}
+
+impl StateDir {
+    /// The directory at `path` (made by the caller).
+    pub fn new(path: PathBuf) -> StateDir {
+        StateDir {
+            path,
+            files: Files::start(),
+            dirty: Cell::new(false),
+            written: Cell::new(tokio::time::Instant::now()),
+        }
+    }
+
+    /// Writes `STATE_DIR/INSTANCE` (the writes to one file keep their order, so every state
+    /// file is written this way).
+    pub fn state(&self, instance: &str, contents: Vec<u8>) {
+        self.files.write(self.path.join(instance), contents);
+    }
+
+    /// Something the status file shows changed.
+    pub fn changed(&self) {
+        self.dirty.set(true);
+    }
+
+    /// Whether a change waits and the last write is at least `delay` old.
+    pub fn due(&self, delay: Duration) -> bool {
+        self.dirty.get() && self.written.get().elapsed() >= delay
+    }
+
+    /// Whether the last write is at least `age` old.
+    pub fn older_than(&self, age: Duration) -> bool {
+        self.written.get().elapsed() >= age
+    }
+
+    /// Writes the status file.
+    pub fn status(&self, text: String) {
+        self.dirty.set(false);
+        self.written.set(tokio::time::Instant::now());
+        self.files
+            .write(self.path.join(STATUS_FILE), text.into_bytes());
+    }
+
+    /// Waits until everything written so far is on disk.
+    pub fn flush(&self) {
+        self.files.flush();
+    }
+}
 
 enum Job {
     Write(PathBuf, Vec<u8>),

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc::UnboundedSender;
+use super::inputs::Inputs;
 
 use crate::config::{ParamMatch, TrackProcess};
 
@@ -154,9 +154,9 @@ fn comm_and_state(stat: &str) -> Option<(String, char)> {
     Some((comm, state))
 }
 
-/// Watches every tracked process until the receiver goes away, reporting `(key, quorate)`
-/// at once and on every change that outlasts its delay.
-pub async fn watch(processes: Vec<TrackProcess>, tx: UnboundedSender<(String, bool)>) {
+/// Watches every tracked process until the event loop is gone, reporting under its
+/// [`key`] whether it is quorate, at once and on every change that outlasts its delay.
+pub async fn watch(processes: Vec<TrackProcess>, inputs: Inputs) {
     let cmdlines = processes.iter().any(|p| p.full_command);
     let mut states: BTreeMap<String, Debounce> = BTreeMap::new();
     let mut tick = tokio::time::interval(POLL);
@@ -176,7 +176,7 @@ pub async fn watch(processes: Vec<TrackProcess>, tx: UnboundedSender<(String, bo
                     p.name,
                     if report { "up" } else { "down" }
                 );
-                if tx.send((key(&p.name), report)).is_err() {
+                if !inputs.script(key(&p.name), report) {
                     return;
                 }
             }

@@ -1,38 +1,16 @@
 //! SIGHUP: the new configuration read, compared with the running one ([`super::plan`]) and
-//! carried out; the track script runners, which a reload leaves running unless how a script
-//! runs changed; and the interfaces that come late or whose address moves: an instance whose
-//! interface does not exist waits in FAULT until it appears, and one whose configured source
-//! address leaves its interface is FAULT until the address is back.
+//! carried out in place; and the interfaces that come late or are created again: an instance
+//! whose interface does not exist waits in FAULT until it appears (the track script runners a
+//! reload leaves running and the watchers that tell of interfaces are `super::tasks`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
-use std::path::PathBuf;
 
-use tokio::task::JoinHandle;
-
+use super::engine::{handle_all, Daemon};
+use super::fifo;
 use super::plan::{self, Plan, Step, UnitKey};
-use super::scripts::{self, Identity};
 use super::setup::{self, Unit, VipKey};
-use super::{fifo, handle_all, Daemon};
-use crate::config::{Config, VrrpScript};
+use crate::config::Config;
 use crate::fsm::{Action, Event, State};
-use crate::net::{AddressWatcher, Netlink};
-
-/// A track script's runner, kept across reloads while [`plan::same_run`] holds. Dropping it
-/// stops the runner.
-#[derive(Debug)]
-pub(super) struct Runner {
-    script: VrrpScript,
-    program: PathBuf,
-    who: Option<Identity>,
-    task: JoinHandle<()>,
-}
-
-impl Drop for Runner {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
 
 impl Daemon {
     /// SIGHUP: a bad configuration is refused and nothing changes; a good one replaces the
@@ -84,10 +62,13 @@ impl Daemon {
     /// open, a script user gone) is refused before anything running is touched, rather than
     /// after the units were taken out (which left a daemon without state machines).
     async fn apply(&mut self, new: Config) -> Result<(), setup::SetupError> {
-        if let Err(e) = setup::build(&new, &self.netlink, BTreeMap::new()).await {
+        if let Err(e) = setup::build(&new, &self.host.netlink, BTreeMap::new()).await {
             // The trial may have made macvlans the running configuration does not have.
             let running = setup::vmac_names(&self.config);
-            self.netlink.remove_vmacs(|n| running.contains(n)).await;
+            self.host
+                .netlink
+                .remove_vmacs(|n| running.contains(n))
+                .await;
             return Err(e);
         }
         let plan = plan::plan(&self.config, &new);
@@ -100,12 +81,10 @@ impl Daemon {
             .collect();
         self.withdraw_vips(&plan, &new, &old_vips).await;
         let carried = self.take_units(&plan).await;
-        for t in self.tasks.drain(..) {
-            t.abort();
-        }
+        self.tasks.stop_watchers();
         // What the old sockets read is numbered by them: dropped, as a lost advert is.
-        while self.rx.try_recv().is_ok() {}
-        match setup::build(&new, &self.netlink, carried).await {
+        self.inputs.next_epoch();
+        match setup::build(&new, &self.host.netlink, carried).await {
             Ok(parts) => {
                 carry_ah(&self.parts, &parts);
                 self.parts = parts;
@@ -117,7 +96,7 @@ impl Daemon {
                 // The macvlans of instances gone or changed (use_vmac is on every VIP's
                 // interface: their VIPs were withdrawn with them).
                 let wanted = setup::vmac_names(&self.config);
-                self.netlink.remove_vmacs(|n| wanted.contains(n)).await;
+                self.host.netlink.remove_vmacs(|n| wanted.contains(n)).await;
                 self.parts_changed();
                 tracing::info!("reloaded");
             }
@@ -214,7 +193,7 @@ impl Daemon {
                 );
                 if held.contains(&key) && !kept.contains(&key) {
                     tracing::info!("{}: {vip} withdrawn from {}", vr.cfg.name, interface.name);
-                    if let Err(e) = self.netlink.remove_address(interface, vip).await {
+                    if let Err(e) = self.host.netlink.remove_address(interface, vip).await {
                         tracing::error!("{}: {vip} on {}: {e}", vr.cfg.name, interface.name);
                     }
                 }
@@ -269,151 +248,10 @@ impl Daemon {
         }
     }
 
-    /// Runs every track script an instance tracks. A runner already running for a script that
-    /// runs the same way ([`plan::same_run`], the same program and user) goes on, so that a
-    /// reload neither runs it early nor loses its rhythm; the others stop.
-    pub(super) fn start_runners(&mut self) {
-        let mut old = std::mem::take(&mut self.runners);
-        for s in &self.config.scripts {
-            let Some((program, who)) = self.parts.scripts.get(&s.name).cloned() else {
-                continue;
-            };
-            let used = self
-                .config
-                .instances
-                .iter()
-                .any(|i| i.track_scripts.iter().any(|t| t.name == s.name));
-            if !used {
-                continue;
-            }
-            if let Some(mut r) = old.remove(&s.name) {
-                if r.program == program && r.who == who && plan::same_run(&r.script, s) {
-                    r.script = s.clone();
-                    self.runners.insert(s.name.clone(), r);
-                    continue;
-                }
-            }
-            let task = scripts::track(program.clone(), s.clone(), who, self.results_tx.clone());
-            let runner = Runner {
-                script: s.clone(),
-                program,
-                who,
-                task: tokio::spawn(task),
-            };
-            self.runners.insert(s.name.clone(), runner);
-        }
-    }
-}
-
-impl Daemon {
-    /// (Re)starts the `vrrp_track_process` watcher for the processes instances track: it
-    /// reports each one's state at once, which a kept instance already has (no change).
-    pub(super) fn watch_processes(&mut self) {
-        let tracked = self
-            .config
-            .tracked(&self.config.processes, |i| &i.track_processes);
-        let task = (!tracked.is_empty())
-            .then(|| super::processes::watch(tracked, self.results_tx.clone()));
-        restart(&mut self.process_watch, task);
-    }
-
-    /// (Re)starts the `track_file` reader for the files instances track, after writing their
-    /// `init_file` values; it reports each file's value at once.
-    pub(super) fn watch_files(&mut self) {
-        let tracked = self.config.tracked(&self.config.files, |i| &i.track_files);
-        for f in &tracked {
-            super::track_files::init(f);
-        }
-        let task = (!tracked.is_empty())
-            .then(|| super::track_files::watch(tracked, self.values_tx.clone()));
-        restart(&mut self.file_watch, task);
-    }
-
-    /// Every configured source address (`unicast_src_ip`, `mcast_src_ip`) is followed: while
-    /// it is not on its instance's interface (a bridge such as br-ex took it, or it is gone),
-    /// the instance is FAULT ([`setup::source_track`]), so that it never advertises from an
-    /// address the interface lost; the other routers take over.
-    pub(super) fn watch_sources(&mut self) {
-        let sources = setup::sources(&self.config);
-        if sources.is_empty() {
-            return;
-        }
-        let watch = AddressWatcher::new().and_then(|w| Ok((w, Netlink::connect()?)));
-        match watch {
-            Ok((watcher, netlink)) => {
-                let tx = self.links_tx.clone();
-                let task = follow_sources(watcher, netlink, sources, tx);
-                self.tasks.push(tokio::spawn(task));
-            }
-            Err(e) => tracing::error!("source addresses cannot be followed: {e}"),
-        }
-    }
-
-    /// Address changes retry what an interface's link events could not finish: a waiting
-    /// instance, or one whose interface was created again, whose interface has no address yet
-    /// (the link came up first, DHCP later). For each such interface, its link state now is
-    /// sent as a link event, which [`Daemon::interface_seen`] takes.
-    pub(super) fn watch_unfinished(&mut self) {
-        let mut known: BTreeMap<String, Option<u32>> = self
-            .parts
-            .vrs
-            .iter()
-            .flat_map(|v| std::iter::once(&v.interface).chain(v.vips.iter().map(|(i, _)| i)))
-            .map(|i| (i.name.clone(), Some(i.index)))
-            .collect();
-        for w in &self.parts.waiting {
-            known.insert(w.interface.clone(), None);
-        }
-        let watch = AddressWatcher::new().and_then(|w| Ok((w, Netlink::connect()?)));
-        let (mut watcher, netlink) = match watch {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::error!("address changes cannot be followed: {e}");
-                return;
-            }
-        };
-        // Our own VIPs coming and going tell nothing about an interface's readiness.
-        let vips: BTreeSet<IpAddr> = self
-            .parts
-            .vrs
-            .iter()
-            .flat_map(|v| v.vips.iter().map(|(_, vip)| vip.address))
-            .collect();
-        let tx = self.links_tx.clone();
-        self.tasks.push(tokio::spawn(async move {
-            while let Ok(changed) = watcher.changed().await {
-                if changed.iter().all(|c| c.is_some_and(|c| vips.contains(&c))) {
-                    continue;
-                }
-                for (name, index) in &known {
-                    let Ok(now) = netlink.interface(name).await else {
-                        continue;
-                    };
-                    if Some(now.index) != *index
-                        && tx
-                            .send((name.clone(), now.admin_up && now.running))
-                            .is_err()
-                    {
-                        return;
-                    }
-                }
-            }
-        }));
-    }
-
-    /// Says in the log, the state files and the status which instances wait for an
-    /// interface.
-    pub(super) fn report_waiting(&self) {
-        for w in &self.parts.waiting {
-            tracing::error!("{}: FAULT: {}", w.name, w.reason);
-            self.write_state(&w.name, State::Fault);
-        }
-    }
-
     /// An interface changed (appeared, went up or down): the units that waited for it start
     /// if it exists now, beside the running ones, which go on untouched.
     pub(super) async fn interface_seen(&mut self, name: &str) {
-        let Ok(now) = self.netlink.interface(name).await else {
+        let Ok(now) = self.host.netlink.interface(name).await else {
             return;
         };
         let stale = self.parts.vrs.iter().any(|v| {
@@ -441,24 +279,20 @@ impl Daemon {
         // Only appends: the running parts go on. Tasks are started again only when a unit did
         // start (a unit that still cannot start, say up before its address, would otherwise
         // have every task restarted, which reports the interface's state again, for ever).
-        let started = setup::start_waiting(&self.config, &self.netlink, &mut self.parts).await;
+        let started = setup::start_waiting(&self.config, &self.host.netlink, &mut self.parts).await;
         if started.is_empty() {
             return;
         }
         self.parts_changed();
         tracing::info!("interface {name} appeared: {} start", started.join(", "));
-        for t in self.tasks.drain(..) {
-            t.abort();
-        }
+        self.tasks.stop_watchers();
         if let Err(e) = self.spawn_tasks().await {
             tracing::error!("interface {name}: {e}");
         }
         self.start_units().await;
         self.write_status();
     }
-}
 
-impl Daemon {
     /// A master on an interface created again adds its VIPs there and announces them: what
     /// it added before went to the old index, or nowhere.
     async fn reclaim(&mut self, name: &str) {
@@ -477,66 +311,6 @@ impl Daemon {
     }
 }
 
-/// Reports on `tx`, under its track name, whether each source address is on its interface:
-/// once at start, then after every address change.
-async fn follow_sources(
-    mut watcher: AddressWatcher,
-    netlink: Netlink,
-    sources: BTreeSet<(String, String, IpAddr)>,
-    tx: tokio::sync::mpsc::UnboundedSender<(String, bool)>,
-) {
-    let mut last: BTreeMap<String, bool> = BTreeMap::new();
-    let mut changed = vec![None];
-    loop {
-        // Only a change of a source address (or one that could not be read) is looked into:
-        // the VIPs coming and going are not.
-        let ours = |c: &Option<IpAddr>| c.is_none_or(|c| sources.iter().any(|s| s.2 == c));
-        if changed.iter().any(ours) && !look_at_sources(&netlink, &sources, &mut last, &tx).await {
-            return;
-        }
-        match watcher.changed().await {
-            Ok(c) => changed = c,
-            Err(_) => return,
-        }
-    }
-}
-
-/// Sends each source whose presence on its interface changed since `last`; false once nobody
-/// listens.
-async fn look_at_sources(
-    netlink: &Netlink,
-    sources: &BTreeSet<(String, String, IpAddr)>,
-    last: &mut BTreeMap<String, bool>,
-    tx: &tokio::sync::mpsc::UnboundedSender<(String, bool)>,
-) -> bool {
-    for (track, interface, address) in sources {
-        let on = match netlink.interface(interface).await {
-            Ok(i) => netlink
-                .addresses(&i)
-                .await
-                .is_ok_and(|all| all.iter().any(|a| a.address == *address)),
-            Err(_) => false,
-        };
-        if last.get(track) == Some(&on) {
-            continue;
-        }
-        if on {
-            tracing::info!("{track}: the address is there");
-        } else {
-            tracing::error!(
-                "{track}: the address is no longer on {interface}: FAULT, no advert from it \
-                 until it is back"
-            );
-        }
-        last.insert(track.clone(), on);
-        if tx.send((track.clone(), on)).is_err() {
-            return false;
-        }
-    }
-    true
-}
-
-/// What the reload does to each unit, in the log.
 /// An AH instance goes on numbering where it was before the reload (see `ah`).
 fn carry_ah(old: &setup::Parts, new: &setup::Parts) {
     for v in &new.vrs {
@@ -558,15 +332,4 @@ fn log_plan(plan: &Plan) {
         }
     }
     tracing::debug!("reload: {plan:?}");
-}
-
-/// Puts `task` (if any) in `slot`, stopping the one there.
-fn restart<F>(slot: &mut Option<JoinHandle<()>>, task: Option<F>)
-where
-    F: std::future::Future<Output = ()> + Send + 'static,
-{
-    if let Some(old) = slot.take() {
-        old.abort();
-    }
-    *slot = task.map(tokio::spawn);
 }

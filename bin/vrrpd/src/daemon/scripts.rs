@@ -10,8 +10,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::process::Command as Process;
-use tokio::sync::mpsc;
 
+use super::inputs::Inputs;
 use crate::config::{Command, User, VrrpScript};
 
 /// Who a program runs as.
@@ -303,19 +303,15 @@ async fn run(program: &Path, script: &VrrpScript, who: Option<Identity>) -> Outc
     }
 }
 
-/// Runs `script` every interval until the receiver is gone, sending `(name, ok)` after each run.
-pub async fn track(
-    program: PathBuf,
-    script: VrrpScript,
-    who: Option<Identity>,
-    results: mpsc::UnboundedSender<(String, bool)>,
-) {
+/// Runs `script` every interval until the event loop is gone, reporting its result after
+/// each run.
+pub async fn track(program: PathBuf, script: VrrpScript, who: Option<Identity>, inputs: Inputs) {
     let mut ticks = tokio::time::interval(script.interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
         let ok = run_once(&program, &script, who).await;
-        if results.send((script.name.clone(), ok)).is_err() {
+        if !inputs.script(script.name.clone(), ok) {
             return;
         }
     }

@@ -14,7 +14,7 @@ use std::io::{ErrorKind, Read};
 use std::path::Path;
 use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedSender;
+use super::inputs::Inputs;
 
 use crate::config::TrackFile;
 
@@ -109,9 +109,9 @@ pub fn init(f: &TrackFile) {
     }
 }
 
-/// Reads every tracked file until the receiver goes away, reporting `(name, value)` at once
-/// and whenever the value changes.
-pub async fn watch(files: Vec<TrackFile>, tx: UnboundedSender<(String, i64)>) {
+/// Reads every tracked file until the event loop is gone, reporting its value at once and
+/// whenever the value changes.
+pub async fn watch(files: Vec<TrackFile>, inputs: Inputs) {
     // The last reading of each file, so that each change is logged once and a file that stays
     // unreadable does not log twice a second.
     let mut last: BTreeMap<String, Reading> = BTreeMap::new();
@@ -136,7 +136,7 @@ pub async fn watch(files: Vec<TrackFile>, tx: UnboundedSender<(String, i64)>) {
                 continue;
             };
             tracing::info!("track_file {}: {} holds {v}", f.name, f.path);
-            if tx.send((f.name.clone(), v)).is_err() {
+            if !inputs.file_value(f.name.clone(), v) {
                 return;
             }
         }
