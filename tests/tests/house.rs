@@ -1,7 +1,9 @@
 //! The house rules of docs/ARCHITECTURE.md that a reader of the code can check, checked on every
-//! crate of the workspace: no import cycle between the modules of a crate, no module below `cli`
-//! and `commands` that imports the command-line types, every program's `main.rs` wiring only,
-//! and no program (a package under `bin/`) that depends on another program.
+//! crate of the workspace: no import cycle between the modules of a crate, nor between a module
+//! and a child that takes a name the parent defines; no module longer than a reader can hold
+//! ([`MAX_MODULE_LINES`]); no module below `cli` and `commands` that imports the command-line
+//! types; every program's `main.rs` wiring only; and no program (a package under `bin/`) that
+//! depends on another program.
 //!
 //! Modules are read as text: `crate::`, `super::` and `self::` paths (in `use` trees and in code)
 //! are resolved against the crate's module files. Test modules (`#[cfg(test)]`) are left out:
@@ -172,6 +174,16 @@ fn named_paths(text: &str) -> Vec<String> {
 
 /// The module a path names from module `from`, if it names one of the crate's modules.
 fn target(from: &ModPath, path: &str, known: &BTreeSet<ModPath>) -> Option<ModPath> {
+    resolve(from, path, known).map(|(module, _)| module)
+}
+
+/// The deepest of the crate's modules a path from module `from` goes through, and the word
+/// that follows it there (the name it takes from that module), if any.
+fn resolve(
+    from: &ModPath,
+    path: &str,
+    known: &BTreeSet<ModPath>,
+) -> Option<(ModPath, Option<String>)> {
     let mut words = path.split("::").filter(|w| !w.is_empty()).peekable();
     let mut at: ModPath = match words.next()? {
         "crate" => Vec::new(),
@@ -182,14 +194,75 @@ fn target(from: &ModPath, path: &str, known: &BTreeSet<ModPath>) -> Option<ModPa
     while words.next_if_eq(&"super").is_some() {
         at.pop()?;
     }
-    let mut best = None;
+    let mut best = known.contains(&at).then(|| (at.clone(), None));
     for w in words {
+        if let Some((_, name @ None)) = &mut best {
+            *name = Some(w.to_string());
+        }
         at.push(w.to_string());
         if known.contains(&at) {
-            best = Some(at.clone());
+            best = Some((at.clone(), None));
         }
     }
     best
+}
+
+/// The names a module's file defines at its top level (items, not `use` re-exports).
+fn defined_names(text: &str) -> BTreeSet<String> {
+    const KINDS: [&str; 8] = [
+        "struct", "enum", "fn", "const", "static", "type", "trait", "union",
+    ];
+    let mut out = BTreeSet::new();
+    for line in text.lines().filter(|l| !l.starts_with(char::is_whitespace)) {
+        let mut words = line
+            .split_whitespace()
+            .skip_while(|w| w.starts_with("pub") || ["async", "unsafe"].contains(w))
+            .peekable();
+        // `const fn NAME`: the kind is `fn`.
+        if words.peek() == Some(&"const") && line.contains("const fn ") {
+            words.next();
+        }
+        let (Some(kind), Some(name)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let name: String = (name.chars())
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if KINDS.contains(&kind) && !name.is_empty() {
+            out.insert(name);
+        }
+    }
+    out
+}
+
+/// Parent-child loops: a child module that takes a name its parent's own file defines, while the
+/// parent takes something from that child. Each as (parent, child, the names).
+fn parent_child_loops(src: &Path) -> Vec<(ModPath, String, BTreeSet<String>)> {
+    let modules = modules(src);
+    let known: BTreeSet<ModPath> = modules.keys().cloned().collect();
+    let mut out = Vec::new();
+    for (child, text) in &modules {
+        let Some((last, parent)) = child.split_last() else {
+            continue;
+        };
+        let defined = defined_names(&modules[parent]);
+        let taken: BTreeSet<String> = named_paths(text)
+            .iter()
+            .filter_map(|path| resolve(child, path, &known))
+            .filter_map(|(module, name)| (module == parent).then_some(name).flatten())
+            .filter(|name| defined.contains(name))
+            .collect();
+        let parent_takes = modules[parent]
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .any(|w| {
+                let w = w.strip_prefix("self::").unwrap_or(w);
+                w.starts_with(&format!("{last}::"))
+            });
+        if !taken.is_empty() && parent_takes {
+            out.push((parent.to_vec(), last.clone(), taken));
+        }
+    }
+    out
 }
 
 /// Import edges between sibling modules: (parent, from child, to child).
@@ -273,6 +346,57 @@ fn no_crate_has_an_import_cycle_between_its_modules() {
     assert!(
         problems.is_empty(),
         "import cycles:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn no_child_takes_a_name_its_parent_defines_while_the_parent_takes_from_it() {
+    let mut problems = Vec::new();
+    for src in crates() {
+        for (parent, child, names) in parent_child_loops(&src) {
+            problems.push(format!(
+                "{}: `crate::{}` takes from its child `{child}`, which takes {names:?} from it \
+                 (define them in a child the others take from, and re-export them if need be)",
+                src.display(),
+                parent.join("::"),
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "parent-child import loops:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The most lines a module's code (before its tests) may have: what a reader can hold.
+const MAX_MODULE_LINES: usize = 800;
+
+/// The modules of `src` whose code is longer than [`MAX_MODULE_LINES`], with their lengths.
+fn long_modules(src: &Path) -> Vec<(ModPath, usize)> {
+    (modules(src).into_iter())
+        .map(|(module, text)| (module, text.lines().count()))
+        .filter(|(_, lines)| *lines > MAX_MODULE_LINES)
+        .collect()
+}
+
+#[test]
+fn no_module_is_longer_than_a_reader_can_hold() {
+    let mut problems = Vec::new();
+    for src in crates() {
+        for (module, lines) in long_modules(&src) {
+            problems.push(format!(
+                "{}: `crate::{}` has {lines} lines of code before its tests",
+                src.display(),
+                module.join("::")
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "modules over {MAX_MODULE_LINES} lines (split them along the seams their own methods \
+         draw):\n{}",
         problems.join("\n")
     );
 }
@@ -537,4 +661,51 @@ fn the_checks_see_a_cycle_and_a_fat_main() {
         Some(vec!["a".to_string(), "b".to_string(), "a".to_string()])
     );
     assert!(found.contains(&(vec![], "b".to_string(), "a".to_string())));
+}
+
+/// The parent-child and size checks must be able to fail: a parent that takes from its child
+/// which takes a name the parent defines, a re-export that is no loop, and a module too long.
+#[test]
+fn the_checks_see_a_parent_child_loop_and_a_long_module() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let src = dir.path();
+    let write = |path: &str, text: &str| std::fs::write(src.join(path), text).expect("write");
+    write("lib.rs", "pub mod a;\npub mod r;\n");
+    std::fs::create_dir(src.join("a")).expect("mkdir");
+    write(
+        "a.rs",
+        "mod b;\npub use b::Helper;\npub struct Daemon;\npub(super) fn handle_all() {}\n",
+    );
+    write(
+        "a/b.rs",
+        "use super::{handle_all, Daemon};\npub struct Helper;\n",
+    );
+    // A parent that only re-exports what its child takes: no loop.
+    std::fs::create_dir(src.join("r")).expect("mkdir");
+    write(
+        "r.rs",
+        "mod c;\nmod d;\npub use d::Shared;\npub use c::C;\n",
+    );
+    write("r/c.rs", "use super::Shared;\npub struct C;\n");
+    write("r/d.rs", "pub struct Shared;\n");
+    let loops = parent_child_loops(src);
+    assert_eq!(loops.len(), 1, "{loops:?}");
+    let (parent, child, names) = &loops[0];
+    assert_eq!(
+        (parent.as_slice(), child.as_str()),
+        (["a".to_string()].as_slice(), "b")
+    );
+    assert_eq!(
+        names.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["Daemon", "handle_all"]
+    );
+    assert!(long_modules(src).is_empty());
+    write(
+        "r/d.rs",
+        &"pub struct Shared;\n".repeat(MAX_MODULE_LINES + 1),
+    );
+    assert_eq!(
+        long_modules(src),
+        [(vec!["r".to_string(), "d".to_string()], MAX_MODULE_LINES + 1)]
+    );
 }

@@ -45,12 +45,12 @@ pub mod man;
 pub mod mounts;
 pub mod pki;
 pub mod router;
+mod wait;
 
 pub use cmd::{LabError, Output};
 pub use daemon::{Capture, Daemon, Usage};
 pub use lab::{teardown_all, Host, Lab, Neighbour, Traffic};
-
-use std::time::{Duration, Instant};
+pub use wait::wait_for;
 
 /// CAP_NET_ADMIN's bit in the capability sets (linux/capability.h).
 const CAP_NET_ADMIN: u32 = 12;
@@ -155,25 +155,6 @@ pub fn install_config(
     path
 }
 
-/// Polls `condition` every `every` until it holds or `timeout` has passed; returns how long it
-/// took, or `None` on timeout.
-pub fn wait_for(
-    timeout: Duration,
-    every: Duration,
-    mut condition: impl FnMut() -> bool,
-) -> Option<Duration> {
-    let start = Instant::now();
-    loop {
-        if condition() {
-            return Some(start.elapsed());
-        }
-        if start.elapsed() >= timeout {
-            return None;
-        }
-        std::thread::sleep(every);
-    }
-}
-
 /// The packets of the capture `pcap` that match the display filter `filter`, as tshark
 /// dissects them: per packet, the values of `fields` (`-T fields -e ...`), in order. Panics
 /// when tshark fails, which in a test is a failure.
@@ -223,21 +204,5 @@ mod tests {
         assert_eq!(effective_caps("Name:\tx\n"), None);
         let user = "CapEff:\t0000000000000000\n";
         assert_eq!(effective_caps(user).map(|c| c & (1 << 12)), Some(0));
-    }
-
-    #[test]
-    fn wait_for_reports_elapsed_or_timeout() {
-        assert!(wait_for(Duration::ZERO, Duration::ZERO, || true).is_some());
-        let mut n = 0;
-        let took = wait_for(Duration::from_secs(5), Duration::from_millis(1), || {
-            n += 1;
-            n == 3
-        });
-        assert!(took.is_some());
-        assert_eq!(n, 3);
-        assert_eq!(
-            wait_for(Duration::from_millis(5), Duration::from_millis(1), || false),
-            None
-        );
     }
 }

@@ -469,6 +469,38 @@ pub struct Server {
     pub location: Location,
 }
 
+impl Server {
+    /// A server line's settings before its options: haproxy's defaults.
+    pub fn defaults(name: &str, address: SocketAddr, at: &Location) -> Server {
+        Server {
+            name: name.to_string(),
+            address,
+            weight: 1,
+            check: false,
+            check_ssl: false,
+            verify_none: false,
+            inter: Duration::from_secs(2),
+            fastinter: None,
+            downinter: None,
+            rise: 2,
+            fall: 3,
+            slowstart: None,
+            shutdown_sessions_on_down: false,
+            init_state: InitState::Up,
+            observe: false,
+            error_limit: 10,
+            on_error: OnError::FailCheck,
+            maxconn: None,
+            backup: false,
+            fqdn: None,
+            resolvers: None,
+            init_addr: vec![InitAddr::Last, InitAddr::Libc],
+            prefer_ipv4: false,
+            location: at.clone(),
+        }
+    }
+}
+
 /// One method of `init-addr`, tried in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InitAddr {

@@ -12,7 +12,6 @@ use super::model::{
     Bind, Config, Global, HttpCheck, Kind, Location, Mode, MonitorFail, OnError, Proxy, Race,
     RetryOn, Server, Stats, Timeouts,
 };
-use super::parse::server_defaults;
 
 /// The API servers' port.
 pub const API_PORT: u16 = 6443;
@@ -160,6 +159,6 @@ fn master(name: String, address: IpAddr) -> Server {
         observe: true,
         error_limit: 1,
         on_error: OnError::MarkDown,
-        ..server_defaults(&name, address, &Location::default())
+        ..Server::defaults(&name, address, &Location::default())
     }
 }

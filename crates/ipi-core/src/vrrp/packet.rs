@@ -623,6 +623,19 @@ impl Repr {
     }
 }
 
+impl TryFrom<u8> for Version {
+    type Error = Error;
+
+    /// The version for a version field, or [`Error::BadVersion`].
+    fn try_from(number: u8) -> Result<Self, Error> {
+        match number {
+            2 => Ok(Version::V2),
+            3 => Ok(Version::V3),
+            other => Err(Error::BadVersion(other)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

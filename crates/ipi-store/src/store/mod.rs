@@ -14,6 +14,8 @@ pub mod access;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod etcd_keys;
+#[cfg(feature = "etcd")]
+mod etcd_options;
 pub mod file;
 pub mod follow;
 mod location;
