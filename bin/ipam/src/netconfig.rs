@@ -129,7 +129,7 @@ pub fn pool_name(network: &str, subnet: &str) -> String {
 }
 
 fn ip(text: &str) -> Result<IpAddr, String> {
-    ipi_store::range::parse_ip(text)
+    ipi_store::range::parse_ip(text).map_err(|e| e.to_string())
 }
 
 impl NetConfig {

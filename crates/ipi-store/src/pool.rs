@@ -64,7 +64,7 @@ impl AddressPool {
         for (i, text) in spec.addresses.iter().enumerate() {
             // MetalLB: a CIDR (every address of it, network and broadcast included) or A-B.
             let parsed = if text.contains('/') || text.contains('-') {
-                Span::parse(text)
+                Span::parse(text).map_err(|e| e.to_string())
             } else {
                 Err(format!("{text:?} is neither a CIDR nor a range A-B"))
             };

@@ -27,6 +27,56 @@ pub fn from_u128(value: u128, like: IpAddr) -> Option<IpAddr> {
     }
 }
 
+/// Why a range or an address cannot be read. Each message quotes what was given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RangeError {
+    /// The two ends are of different families.
+    #[error("{first} and {last} are not of one address family")]
+    Families {
+        /// The first address given.
+        first: IpAddr,
+        /// The last address given.
+        last: IpAddr,
+    },
+    /// The first address comes after the last.
+    #[error("{first} comes after {last}")]
+    Reversed {
+        /// The first address given.
+        first: IpAddr,
+        /// The last address given.
+        last: IpAddr,
+    },
+    /// Not a network (`A/LEN`).
+    #[error("{text:?} is not a network: {why}")]
+    NotNetwork {
+        /// The text.
+        text: String,
+        /// The network parser's reason.
+        why: String,
+    },
+    /// whereabouts' `FIRST-LAST/LEN` with a length that does not fit.
+    #[error("{text:?}: bad prefix length: {why}")]
+    BadLength {
+        /// The text.
+        text: String,
+        /// Why.
+        why: String,
+    },
+    /// whereabouts' `FIRST-LAST/LEN` whose network, taken around LAST, leaves FIRST out.
+    #[error("{text:?}: {first} is outside {net}")]
+    Outside {
+        /// The text.
+        text: String,
+        /// The first address.
+        first: IpAddr,
+        /// The network around the last.
+        net: IpNetwork,
+    },
+    /// Not an IP address.
+    #[error("{0:?} is not an IP address")]
+    NotIp(String),
+}
+
 /// An inclusive range of addresses of one family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Span {
@@ -38,12 +88,12 @@ pub struct Span {
 
 impl Span {
     /// The range `first`..=`last`: both of one family, `first` not after `last`.
-    pub fn new(first: IpAddr, last: IpAddr) -> Result<Self, String> {
+    pub fn new(first: IpAddr, last: IpAddr) -> Result<Self, RangeError> {
         if first.is_ipv4() != last.is_ipv4() {
-            return Err(format!("{first} and {last} are not of one address family"));
+            return Err(RangeError::Families { first, last });
         }
         if to_u128(first) > to_u128(last) {
-            return Err(format!("{first} comes after {last}"));
+            return Err(RangeError::Reversed { first, last });
         }
         Ok(Self { first, last })
     }
@@ -65,7 +115,7 @@ impl Span {
     }
 
     /// Reads `A-B` (a range), `A/LEN` (a network) or `A` (one address).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, RangeError> {
         let text = text.trim();
         if let Some((a, b)) = text.split_once('-') {
             let first = parse_ip(a)?;
@@ -73,9 +123,12 @@ impl Span {
             return Self::new(first, last);
         }
         if text.contains('/') {
-            let net: IpNetwork = text
-                .parse()
-                .map_err(|e| format!("{text:?} is not a network: {e}"))?;
+            let net: IpNetwork =
+                text.parse()
+                    .map_err(|e: ipnetwork::IpNetworkError| RangeError::NotNetwork {
+                        text: text.to_owned(),
+                        why: e.to_string(),
+                    })?;
             return Ok(Self::of_network(net));
         }
         parse_ip(text).map(Self::single)
@@ -83,7 +136,7 @@ impl Span {
 
     /// Reads whereabouts' `FIRST-LAST/LEN`: the range and the network of that length around
     /// it; `Ok(None)` when `text` is not of that form.
-    pub fn parse_with_length(text: &str) -> Result<Option<(Self, IpNetwork)>, String> {
+    pub fn parse_with_length(text: &str) -> Result<Option<(Self, IpNetwork)>, RangeError> {
         let Some((a, rest)) = text.trim().split_once('-') else {
             return Ok(None);
         };
@@ -91,12 +144,20 @@ impl Span {
             return Ok(None);
         };
         let span = Self::new(parse_ip(a)?, parse_ip(b)?)?;
+        let bad_length = |e: ipnetwork::IpNetworkError| RangeError::BadLength {
+            text: text.to_owned(),
+            why: e.to_string(),
+        };
         let net: IpNetwork = format!("{}/{}", span.last, len.trim())
             .parse()
-            .map_err(|e| format!("{text:?}: bad prefix length: {e}"))?;
-        let net = IpNetwork::new(net.network(), net.prefix()).map_err(|e| e.to_string())?;
+            .map_err(bad_length)?;
+        let net = IpNetwork::new(net.network(), net.prefix()).map_err(bad_length)?;
         if !net.contains(span.first) {
-            return Err(format!("{text:?}: {} is outside {net}", span.first));
+            return Err(RangeError::Outside {
+                text: text.to_owned(),
+                first: span.first,
+                net,
+            });
         }
         Ok(Some((span, net)))
     }
@@ -132,10 +193,10 @@ impl fmt::Display for Span {
 }
 
 /// Reads one address; the error quotes the text.
-pub fn parse_ip(text: &str) -> Result<IpAddr, String> {
+pub fn parse_ip(text: &str) -> Result<IpAddr, RangeError> {
     text.trim()
         .parse()
-        .map_err(|_| format!("{:?} is not an IP address", text.trim()))
+        .map_err(|_| RangeError::NotIp(text.trim().to_owned()))
 }
 
 /// The last address of a network: its broadcast address for IPv4.
@@ -318,15 +379,24 @@ mod tests {
         let n = Span::parse("2001:db8::/126").unwrap();
         assert_eq!((n.first, n.last), (ip("2001:db8::"), ip("2001:db8::3")));
         assert_eq!(Span::parse("192.0.2.9").unwrap().len(), 1);
-        assert!(Span::parse("192.0.2.9-192.0.2.1")
-            .unwrap_err()
+        let err = |text: &str| Span::parse(text).unwrap_err();
+        assert_eq!(
+            err("192.0.2.9-192.0.2.1"),
+            RangeError::Reversed {
+                first: ip("192.0.2.9"),
+                last: ip("192.0.2.1")
+            }
+        );
+        assert!(err("192.0.2.9-192.0.2.1")
+            .to_string()
             .contains("comes after"));
-        assert!(Span::parse("192.0.2.1-2001:db8::1")
-            .unwrap_err()
-            .contains("family"));
-        assert!(Span::parse("192.0.2.300")
-            .unwrap_err()
-            .contains("not an IP"));
+        assert!(matches!(
+            err("192.0.2.1-2001:db8::1"),
+            RangeError::Families { .. }
+        ));
+        assert!(err("192.0.2.1-2001:db8::1").to_string().contains("family"));
+        assert_eq!(err(" 192.0.2.300"), RangeError::NotIp("192.0.2.300".into()));
+        assert!(err("192.0.2.300").to_string().contains("not an IP"));
     }
 
     #[test]
@@ -337,9 +407,9 @@ mod tests {
         assert_eq!((s.first, s.last), (ip("192.0.2.225"), ip("192.0.2.230")));
         assert_eq!(net.to_string(), "192.0.2.224/28");
         assert_eq!(Span::parse_with_length("192.0.2.0/24").unwrap(), None);
-        assert!(Span::parse_with_length("192.0.2.1-192.0.2.30/28")
-            .unwrap_err()
-            .contains("outside"));
+        let e = Span::parse_with_length("192.0.2.1-192.0.2.30/28").unwrap_err();
+        assert!(matches!(e, RangeError::Outside { .. }), "{e:?}");
+        assert!(e.to_string().contains("outside"), "{e}");
         assert!(Span::parse_with_length("192.0.2.1-192.0.2.3/33").is_err());
     }
 

@@ -6,6 +6,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::names::{escape, unescape};
+use crate::range::{parse_ip, RangeError};
 
 /// An address as the last segment of its key: family, then fixed-width hex.
 pub fn address_key(ip: IpAddr) -> String {
@@ -55,11 +56,8 @@ pub fn index_value(ip: IpAddr) -> String {
 }
 
 /// The address an [`index_value`] holds, or why it holds none.
-pub fn address_value(value: &[u8]) -> Result<IpAddr, String> {
-    let text = String::from_utf8_lossy(value);
-    text.trim()
-        .parse()
-        .map_err(|_| format!("{:?} is not an IP address", text.trim()))
+pub fn address_value(value: &[u8]) -> Result<IpAddr, RangeError> {
+    parse_ip(&String::from_utf8_lossy(value))
 }
 
 /// The first key after every key starting with `prefix` (which ends in `/`, never 0xff).
@@ -120,9 +118,10 @@ mod tests {
             address_value(b" 192.0.2.1\n"),
             Ok("192.0.2.1".parse().unwrap())
         );
-        assert!(address_value(b"192.0.2.256")
-            .unwrap_err()
-            .contains("192.0.2.256"));
+        assert_eq!(
+            address_value(b"192.0.2.256\n"),
+            Err(RangeError::NotIp("192.0.2.256".into()))
+        );
         let pools = "/ipi-net/ipam/pools/";
         let key = format!("{pools}{}/ips/4-c0000201", escape("my pool"));
         let (pool, segment) = pool_of(pools, key.as_bytes()).unwrap();

@@ -61,10 +61,10 @@ fn io<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(io::Error) -> Store
     }
 }
 
-fn corrupt(path: &Path, why: impl Into<String>) -> StoreError {
+fn corrupt(path: &Path, why: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt {
         place: path.display().to_string(),
-        why: why.into(),
+        why: why.to_string(),
     }
 }
 

@@ -58,14 +58,25 @@ impl Record {
     }
 
     /// Reads a stored record; the error says what is wrong with it.
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Self, RecordError> {
         let record: Record =
-            serde_json::from_slice(bytes).map_err(|e| format!("not a reservation record: {e}"))?;
+            serde_json::from_slice(bytes).map_err(|e| RecordError::NotRecord(e.to_string()))?;
         if record.owner.is_empty() {
-            return Err("the record names no owner".into());
+            return Err(RecordError::NoOwner);
         }
         Ok(record)
     }
+}
+
+/// Why stored bytes are no record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// Not the JSON a record is written as.
+    #[error("not a reservation record: {0}")]
+    NotRecord(String),
+    /// A record without an owner.
+    #[error("the record names no owner")]
+    NoOwner,
 }
 
 /// A store that cannot be used; nothing was changed by the call that failed.
@@ -230,11 +241,11 @@ mod tests {
         };
         assert_eq!(Record::decode(&r.encode()).unwrap(), r);
         assert_eq!(Record::owned_by("x").holders(), ["x"]);
-        assert!(Record::decode(b"{")
-            .unwrap_err()
-            .contains("not a reservation record"));
-        assert!(Record::decode(br#"{"owner":""}"#)
-            .unwrap_err()
-            .contains("no owner"));
+        let e = Record::decode(b"{").unwrap_err();
+        assert!(matches!(e, RecordError::NotRecord(_)), "{e:?}");
+        assert!(e.to_string().contains("not a reservation record"), "{e}");
+        let e = Record::decode(br#"{"owner":""}"#).unwrap_err();
+        assert_eq!(e, RecordError::NoOwner);
+        assert!(e.to_string().contains("no owner"), "{e}");
     }
 }

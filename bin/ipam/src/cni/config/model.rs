@@ -53,10 +53,10 @@ impl ConfigError {
     }
 }
 
-pub(super) fn invalid(field: impl Into<String>, why: impl Into<String>) -> ConfigError {
+pub(super) fn invalid(field: impl Into<String>, why: impl std::fmt::Display) -> ConfigError {
     ConfigError::Invalid {
         field: field.into(),
-        why: why.into(),
+        why: why.to_string(),
     }
 }
 
