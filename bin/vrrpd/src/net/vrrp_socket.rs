@@ -583,6 +583,18 @@ impl VrrpSocket {
     }
 }
 
+/// A socket option to set, and how a refusal is named (`set IP_TTL 255`).
+type SocketOption<'a> = (&'a str, &'a dyn Fn() -> io::Result<()>);
+
+/// Sets each option in order, stopping at the first the kernel refuses, which the error names
+/// with the interface `name`.
+fn set_options(name: &str, options: &[SocketOption<'_>]) -> Result<(), Error> {
+    for (what, set) in options {
+        set().map_err(Error::io(name, *what))?;
+    }
+    Ok(())
+}
+
 /// TTL 255, no loop, only our groups, the source's interface for multicast and the group
 /// joined (see the module docs).
 fn ipv4_options(
@@ -592,61 +604,82 @@ fn ipv4_options(
     multicast: bool,
     name: &str,
 ) -> Result<(), Error> {
-    let io = |operation: &str| Error::io(name, operation.to_owned());
     let ttl = u32::from(vrrp::HOP_LIMIT);
-    socket.set_ttl_v4(ttl).map_err(io("set IP_TTL 255"))?;
-    socket
-        .set_multicast_ttl_v4(ttl)
-        .map_err(io("set IP_MULTICAST_TTL 255"))?;
-    socket
-        .set_multicast_loop_v4(false)
-        .map_err(io("turn IP_MULTICAST_LOOP off"))?;
-    socket
-        .set_multicast_all_v4(false)
-        .map_err(io("turn IP_MULTICAST_ALL off"))?;
-    if multicast {
-        socket
-            .set_multicast_if_v4(&source)
-            .map_err(io(&format!("set IP_MULTICAST_IF {source}")))?;
-        socket
-            .join_multicast_v4_n(&IPV4_GROUP, &InterfaceIndexOrAddress::Index(index))
-            .map_err(io(&format!("join {IPV4_GROUP}")))?;
+    set_options(
+        name,
+        &[
+            ("set IP_TTL 255", &|| socket.set_ttl_v4(ttl)),
+            ("set IP_MULTICAST_TTL 255", &|| {
+                socket.set_multicast_ttl_v4(ttl)
+            }),
+            ("turn IP_MULTICAST_LOOP off", &|| {
+                socket.set_multicast_loop_v4(false)
+            }),
+            ("turn IP_MULTICAST_ALL off", &|| {
+                socket.set_multicast_all_v4(false)
+            }),
+        ],
+    )?;
+    if !multicast {
+        return Ok(());
     }
-    Ok(())
+    let (interface, join) = (
+        format!("set IP_MULTICAST_IF {source}"),
+        format!("join {IPV4_GROUP}"),
+    );
+    let group = InterfaceIndexOrAddress::Index(index);
+    set_options(
+        name,
+        &[
+            (&interface, &|| socket.set_multicast_if_v4(&source)),
+            (&join, &|| socket.join_multicast_v4_n(&IPV4_GROUP, &group)),
+        ],
+    )
 }
 
 /// Hop limit 255, no loop, only our groups, the interface, the control messages receiving
 /// needs, the kernel's checksum, and the group joined (see the module docs).
 fn ipv6_options(socket: &Socket, index: u32, multicast: bool, name: &str) -> Result<(), Error> {
-    let io = |operation: &str| Error::io(name, operation.to_owned());
     let ttl = u32::from(vrrp::HOP_LIMIT);
-    socket
-        .set_unicast_hops_v6(ttl)
-        .map_err(io("set IPV6_UNICAST_HOPS 255"))?;
-    socket
-        .set_multicast_hops_v6(ttl)
-        .map_err(io("set IPV6_MULTICAST_HOPS 255"))?;
-    socket
-        .set_multicast_loop_v6(false)
-        .map_err(io("turn IPV6_MULTICAST_LOOP off"))?;
-    socket
-        .set_multicast_all_v6(false)
-        .map_err(io("turn IPV6_MULTICAST_ALL off"))?;
-    socket
-        .set_multicast_if_v6(index)
-        .map_err(io("set IPV6_MULTICAST_IF"))?;
-    setsockopt(&socket, sockopt::Ipv6RecvPacketInfo, &true)
-        .map_err(|e| io("turn IPV6_RECVPKTINFO on")(e.into()))?;
-    setsockopt(&socket, sockopt::Ipv6RecvHopLimit, &true)
-        .map_err(|e| io("turn IPV6_RECVHOPLIMIT on")(e.into()))?;
-    setsockopt(&socket, Ipv6Checksum, &VRRP_CHECKSUM_OFFSET)
-        .map_err(|e| io("set IPV6_CHECKSUM 6")(e.into()))?;
-    if multicast {
-        socket
-            .join_multicast_v6(&IPV6_GROUP, index)
-            .map_err(io(&format!("join {IPV6_GROUP}")))?;
+    let packet_info = || setsockopt(socket, sockopt::Ipv6RecvPacketInfo, &true);
+    let hop_limit = || setsockopt(socket, sockopt::Ipv6RecvHopLimit, &true);
+    set_options(
+        name,
+        &[
+            ("set IPV6_UNICAST_HOPS 255", &|| {
+                socket.set_unicast_hops_v6(ttl)
+            }),
+            ("set IPV6_MULTICAST_HOPS 255", &|| {
+                socket.set_multicast_hops_v6(ttl)
+            }),
+            ("turn IPV6_MULTICAST_LOOP off", &|| {
+                socket.set_multicast_loop_v6(false)
+            }),
+            ("turn IPV6_MULTICAST_ALL off", &|| {
+                socket.set_multicast_all_v6(false)
+            }),
+            ("set IPV6_MULTICAST_IF", &|| {
+                socket.set_multicast_if_v6(index)
+            }),
+            ("turn IPV6_RECVPKTINFO on", &|| {
+                packet_info().map_err(io::Error::from)
+            }),
+            ("turn IPV6_RECVHOPLIMIT on", &|| {
+                hop_limit().map_err(io::Error::from)
+            }),
+            ("set IPV6_CHECKSUM 6", &|| {
+                setsockopt(socket, Ipv6Checksum, &VRRP_CHECKSUM_OFFSET).map_err(io::Error::from)
+            }),
+        ],
+    )?;
+    if !multicast {
+        return Ok(());
     }
-    Ok(())
+    let join = format!("join {IPV6_GROUP}");
+    set_options(
+        name,
+        &[(&join, &|| socket.join_multicast_v6(&IPV6_GROUP, index))],
+    )
 }
 
 /// Asks for a receive buffer of `bytes`: `SO_RCVBUFFORCE` (past `net.core.rmem_max`, with
