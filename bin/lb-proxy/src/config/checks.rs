@@ -6,6 +6,88 @@ use ipi_core::place::{Errors, Location};
 
 use super::model::{HttpCheck, HttpExpect, HttpMatch, Kind, Pattern, Proxy, TcpExpect, TcpRule};
 
+/// What is wrong with a check rule. Each message names the keywords as they were written, and
+/// for a word lb-proxy does not read there, what it reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    /// `option httpchk` with more than a method, a URI and a version.
+    #[error("`option httpchk` takes a method, a URI and a version")]
+    HttpchkArguments,
+    /// A keyword without what must follow it.
+    #[error("`{what}` needs {needs}")]
+    Needs {
+        /// The keywords.
+        what: String,
+        /// What must follow.
+        needs: &'static str,
+    },
+    /// A value that is not of the kind the keyword takes.
+    #[error("`{what}` takes {takes}")]
+    Takes {
+        /// The keywords.
+        what: String,
+        /// What it takes.
+        takes: &'static str,
+    },
+    /// A word lb-proxy does not read where it stands.
+    #[error("`{what} {word}`: lb-proxy reads {reads}")]
+    Unknown {
+        /// The keywords before it.
+        what: String,
+        /// The word.
+        word: String,
+        /// What lb-proxy reads there.
+        reads: &'static str,
+    },
+    /// A word after a complete rule.
+    #[error("`{what}`: unexpected `{word}`")]
+    Unexpected {
+        /// The rule.
+        what: String,
+        /// The word after it.
+        word: String,
+    },
+    /// A second `http-check expect` in one section.
+    #[error("lb-proxy reads one `http-check expect` per backend")]
+    SecondExpect,
+    /// Not a list of status codes and ranges.
+    #[error("`status {0}`: codes (200) or ranges (200-399), separated by commas")]
+    Statuses(String),
+    /// Not a regular expression.
+    #[error("`{text}` is not a regular expression: {why}")]
+    NotRegex {
+        /// The text.
+        text: String,
+        /// The regex crate's reason.
+        why: String,
+    },
+    /// Not hex digit pairs.
+    #[error("`{0}` is not a string of hex digit pairs")]
+    NotHex(String),
+}
+
+fn needs(what: impl Into<String>, needs: &'static str) -> CheckError {
+    CheckError::Needs {
+        what: what.into(),
+        needs,
+    }
+}
+
+fn takes(what: impl Into<String>, takes: &'static str) -> CheckError {
+    CheckError::Takes {
+        what: what.into(),
+        takes,
+    }
+}
+
+fn unknown(what: impl Into<String>, word: &str, reads: &'static str) -> CheckError {
+    CheckError::Unknown {
+        what: what.into(),
+        word: word.to_owned(),
+        reads,
+    }
+}
+
 /// Which `option` chooses the check (haproxy: the last one written).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Chosen {
@@ -42,9 +124,9 @@ impl Rules {
     }
 
     /// `option httpchk [METHOD [URI [VERSION]]]`.
-    pub fn option_httpchk(&mut self, args: &[String]) -> Result<(), String> {
+    pub fn option_httpchk(&mut self, args: &[String]) -> Result<(), CheckError> {
         if args.len() > 3 {
-            return Err("`option httpchk` takes a method, a URI and a version".to_string());
+            return Err(CheckError::HttpchkArguments);
         }
         let arg = |i: usize, default: &str| args.get(i).map_or(default, String::as_str).to_string();
         let check = self
@@ -68,7 +150,7 @@ impl Rules {
     }
 
     /// A `tcp-check` line (the words after the keyword).
-    pub fn tcp_line(&mut self, w: &[String], at: &Location) -> Result<(), String> {
+    pub fn tcp_line(&mut self, w: &[String], at: &Location) -> Result<(), CheckError> {
         let rule = tcp_rule(w)?;
         if !self.own_tcp {
             self.tcp.clear();
@@ -80,7 +162,7 @@ impl Rules {
     }
 
     /// An `http-check` line (the words after the keyword).
-    pub fn http_line(&mut self, w: &[String], at: &Location) -> Result<(), String> {
+    pub fn http_line(&mut self, w: &[String], at: &Location) -> Result<(), CheckError> {
         let mut check = match (&self.http, self.own_http) {
             (Some(h), true) => h.clone(),
             (Some(h), false) => HttpCheck::new(&h.method, &h.uri, &h.version),
@@ -136,8 +218,8 @@ const EXPECT_LABELS: &[&str] = &[
 ];
 
 /// `tcp-check RULE...` after `tcp-check`.
-pub fn tcp_rule(w: &[String]) -> Result<TcpRule, String> {
-    let (action, rest) = w.split_first().ok_or("`tcp-check` needs a rule")?;
+pub fn tcp_rule(w: &[String]) -> Result<TcpRule, CheckError> {
+    let (action, rest) = w.split_first().ok_or(needs("tcp-check", "a rule"))?;
     match action.as_str() {
         "connect" => {
             let (port, ssl) = connect(rest, "tcp-check")?;
@@ -146,7 +228,7 @@ pub fn tcp_rule(w: &[String]) -> Result<TcpRule, String> {
         "send" | "send-binary" => {
             let (data, rest) = rest
                 .split_first()
-                .ok_or_else(|| format!("`tcp-check {action}` needs data"))?;
+                .ok_or_else(|| needs(format!("tcp-check {action}"), "data"))?;
             labels_only(rest, &format!("tcp-check {action}"))?;
             if action == "send" {
                 Ok(TcpRule::Send(super::lexer::bytes(data)))
@@ -155,14 +237,16 @@ pub fn tcp_rule(w: &[String]) -> Result<TcpRule, String> {
             }
         }
         "expect" => tcp_expect(rest).map(TcpRule::Expect),
-        other => Err(format!(
-            "`tcp-check {other}`: lb-proxy reads tcp-check connect, send, send-binary and expect"
+        other => Err(unknown(
+            "tcp-check",
+            other,
+            "tcp-check connect, send, send-binary and expect",
         )),
     }
 }
 
 /// The options after `connect`: `port N`, `ssl`, `linger`, `default`, `comment TEXT`.
-fn connect(w: &[String], what: &str) -> Result<(Option<u16>, bool), String> {
+fn connect(w: &[String], what: &str) -> Result<(Option<u16>, bool), CheckError> {
     let (mut port, mut ssl) = (None, false);
     let mut it = w.iter();
     while let Some(opt) = it.next() {
@@ -173,17 +257,19 @@ fn connect(w: &[String], what: &str) -> Result<(Option<u16>, bool), String> {
             "linger" | "default" => {}
             "port" => {
                 let n = it.next().and_then(|p| p.parse::<u16>().ok());
-                port = Some(n.filter(|n| *n > 0).ok_or(format!(
-                    "`{what} connect port` takes a port number (1-65535)"
-                ))?);
+                port = Some(n.filter(|n| *n > 0).ok_or_else(|| {
+                    takes(format!("{what} connect port"), "a port number (1-65535)")
+                })?);
             }
             "comment" => {
                 it.next();
             }
             other => {
-                return Err(format!(
-                "`{what} connect {other}`: lb-proxy reads port N, ssl, linger, default and comment"
-            ))
+                return Err(unknown(
+                    format!("{what} connect"),
+                    other,
+                    "port N, ssl, linger, default and comment",
+                ))
             }
         }
     }
@@ -191,11 +277,14 @@ fn connect(w: &[String], what: &str) -> Result<(Option<u16>, bool), String> {
 }
 
 /// Only `comment TEXT` may follow.
-fn labels_only(rest: &[String], what: &str) -> Result<(), String> {
+fn labels_only(rest: &[String], what: &str) -> Result<(), CheckError> {
     match rest {
         [] => Ok(()),
         [c, _] if c == "comment" => Ok(()),
-        [other, ..] => Err(format!("`{what}`: unexpected `{other}`")),
+        [other, ..] => Err(CheckError::Unexpected {
+            what: what.to_owned(),
+            word: other.clone(),
+        }),
     }
 }
 
@@ -204,7 +293,7 @@ fn labels_only(rest: &[String], what: &str) -> Result<(), String> {
 fn expect_head<'a>(
     w: &'a [String],
     what: &str,
-) -> Result<(bool, Option<usize>, &'a str, &'a String), String> {
+) -> Result<(bool, Option<usize>, &'a str, &'a String), CheckError> {
     let (mut negate, mut min_recv) = (false, None);
     let mut i = 0;
     while i < w.len() {
@@ -215,7 +304,7 @@ fn expect_head<'a>(
                 min_recv = match n {
                     Some(-1) => None,
                     Some(n) if n >= 0 => usize::try_from(n).ok(),
-                    _ => return Err(format!("`{what} expect min-recv` takes a number")),
+                    _ => return Err(takes(format!("{what} expect min-recv"), "a number")),
                 };
                 i += 1;
             }
@@ -226,12 +315,15 @@ fn expect_head<'a>(
     }
     match &w[i.min(w.len())..] {
         [kind, value] => Ok((negate, min_recv, kind.as_str(), value)),
-        [kind, value, t, ..] => Err(format!("`{what} expect {kind} {value}`: unexpected `{t}`")),
-        _ => Err(format!("`{what} expect` needs a match and a pattern")),
+        [kind, value, t, ..] => Err(CheckError::Unexpected {
+            what: format!("{what} expect {kind} {value}"),
+            word: t.clone(),
+        }),
+        _ => Err(needs(format!("{what} expect"), "a match and a pattern")),
     }
 }
 
-fn tcp_expect(w: &[String]) -> Result<TcpExpect, String> {
+fn tcp_expect(w: &[String]) -> Result<TcpExpect, CheckError> {
     let (negate, min_recv, kind, value) = expect_head(w, "tcp-check")?;
     let pattern = match kind {
         "string" => Pattern::String(super::lexer::bytes(value)),
@@ -239,8 +331,10 @@ fn tcp_expect(w: &[String]) -> Result<TcpExpect, String> {
         "rstring" => Pattern::Rstring(regex(value)?),
         "rbinary" => Pattern::Rbinary(regex(value)?),
         other => {
-            return Err(format!(
-                "`tcp-check expect {other}`: lb-proxy reads string, rstring, binary and rbinary"
+            return Err(unknown(
+                "tcp-check expect",
+                other,
+                "string, rstring, binary and rbinary",
             ))
         }
     };
@@ -252,8 +346,8 @@ fn tcp_expect(w: &[String]) -> Result<TcpExpect, String> {
 }
 
 /// `http-check RULE...` after `http-check`, applied to `check`.
-pub fn http_rule(w: &[String], check: &mut HttpCheck) -> Result<(), String> {
-    let (action, rest) = w.split_first().ok_or("`http-check` needs a rule")?;
+pub fn http_rule(w: &[String], check: &mut HttpCheck) -> Result<(), CheckError> {
+    let (action, rest) = w.split_first().ok_or(needs("http-check", "a rule"))?;
     match action.as_str() {
         "connect" => {
             let (port, ssl) = connect(rest, "http-check")?;
@@ -264,24 +358,26 @@ pub fn http_rule(w: &[String], check: &mut HttpCheck) -> Result<(), String> {
         "send" => http_send(rest, check),
         "expect" => {
             if check.expect.is_some() {
-                return Err("lb-proxy reads one `http-check expect` per backend".to_string());
+                return Err(CheckError::SecondExpect);
             }
             check.expect = Some(http_expect(rest)?);
             Ok(())
         }
-        other => Err(format!(
-            "`http-check {other}`: lb-proxy reads http-check connect, send and expect"
+        other => Err(unknown(
+            "http-check",
+            other,
+            "http-check connect, send and expect",
         )),
     }
 }
 
-fn http_send(w: &[String], check: &mut HttpCheck) -> Result<(), String> {
+fn http_send(w: &[String], check: &mut HttpCheck) -> Result<(), CheckError> {
     let mut it = w.iter();
     while let Some(opt) = it.next() {
         let mut value = || {
             it.next()
                 .cloned()
-                .ok_or_else(|| format!("`http-check send {opt}` needs a value"))
+                .ok_or_else(|| needs(format!("http-check send {opt}"), "a value"))
         };
         match opt.as_str() {
             "meth" => check.method = value()?,
@@ -296,8 +392,10 @@ fn http_send(w: &[String], check: &mut HttpCheck) -> Result<(), String> {
                 value()?;
             }
             other => {
-                return Err(format!(
-                    "`http-check send {other}`: lb-proxy reads meth, uri, ver, hdr and comment"
+                return Err(unknown(
+                    "http-check send",
+                    other,
+                    "meth, uri, ver, hdr and comment",
                 ))
             }
         }
@@ -305,7 +403,7 @@ fn http_send(w: &[String], check: &mut HttpCheck) -> Result<(), String> {
     Ok(())
 }
 
-fn http_expect(w: &[String]) -> Result<HttpExpect, String> {
+fn http_expect(w: &[String]) -> Result<HttpExpect, CheckError> {
     let (negate, _, kind, value) = expect_head(w, "http-check")?;
     let what = match kind {
         "status" => HttpMatch::Status(statuses(value)?),
@@ -313,8 +411,10 @@ fn http_expect(w: &[String]) -> Result<HttpExpect, String> {
         "string" => HttpMatch::String(value.clone()),
         "rstring" => HttpMatch::Rstring(regex(value)?),
         other => {
-            return Err(format!(
-                "`http-check expect {other}`: lb-proxy reads status, rstatus, string and rstring"
+            return Err(unknown(
+                "http-check expect",
+                other,
+                "status, rstatus, string and rstring",
             ))
         }
     };
@@ -322,8 +422,8 @@ fn http_expect(w: &[String]) -> Result<HttpExpect, String> {
 }
 
 /// `200`, `200-399`, `200,404`: haproxy's list of codes and ranges.
-fn statuses(text: &str) -> Result<Vec<(u16, u16)>, String> {
-    let bad = || format!("`status {text}`: codes (200) or ranges (200-399), separated by commas");
+fn statuses(text: &str) -> Result<Vec<(u16, u16)>, CheckError> {
+    let bad = || CheckError::Statuses(text.to_owned());
     text.split(',')
         .map(|part| {
             let (lo, hi) = part.split_once('-').unwrap_or((part, part));
@@ -338,20 +438,24 @@ fn statuses(text: &str) -> Result<Vec<(u16, u16)>, String> {
 }
 
 /// A regular expression checked now, kept as written.
-fn regex(text: &str) -> Result<String, String> {
+fn regex(text: &str) -> Result<String, CheckError> {
     regex::bytes::Regex::new(text)
         .map(|_| text.to_string())
-        .map_err(|e| format!("`{text}` is not a regular expression: {e}"))
+        .map_err(|e| CheckError::NotRegex {
+            text: text.to_owned(),
+            why: e.to_string(),
+        })
 }
 
 /// `send-binary` and `expect binary` hex strings.
-fn hex(text: &str) -> Result<Vec<u8>, String> {
+fn hex(text: &str) -> Result<Vec<u8>, CheckError> {
+    let not_hex = || CheckError::NotHex(text.to_owned());
     if text.len() % 2 != 0 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("`{text}` is not a string of hex digit pairs"));
+        return Err(not_hex());
     }
     (0..text.len())
         .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(|e| e.to_string()))
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(|_| not_hex()))
         .collect()
 }
 
@@ -435,9 +539,42 @@ mod tests {
                 "lb-proxy reads tcp-check connect",
             ),
         ] {
-            let e = tcp_rule(&w(bad)).unwrap_err();
+            let e = tcp_rule(&w(bad)).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn errors_say_which_keyword_and_what_lb_proxy_reads_there() {
+        assert_eq!(
+            tcp_rule(&w("expect string-lf x")).unwrap_err(),
+            CheckError::Unknown {
+                what: "tcp-check expect".into(),
+                word: "string-lf".into(),
+                reads: "string, rstring, binary and rbinary",
+            }
+        );
+        assert_eq!(
+            tcp_rule(&w("expect string-lf x")).unwrap_err().to_string(),
+            "`tcp-check expect string-lf`: lb-proxy reads string, rstring, binary and rbinary"
+        );
+        assert_eq!(
+            tcp_rule(&w("send x y")).unwrap_err(),
+            CheckError::Unexpected {
+                what: "tcp-check send".into(),
+                word: "y".into(),
+            }
+        );
+        let mut c = HttpCheck::new("OPTIONS", "/", "HTTP/1.0");
+        http_rule(&w("expect status 200"), &mut c).unwrap();
+        assert_eq!(
+            http_rule(&w("expect status 200"), &mut c),
+            Err(CheckError::SecondExpect)
+        );
+        assert_eq!(
+            http_rule(&w("send meth"), &mut c).unwrap_err().to_string(),
+            "`http-check send meth` needs a value"
+        );
     }
 
     #[test]

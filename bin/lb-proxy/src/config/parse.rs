@@ -333,8 +333,10 @@ impl Parser<'_> {
     /// `tcp-check` and `http-check` rules; `errorfile`, which only HTTP uses.
     fn check_or_http(&mut self, w: &[String], at: &Location) {
         let done = match w[0].as_str() {
-            "tcp-check" => self.with_rules(|r| r.tcp_line(&w[1..], at)),
-            "http-check" => self.with_rules(|r| r.http_line(&w[1..], at)),
+            "tcp-check" => self.with_rules(|r| r.tcp_line(&w[1..], at).map_err(|e| e.to_string())),
+            "http-check" => {
+                self.with_rules(|r| r.http_line(&w[1..], at).map_err(|e| e.to_string()))
+            }
             _ => match w.len() {
                 3 => {
                     self.http_only(&format!("errorfile {}", w[1]), at);
@@ -607,7 +609,7 @@ impl Parser<'_> {
             }
             Some("httpchk") => {
                 if let Err(why) = self.with_rules(|r| r.option_httpchk(&w[2..])) {
-                    self.errors.push(at, why);
+                    self.errors.push(at, why.to_string());
                 }
             }
             Some("tcp-check") => {
