@@ -262,32 +262,36 @@ impl Daemon {
                 }
                 self.carry_out(u, actions).await;
             }
-            Err(reject) => {
-                let name = self.parts.vrs[vr].cfg.name.clone();
-                tracing::debug!(
-                    "{name}: dropped an advert from {}: {}",
-                    d.src,
-                    reject.name()
-                );
-                self.count(&name, reject.name());
-                let v = &self.parts.vrs[vr];
-                let heard = clash::Heard {
-                    instance: &name,
-                    interface: &v.interface.name,
-                    source: d.src,
-                    repr: &repr,
-                    expect: &v.expect,
-                };
-                if self
-                    .telemetry
-                    .clashes
-                    .heard(self.now(), heard, reject)
-                    .is_some()
-                {
-                    // A second cluster on our VRID may hold our VIPs too.
-                    self.probe_vips(vr);
-                }
-            }
+            Err(reject) => self.rejected(vr, &d, &repr, reject),
+        }
+    }
+
+    /// An advert of instance `vr` that its checks refused: counted, and told to the clash
+    /// watch (a foreign router on our VRID), which may ask for the VIPs to be probed.
+    fn rejected(&mut self, vr: usize, d: &RawDatagram<'_>, repr: &Repr, reject: rx::Reject) {
+        let name = self.parts.vrs[vr].cfg.name.clone();
+        tracing::debug!(
+            "{name}: dropped an advert from {}: {}",
+            d.src,
+            reject.name()
+        );
+        self.count(&name, reject.name());
+        let v = &self.parts.vrs[vr];
+        let heard = clash::Heard {
+            instance: &name,
+            interface: &v.interface.name,
+            source: d.src,
+            repr,
+            expect: &v.expect,
+        };
+        if self
+            .telemetry
+            .clashes
+            .heard(self.now(), heard, reject)
+            .is_some()
+        {
+            // A second cluster on our VRID may hold our VIPs too.
+            self.probe_vips(vr);
         }
     }
 

@@ -441,40 +441,8 @@ impl Repr {
             return Err(Error::ZeroVrid);
         }
 
-        let auth = match version {
-            Version::V3 => Auth::None,
-            Version::V2 => match packet.auth_type() {
-                0 => Auth::None,
-                1 => {
-                    let data = <[u8; PASS_LEN]>::try_from(packet.auth_data()).map_err(|_| {
-                        Error::Truncated {
-                            what: "VRRPv2 authentication data",
-                            needed: V2_AUTH_DATA_LEN,
-                            got: packet.auth_data().len(),
-                        }
-                    })?;
-                    Auth::Pass(data)
-                }
-                // RFC 2338 5.3.6.2; the datagram's AH header is checked by the caller, who
-                // holds the key (`ah::Covered::verify`).
-                2 => Auth::Ah,
-                other => return Err(Error::UnsupportedAuthType(other)),
-            },
-        };
-
-        let addresses = packet
-            .addr_field()
-            .chunks_exact(addr_len)
-            .map(|chunk| match src {
-                IpAddr::V4(_) => <[u8; 4]>::try_from(chunk).map(|o| IpAddr::V4(Ipv4Addr::from(o))),
-                IpAddr::V6(_) => <[u8; 16]>::try_from(chunk).map(|o| IpAddr::V6(Ipv6Addr::from(o))),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| Error::Truncated {
-                what: "VRRP address",
-                needed: addr_len,
-                got: 0,
-            })?;
+        let auth = auth_of(packet, version)?;
+        let addresses = addresses_of(packet, src, addr_len)?;
 
         Ok(Repr {
             version,
@@ -621,6 +589,52 @@ impl Repr {
         self.emit(&mut packet, src, dst, mode)?;
         Ok(packet.into_inner())
     }
+}
+
+/// The authentication a parsed message carries (v2's Auth Type and data; none for v3).
+fn auth_of<T: AsRef<[u8]>>(packet: &Packet<T>, version: Version) -> Result<Auth, Error> {
+    Ok(match version {
+        Version::V3 => Auth::None,
+        Version::V2 => match packet.auth_type() {
+            0 => Auth::None,
+            1 => {
+                let data = <[u8; PASS_LEN]>::try_from(packet.auth_data()).map_err(|_| {
+                    Error::Truncated {
+                        what: "VRRPv2 authentication data",
+                        needed: V2_AUTH_DATA_LEN,
+                        got: packet.auth_data().len(),
+                    }
+                })?;
+                Auth::Pass(data)
+            }
+            // RFC 2338 5.3.6.2; the datagram's AH header is checked by the caller, who
+            // holds the key (`ah::Covered::verify`).
+            2 => Auth::Ah,
+            other => return Err(Error::UnsupportedAuthType(other)),
+        },
+    })
+}
+
+/// The addresses of a message whose length was checked, of `src`'s family (`addr_len` bytes
+/// each).
+fn addresses_of<T: AsRef<[u8]>>(
+    packet: &Packet<T>,
+    src: IpAddr,
+    addr_len: usize,
+) -> Result<Vec<IpAddr>, Error> {
+    packet
+        .addr_field()
+        .chunks_exact(addr_len)
+        .map(|chunk| match src {
+            IpAddr::V4(_) => <[u8; 4]>::try_from(chunk).map(|o| IpAddr::V4(Ipv4Addr::from(o))),
+            IpAddr::V6(_) => <[u8; 16]>::try_from(chunk).map(|o| IpAddr::V6(Ipv6Addr::from(o))),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| Error::Truncated {
+            what: "VRRP address",
+            needed: addr_len,
+            got: 0,
+        })
 }
 
 impl TryFrom<u8> for Version {
