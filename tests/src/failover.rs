@@ -165,14 +165,10 @@ pub fn run(
     let file = capture.stop()?;
     let adverts = decode(&file)?;
     say(&format!("{} adverts captured", adverts.len()));
-    let source = |r: &Router| match group.vips().first() {
-        Some(IpAddr::V6(_)) => IpAddr::V6(r.host.link_local()),
-        _ => IpAddr::V4(r.host.ipv4()),
-    };
-    let silence = silence(
+    let silence = wire_silence(
         &adverts,
-        source(&run.routers[m]),
-        source(&run.routers[o]),
+        group,
+        [&run.routers[m], &run.routers[o]],
         fault_at,
     );
     if let Some(gap) = silence {
@@ -201,6 +197,21 @@ pub fn run(
         client: client_seen,
         client_floor: crate::probe::stale_arp_floor(&client),
     })
+}
+
+/// On the wire, from the old master's last advert to the new one's first after the fault
+/// ([`silence`]), each router known by the address it advertises from in `group`'s family.
+fn wire_silence(
+    adverts: &Adverts,
+    group: &Group,
+    [old, new]: [&Router; 2],
+    fault_at: Duration,
+) -> Option<Duration> {
+    let source = |r: &Router| match group.vips().first() {
+        Some(IpAddr::V6(_)) => IpAddr::V6(r.host.link_local()),
+        _ => IpAddr::V4(r.host.ipv4()),
+    };
+    silence(adverts, source(old), source(new), fault_at)
 }
 
 /// The lab: the routers' hosts a and b (said), the client host, and on each router's host an

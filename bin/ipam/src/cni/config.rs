@@ -173,31 +173,32 @@ fn read_gc_grace(o: &Obj<'_>) -> Result<std::time::Duration, ConfigError> {
     })
 }
 
+/// Which style the `ipam` section is written in, by the keys that hold its addresses.
+fn style_of(map: &Map<String, Value>) -> Result<Style, ConfigError> {
+    let has = |k: &str| map.contains_key(k);
+    match (
+        has("range") || has("ipRanges"),
+        has("ranges") || has("subnet"),
+    ) {
+        (true, false) => Ok(Style::Whereabouts),
+        (false, true) => Ok(Style::HostLocal),
+        (true, true) => Err(invalid(
+            "ipam",
+            "both whereabouts ranges (range, ipRanges) and host-local ones (ranges, subnet): give one style",
+        )),
+        (false, false) => Err(invalid(
+            "ipam",
+            "no addresses to hand out: give `range` (whereabouts) or `ranges` (host-local)",
+        )),
+    }
+}
+
 fn read_ipam(map: &Map<String, Value>, name: &str) -> Result<Ipam, ConfigError> {
     let o = Obj {
         map,
         path: "ipam".into(),
     };
-    let has = |k: &str| map.contains_key(k);
-    let style = match (
-        has("range") || has("ipRanges"),
-        has("ranges") || has("subnet"),
-    ) {
-        (true, false) => Style::Whereabouts,
-        (false, true) => Style::HostLocal,
-        (true, true) => {
-            return Err(invalid(
-                "ipam",
-                "both whereabouts ranges (range, ipRanges) and host-local ones (ranges, subnet): give one style",
-            ))
-        }
-        (false, false) => {
-            return Err(invalid(
-                "ipam",
-                "no addresses to hand out: give `range` (whereabouts) or `ranges` (host-local)",
-            ))
-        }
-    };
+    let style = style_of(map)?;
     let style_keys: &[&str] = match style {
         Style::Whereabouts => &WHEREABOUTS_KEYS,
         Style::HostLocal => &HOST_LOCAL_KEYS,
