@@ -179,11 +179,7 @@ pub fn run(
         ));
     }
     Ok(Outcome {
-        routers: run
-            .routers
-            .iter()
-            .map(|r| (r.host.name().to_string(), r.speaker, r.priority))
-            .collect(),
+        routers: run.who(),
         first_master: hosts[m].name().to_string(),
         settled_at: run.settled_at,
         fault_at,
@@ -275,6 +271,13 @@ fn wall_clock() -> Duration {
 }
 
 impl Run<'_> {
+    /// Each router: its host's name, its speaker and its priority.
+    fn who(&self) -> Vec<(String, Speaker, u8)> {
+        (self.routers.iter())
+            .map(|r| (r.host.name().to_string(), r.speaker, r.priority))
+            .collect()
+    }
+
     /// Starts both routers and waits until one of them holds the VIPs for good.
     fn elect(
         &mut self,

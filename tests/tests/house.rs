@@ -1,9 +1,9 @@
 //! The house rules of docs/ARCHITECTURE.md that a reader of the code can check, checked on every
 //! crate of the workspace: no import cycle between the modules of a crate, nor between a module
 //! and a child that takes a name the parent defines; no module longer than a reader can hold
-//! ([`MAX_MODULE_LINES`]); no module below `cli` and `commands` that imports the command-line
-//! types; every program's `main.rs` wiring only; and no program (a package under `bin/`) that
-//! depends on another program.
+//! ([`MAX_MODULE_LINES`]), nor a function ([`MAX_FUNCTION_LINES`]); no module below `cli` and
+//! `commands` that imports the command-line types; every program's `main.rs` wiring only; and no
+//! program (a package under `bin/`) that depends on another program.
 //!
 //! Modules are read as text: `crate::`, `super::` and `self::` paths (in `use` trees and in code)
 //! are resolved against the crate's module files. Test modules (`#[cfg(test)]`) are left out:
@@ -397,6 +397,77 @@ fn no_module_is_longer_than_a_reader_can_hold() {
         problems.is_empty(),
         "modules over {MAX_MODULE_LINES} lines (split them along the seams their own methods \
          draw):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The most lines a function of a library (before its tests) may have, its signature and
+/// closing brace included.
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// The functions of a module's code longer than [`MAX_FUNCTION_LINES`]: name, first line
+/// (counted from one) and length. A function's body ends at the first `}` as indented as its
+/// `fn` (rustfmt's layout); one without a body (a trait's) or on one line is not counted.
+fn long_functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        let words: Vec<&str> = trimmed
+            .split_whitespace()
+            .skip_while(|w| w.starts_with("pub") || ["async", "const", "unsafe"].contains(w))
+            .take(2)
+            .collect();
+        let (["fn", name], false) = (
+            words.as_slice(),
+            trimmed.ends_with(';') || trimmed.ends_with('}'),
+        ) else {
+            i += 1;
+            continue;
+        };
+        let indent = line.len() - trimmed.len();
+        let end = (i + 1..lines.len()).find(|&j| {
+            let l = lines[j];
+            l.len() - l.trim_start().len() == indent && l.trim_start().starts_with('}')
+        });
+        // A declaration whose signature ends in `;` on a later line has no body.
+        let declaration = (i..lines.len())
+            .find(|&j| lines[j].trim_end().ends_with(';') || lines[j].trim_end().ends_with('{'))
+            .is_some_and(|j| lines[j].trim_end().ends_with(';'));
+        match end {
+            Some(end) if !declaration => {
+                let length = end - i + 1;
+                if length > MAX_FUNCTION_LINES {
+                    let name = name.split(['(', '<']).next().unwrap_or(name);
+                    out.push((name.to_string(), i + 1, length));
+                }
+                i = end + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+#[test]
+fn no_library_function_is_longer_than_80_lines() {
+    let mut problems = Vec::new();
+    for src in crates() {
+        for (module, text) in modules(&src) {
+            for (name, line, length) in long_functions(&text) {
+                problems.push(format!(
+                    "{}: `crate::{}` fn {name} (line {line}): {length} lines",
+                    src.display(),
+                    module.join("::")
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines:\n{}",
         problems.join("\n")
     );
 }
